@@ -1,0 +1,1 @@
+"""The streamlda service: sources, scraper, queue, worker, API and the command line."""

@@ -1,0 +1,77 @@
+"""The ``streamlda`` command: one subcommand per module that owns it.
+
+Each command module exposes ``register(subparsers)``, which adds its parser and sets
+``func(settings, args) -> int``. Flags whose ``dest`` names a Settings field override the
+environment; errors in arguments or settings print one line and exit 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from pydantic import ValidationError
+
+from service.settings import Settings
+
+# Modules that each add one subcommand.
+COMMAND_MODULES = (
+    "service.train",
+)
+
+
+class CommandError(Exception):
+    """A command cannot go on; its message is shown to the user as one line."""
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    """Settings from the environment, overridden by every flag given on the command line."""
+    overrides = {
+        name: value
+        for name, value in vars(args).items()
+        if name in Settings.model_fields and value is not None
+    }
+    return Settings(**overrides)
+
+
+def _format_validation(exc: ValidationError) -> str:
+    parts = []
+    for error in exc.errors():
+        where = ".".join(str(p) for p in error["loc"]) or "settings"
+        parts.append(f"{where}: {error['msg']}")
+    return "invalid settings: " + "; ".join(parts)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser with every registered subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="streamlda", description="Streaming LDA topics learned with SG-MCMC."
+    )
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        settings = settings_from_args(args)
+    except ValidationError as exc:
+        print(f"streamlda {args.command}: {_format_validation(exc)}", file=sys.stderr)
+        return 2
+    try:
+        return int(args.func(settings, args) or 0)
+    except CommandError as exc:
+        print(f"streamlda {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

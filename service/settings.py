@@ -1,0 +1,91 @@
+"""One Settings object for every command: environment variables prefixed STREAMLDA_, flags override.
+
+Every tunable of the service lives here with its default and meaning; the README's settings
+table is generated from these descriptions (``streamlda settings``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+SamplerName = Literal["sgld", "sghmc", "sgrld", "sgrhmc"]
+DeviceName = Literal["auto", "cpu", "cuda"]
+GibbsMethod = Literal["exact", "rao-blackwell"]
+
+
+class Settings(BaseSettings):
+    """All settings of streamlda, validated once at start-up and passed down."""
+
+    model_config = SettingsConfigDict(env_prefix="STREAMLDA_", extra="ignore")
+
+    # --- model and learner (lda/) -------------------------------------------------------
+    sampler: SamplerName = Field("sgrld", description="SG-MCMC sampler: sgld, sghmc, sgrld, sgrhmc")
+    topics: int = Field(50, ge=1, description="Number of topics K")
+    vocab: Path | None = Field(None, description="Vocabulary file, one word per line")
+    vocab_size: int = Field(7702, ge=10, description="W when the vocabulary is built from the stream")
+    vocab_docs: int = Field(2000, ge=10, description="Documents read to build a vocabulary")
+    alpha: float | None = Field(None, gt=0, description="Dirichlet prior on topics (default: sampler's)")
+    gamma: float | None = Field(None, gt=0, description="Dirichlet prior on documents (default: sampler's)")
+    step_size: float | None = Field(None, gt=0, description="Step size a / eps (default: sampler's)")
+    step_b: float | None = Field(None, gt=0, description="Schedule a(1+t/b)^-c: b (unset: constant)")
+    step_c: float = Field(0.55, ge=0, description="Schedule a(1+t/b)^-c: c")
+    friction: float = Field(1.0, gt=0, description="SGHMC friction C")
+    corpus_size: float = Field(10_000, gt=0, description="Corpus size N in the gradient's N/n")
+    batch_size: int = Field(50, ge=1, description="Documents per minibatch n")
+    sweeps: int = Field(50, ge=1, description="Gibbs sweeps per minibatch")
+    burn_in: int | None = Field(None, ge=0, description="Sweeps discarded (default: half)")
+    gibbs: GibbsMethod = Field("exact", description="Gibbs expectation: exact or rao-blackwell")
+    heldout: int = Field(1000, ge=0, description="First H documents kept as the held-out set")
+    eval_every: int = Field(1000, ge=1, description="Evaluate perplexity every M trained documents")
+    eval_sweeps: int = Field(50, ge=2, description="Gibbs sweeps when scoring held-out documents")
+    device: DeviceName = Field("auto", description="auto picks CUDA when present")
+    threads: int | None = Field(None, ge=1, description="CPU threads for torch and the Gibbs kernel")
+    seed: int = Field(0, description="Seed of every random draw")
+
+    # --- storage ---------------------------------------------------------------------------
+    data_dir: Path = Field(Path("data"), description="Checkpoints and the embedded Redis's files")
+    redis_url: str | None = Field(None, description="Redis URL; unset with `up`: embedded Redis")
+
+    # --- queue -----------------------------------------------------------------------------
+    stream: str = Field("streamlda:docs", description="Redis stream of articles")
+    group: str = Field("workers", description="Consumer group of the workers")
+    stream_high_water: int = Field(5000, ge=1, description="Stream length at which scrapers wait")
+    claim_after_ms: int = Field(60_000, ge=100, description="Reclaim entries pending this long")
+
+    # --- scraper ---------------------------------------------------------------------------
+    source: str = Field("wikipedia", description="wikipedia, dump:PATH or jsonl:PATH")
+    wikipedia_api_url: str = Field(
+        "https://en.wikipedia.org/w/api.php", description="MediaWiki Action API endpoint"
+    )
+    contact: str = Field(
+        "streamlda-operator@example.org", description="Contact put in the User-Agent"
+    )
+    rate: float = Field(1.0, gt=0, description="Maximum API requests per second")
+    request_timeout: float = Field(30.0, gt=0, description="Seconds before an API request fails")
+    max_retries: int = Field(8, ge=0, description="Retries of a failing API request")
+    articles_per_request: int = Field(50, ge=1, le=500, description="Random articles per request")
+
+    # --- worker ----------------------------------------------------------------------------
+    checkpoint_every_s: float = Field(60.0, gt=0, description="Seconds between checkpoints")
+
+    # --- API -------------------------------------------------------------------------------
+    host: str = Field("127.0.0.1", description="API bind address")
+    port: int = Field(8000, ge=1, le=65535, description="API port")
+    cors_origins: list[str] = Field(default_factory=list, description="Origins allowed by CORS")
+    admin_token: str | None = Field(None, description="Bearer token of admin endpoints (off if unset)")
+    max_infer_bytes: int = Field(1_000_000, ge=1, description="Largest /infer body")
+
+    @model_validator(mode="after")
+    def _check(self) -> Settings:
+        if self.burn_in is not None and self.burn_in >= self.sweeps:
+            raise ValueError(f"burn_in ({self.burn_in}) must be below sweeps ({self.sweeps})")
+        return self
+
+    @property
+    def kept_burn_in(self) -> int:
+        """Sweeps discarded before averaging (half of them unless set)."""
+        return self.sweeps // 2 if self.burn_in is None else self.burn_in

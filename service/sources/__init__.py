@@ -1,0 +1,70 @@
+"""Where articles come from: one small interface shared by training, the scraper and replays.
+
+A source is an iterable of :class:`Article` (plain text, already cleaned of wikitext).
+``open_source("jsonl:PATH")``, ``open_source("dump:PATH")`` and ``open_source("wikipedia")``
+name them on the command line.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class Article:
+    """One article: a stable id (the page id when known), its title, plain text and origin."""
+
+    id: str
+    title: str
+    text: str
+    source: str
+
+
+class SourceError(Exception):
+    """A source cannot be opened or read (bad spec, missing or unreadable file)."""
+
+
+@dataclass
+class SkipCounter:
+    """Counts of articles skipped, by reason (never fatal: skipped input is counted)."""
+
+    counts: Counter[str] = field(default_factory=Counter)
+
+    def skip(self, reason: str) -> None:
+        self.counts[reason] += 1
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+
+class Source(Protocol):
+    """An iterable of articles with counters of what it skipped."""
+
+    name: str
+    skipped: SkipCounter
+
+    def __iter__(self) -> Iterator[Article]: ...
+
+
+def open_source(spec: str, **options: object) -> Source:
+    """Open the source named by ``spec``: ``jsonl:PATH``, ``dump:PATH`` or ``wikipedia``."""
+    kind, _, arg = spec.partition(":")
+    if kind == "jsonl" and arg:
+        from service.sources.jsonl import JsonlSource
+
+        return JsonlSource(arg)
+    if kind == "dump" and arg:
+        from service.sources.dump import DumpSource
+
+        return DumpSource(arg)
+    if kind == "wikipedia" and not arg:
+        from service.sources.wikipedia import WikipediaSource
+
+        return WikipediaSource(**options)  # type: ignore[arg-type]
+    raise SourceError(
+        f"unknown source {spec!r}: expected jsonl:PATH, dump:PATH or wikipedia"
+    )

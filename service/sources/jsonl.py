@@ -1,0 +1,59 @@
+"""JSON-lines articles (``.gz`` allowed): one {"title", "text"[, "format", "id"]} per line."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+from service.cleaning import clean_wikitext
+from service.sources import Article, SkipCounter, SourceError
+
+
+class JsonlSource:
+    """Articles from a JSON-lines file; malformed lines are skipped and counted."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.name = f"jsonl:{self.path}"
+        self.skipped = SkipCounter()
+        if not self.path.is_file():
+            raise SourceError(f"cannot read {self.path}: no such file")
+
+    def _open(self) -> IO[str]:
+        if self.path.suffix == ".gz":
+            return gzip.open(self.path, "rt", encoding="utf-8")
+        return self.path.open(encoding="utf-8")
+
+    def __iter__(self) -> Iterator[Article]:
+        try:
+            with self._open() as lines:
+                for number, line in enumerate(lines, 1):
+                    article = self._parse(line, number)
+                    if article is not None:
+                        yield article
+        except (OSError, EOFError, UnicodeDecodeError) as exc:
+            raise SourceError(f"cannot read {self.path}: {exc}") from exc
+
+    def _parse(self, line: str, number: int) -> Article | None:
+        if not line.strip():
+            return None
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            self.skipped.skip("malformed_json")
+            return None
+        if not isinstance(record, dict) or not isinstance(record.get("text"), str):
+            self.skipped.skip("missing_text")
+            return None
+        text = record["text"]
+        if record.get("format") == "wikitext":
+            text = clean_wikitext(text)
+        if not text.strip():
+            self.skipped.skip("empty")
+            return None
+        title = str(record.get("title", ""))
+        article_id = str(record.get("id") or f"{self.path.name}:{number}")
+        return Article(id=article_id, title=title, text=text, source=self.name)
