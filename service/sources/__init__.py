@@ -64,7 +64,7 @@ def open_source(spec: str, **options: object) -> Source:
     if kind == "wikipedia" and not arg:
         from service.sources.wikipedia import WikipediaSource
 
-        return WikipediaSource(**options)  # type: ignore[arg-type]
+        return WikipediaSource(**options)
     raise SourceError(
         f"unknown source {spec!r}: expected jsonl:PATH, dump:PATH or wikipedia"
     )

@@ -1,0 +1,199 @@
+"""StreamingLDA: the thin stateful class over the functional core (like torch.optim's classes).
+
+One ``update(batch)`` runs Gibbs expectations with the current beta and one sampler step;
+``evaluate`` scores a held-out set. Randomness comes from two explicit generators (training
+and evaluation), so evaluating does not change the training trajectory; both are part of
+``state_dict`` so a resumed run equals an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import torch
+
+from lda.batch import Batch
+from lda.gibbs import Method, gibbs_expectations
+from lda.gradient import MinibatchStatistics
+from lda.perplexity import HeldoutSet, PosteriorAverage, perplexity_from_probabilities
+from lda.perplexity import test_token_probabilities as _test_token_probabilities
+from lda.samplers import SAMPLERS, Hyper, SamplerState, StepInfo, init_state, step
+from lda.schedules import StepSchedule
+
+
+class NonFiniteError(ArithmeticError):
+    """A step produced a non-finite theta; the state was left unchanged."""
+
+
+@dataclass(frozen=True)
+class LearnerConfig:
+    """Everything that defines the learner; the paper's values fill what is left unset."""
+
+    n_topics: int
+    n_words: int
+    sampler: str = "sgrld"
+    alpha: float | None = None
+    gamma: float | None = None
+    schedule: StepSchedule | None = None
+    friction: float = 1.0
+    corpus_size: float = 10_000.0
+    sweeps: int = 50
+    burn_in: int | None = None
+    gibbs: Method = "exact"
+    eval_sweeps: int = 50
+    dtype: str = "float64"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.sampler not in SAMPLERS:
+            raise ValueError(f"unknown sampler {self.sampler!r}: choose from {sorted(SAMPLERS)}")
+        spec = SAMPLERS[self.sampler]
+        object.__setattr__(self, "alpha", spec.alpha if self.alpha is None else self.alpha)
+        object.__setattr__(self, "gamma", spec.gamma if self.gamma is None else self.gamma)
+        object.__setattr__(self, "schedule", self.schedule or spec.schedule)
+        burn = self.sweeps // 2 if self.burn_in is None else self.burn_in
+        if not 0 <= burn < self.sweeps:
+            raise ValueError(f"burn_in must be in [0, sweeps), got {burn} with {self.sweeps}")
+        object.__setattr__(self, "burn_in", burn)
+
+    @property
+    def hyper(self) -> Hyper:
+        assert self.alpha is not None and self.gamma is not None
+        return Hyper(alpha=self.alpha, gamma=self.gamma, friction=self.friction)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LearnerConfig:
+        data = dict(data)
+        if isinstance(data.get("schedule"), dict):
+            data["schedule"] = StepSchedule(**data["schedule"])
+        return cls(**data)
+
+
+def resolve_device(name: str) -> torch.device:
+    """``auto`` picks CUDA when present, else the CPU."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device cuda was asked for but no CUDA device is available")
+    return torch.device(name)
+
+
+class StreamingLDA:
+    """Expanded-mean LDA learned online from minibatches with an SG-MCMC sampler."""
+
+    def __init__(self, config: LearnerConfig, device: torch.device | str = "cpu", seed: int = 0):
+        self.config = config
+        self.device = torch.device(device)
+        self.generator = torch.Generator(device=self.device).manual_seed(seed)
+        self.eval_generator = torch.Generator(device=self.device).manual_seed(seed + 1)
+        dtype = getattr(torch, config.dtype)
+        self.state: SamplerState = init_state(
+            config.sampler, config.n_topics, config.n_words, self.generator, dtype
+        )
+        self.posterior_average = PosteriorAverage()
+        self.docs_seen = 0
+        self.tokens_seen = 0
+        self.last_info: StepInfo | None = None
+
+    @property
+    def beta(self) -> torch.Tensor:
+        """(K, W) topic-word probabilities of the current sample."""
+        theta = self.state.theta
+        return theta / theta.sum(dim=1, keepdim=True)
+
+    @property
+    def step_size(self) -> float:
+        assert self.config.schedule is not None
+        return self.config.schedule(self.state.step)
+
+    def update(self, batch: Batch) -> StepInfo:
+        """Learn from one minibatch: Gibbs expectations, then one sampler step."""
+        cfg = self.config
+        if batch.n_documents == 0:
+            raise ValueError("cannot learn from an empty minibatch")
+        assert cfg.gamma is not None and cfg.burn_in is not None
+        batch = Batch(batch.words.to(self.device), batch.offsets)
+        expected = gibbs_expectations(
+            self.beta, batch, cfg.gamma, cfg.sweeps, cfg.burn_in, self.generator, cfg.gibbs
+        )
+        stats = MinibatchStatistics(
+            topic_word=expected.topic_word(cfg.n_words).to(self.state.theta.dtype),
+            scale=cfg.corpus_size / batch.n_documents,
+        )
+        new_state, info = step(
+            cfg.sampler, self.state, stats, cfg.hyper, self.step_size, self.generator
+        )
+        if not bool(torch.isfinite(new_state.theta).all()) or (
+            new_state.momentum is not None and not bool(torch.isfinite(new_state.momentum).all())
+        ):
+            raise NonFiniteError(f"non-finite theta after step {self.state.step + 1}")
+        self.state = new_state
+        self.docs_seen += batch.n_documents
+        self.tokens_seen += batch.n_tokens
+        self.last_info = info
+        return info
+
+    def test_token_probabilities(self, heldout: HeldoutSet) -> torch.Tensor:
+        """p(w | d) of the held-out test tokens under the current sample."""
+        cfg = self.config
+        assert cfg.gamma is not None
+        return _test_token_probabilities(
+            self.beta,
+            heldout,
+            cfg.gamma,
+            cfg.eval_sweeps,
+            cfg.eval_sweeps // 2,
+            self.eval_generator,
+            cfg.gibbs,
+        )
+
+    def evaluate(self, heldout: HeldoutSet) -> tuple[float, float]:
+        """(current-sample perplexity, posterior-averaged perplexity) on ``heldout``."""
+        probabilities = self.test_token_probabilities(heldout)
+        averaged = self.posterior_average.add(probabilities)
+        return perplexity_from_probabilities(probabilities), averaged
+
+    def top_words(self, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(K, n) word ids and their beta weights, most probable first."""
+        weights, ids = torch.topk(self.beta, k=min(n, self.config.n_words), dim=1)
+        return ids, weights
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to continue exactly: chain, counters, RNG states, averages."""
+        return {
+            "config": self.config.to_dict(),
+            "theta": self.state.theta,
+            "momentum": self.state.momentum,
+            "step": self.state.step,
+            "docs_seen": self.docs_seen,
+            "tokens_seen": self.tokens_seen,
+            "generator": self.generator.get_state(),
+            "eval_generator": self.eval_generator.get_state(),
+            "posterior_average": self.posterior_average.state_dict(),
+        }
+
+    @classmethod
+    def from_state_dict(
+        cls, state: dict[str, Any], device: torch.device | str = "cpu"
+    ) -> StreamingLDA:
+        """Rebuild a learner saved with :meth:`state_dict`, on ``device``."""
+        model = cls(LearnerConfig.from_dict(state["config"]), device)
+        momentum = state["momentum"]
+        model.state = SamplerState(
+            theta=state["theta"].to(model.device),
+            momentum=None if momentum is None else momentum.to(model.device),
+            step=int(state["step"]),
+        )
+        model.docs_seen = int(state["docs_seen"])
+        model.tokens_seen = int(state["tokens_seen"])
+        model.generator.set_state(state["generator"])
+        model.eval_generator.set_state(state["eval_generator"])
+        average = dict(state["posterior_average"])
+        if isinstance(average.get("total"), torch.Tensor):
+            average["total"] = average["total"].to(model.device)
+        model.posterior_average.load_state_dict(average)
+        return model

@@ -1,0 +1,276 @@
+"""SGLD, SGHMC, SGRLD and SGRHMC for expanded-mean LDA as closed-form steps (DESIGN §2).
+
+Functional core: ``step(name, state, stats, hyper, step_size, generator)`` returns a new
+:class:`SamplerState`. Each sampler is its D(z), Q(z) (:mod:`lda.diffusions`) and the
+Euler-Maruyama step of the complete recipe they imply, written out in closed form; both halves
+of an HMC step use the state at time t. Positivity is kept by reflection (theta <- |theta|, the
+momentum's sign flipped on reflected coordinates).
+
+SGRHMC's direct step (:func:`sgrhmc_euler`) carries a drift (alpha - 1/2)/sqrt(theta) that
+explodes on near-zero coordinates; the shipped SGRHMC integrates the same SDE by splitting
+(:func:`sgrhmc_split`), see its docstring and BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import torch
+
+from lda import diffusions
+from lda.gradient import MinibatchStatistics, log_posterior_gradient, safe
+from lda.recipe import MatrixField
+from lda.schedules import StepSchedule
+
+
+@dataclass(frozen=True)
+class SamplerState:
+    """The chain: theta (K x W), the momentum r for HMC samplers, and the step counter t."""
+
+    theta: torch.Tensor
+    momentum: torch.Tensor | None = None
+    step: int = 0
+
+
+@dataclass(frozen=True)
+class Hyper:
+    """Model and sampler constants: priors alpha (topics) and gamma (documents), friction C."""
+
+    alpha: float
+    gamma: float
+    friction: float = 1.0
+
+
+@dataclass(frozen=True)
+class StepInfo:
+    """What a step had to do to stay valid, for logs and metrics."""
+
+    reflected: int  # coordinates reflected at zero
+    zero_guarded: int  # coordinates exactly at zero where 1/theta was guarded
+    turned: int = 0  # SGRHMC split: coordinates stopped at a turning point
+
+
+Update = Callable[
+    [torch.Tensor, torch.Tensor | None, MinibatchStatistics, Hyper, float, torch.Tensor],
+    tuple[torch.Tensor, torch.Tensor | None],
+]
+
+
+# --- closed forms (before reflection) ------------------------------------------------------
+
+
+def sgld_update(
+    theta: torch.Tensor,
+    r: torch.Tensor | None,
+    stats: MinibatchStatistics,
+    hyper: Hyper,
+    eps: float,
+    noise: torch.Tensor,
+) -> tuple[torch.Tensor, None]:
+    """theta + eps g + N(0, 2 eps)."""
+    g = log_posterior_gradient(theta, stats, hyper.alpha)
+    return theta + eps * g + (2.0 * eps) ** 0.5 * noise, None
+
+
+def sghmc_update(
+    theta: torch.Tensor,
+    r: torch.Tensor | None,
+    stats: MinibatchStatistics,
+    hyper: Hyper,
+    eps: float,
+    noise: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """theta + eps r ; r + eps g - eps C r + N(0, 2 eps C)."""
+    assert r is not None, "SGHMC needs a momentum"
+    g = log_posterior_gradient(theta, stats, hyper.alpha)
+    c = hyper.friction
+    return theta + eps * r, r + eps * g - eps * c * r + (2.0 * eps * c) ** 0.5 * noise
+
+
+def sgrld_update(
+    theta: torch.Tensor,
+    r: torch.Tensor | None,
+    stats: MinibatchStatistics,
+    hyper: Hyper,
+    eps: float,
+    noise: torch.Tensor,
+) -> tuple[torch.Tensor, None]:
+    """theta + eps (alpha - theta + (N/n) sum_d E[n_dkw - beta_kw n_dk.]) + N(0, 2 eps theta)."""
+    beta = theta / theta.sum(dim=1, keepdim=True)
+    data = stats.topic_word - beta * stats.topic_totals
+    drift = hyper.alpha - theta + stats.scale * data
+    return theta + eps * drift + (2.0 * eps * theta.clamp_min(0)).sqrt() * noise, None
+
+
+def sgrhmc_euler(
+    theta: torch.Tensor,
+    r: torch.Tensor | None,
+    stats: MinibatchStatistics,
+    hyper: Hyper,
+    eps: float,
+    noise: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The direct step: theta + eps sqrt(theta) r ;
+    r + eps sqrt(theta) g + eps / (2 sqrt(theta)) - eps theta r + N(0, 2 eps theta)."""
+    assert r is not None, "SGRHMC needs a momentum"
+    root = safe(theta).sqrt()
+    g = log_posterior_gradient(theta, stats, hyper.alpha)
+    new_r = r + eps * root * g + eps / (2.0 * root) - eps * theta * r
+    new_r = new_r + (2.0 * eps * theta).sqrt() * noise
+    return theta + eps * root * r, new_r
+
+
+def sgrhmc_split(
+    theta: torch.Tensor,
+    r: torch.Tensor | None,
+    stats: MinibatchStatistics,
+    hyper: Hyper,
+    eps: float,
+    noise: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """SGRHMC integrated by splitting its drift into three exactly handled parts.
+
+    With phi = sqrt(theta) the SDE's drift is, per coordinate,
+      d phi = r/2,  dr = c/phi - lambda phi - theta r  (+ noise sqrt(2 theta) dW),
+    c = alpha - 1/2 + (N/n) E[n_kw], lambda = 1 + (N/n) E[n_k.]/theta_k.  (the expanded SGRHMC
+    drift of DESIGN §2). One step, with theta_k. and c, lambda fixed at time t:
+      1. r -= eps lambda phi                                 (smooth force, Euler)
+      2. r <- exp(-eps theta) r + sqrt(1 - exp(-2 eps theta)) xi  (friction and noise, exact OU)
+      3. phi += eps r / 2, then r from the conserved energy r^2/4 - c ln phi of the singular
+         part (phi' = r/2, r' = c/phi): the 1/phi force is never applied as an Euler kick, so
+         near-zero coordinates cannot blow up. A particle that turns within the step stops at
+         its turning point; one that falls through zero (c < 0) is reflected.
+    Each part is a consistent discretisation of its piece, so the composition (Lie splitting)
+    is a first-order integrator of the same SDE, with the same stationary law as eps -> 0.
+    Returns the reflected state directly.
+    """
+    assert r is not None, "SGRHMC needs a momentum"
+    dtype = theta.dtype
+    tiny = torch.finfo(dtype).tiny
+    phi = safe(theta).sqrt()
+    c = hyper.alpha - 0.5 + stats.scale * stats.topic_word
+    lam = 1.0 + stats.scale * stats.topic_totals / theta.sum(dim=1, keepdim=True)
+    r = r - eps * lam * phi
+    decay = torch.exp(-eps * theta)
+    r = decay * r + (1.0 - decay * decay).clamp_min(0).sqrt() * noise
+    moved = phi + 0.5 * eps * r
+    crossing = moved < 0
+    phi_1 = moved.abs().clamp_min(tiny)
+    direction = torch.where(crossing, -r.sign(), r.sign())
+    log_ratio = phi_1.log() - phi.log()
+    energy = r * r + 4.0 * c * log_ratio
+    turned = (crossing & (c > 0)) | (energy < 0)
+    safe_c = torch.where(c == 0, torch.ones_like(c), c)
+    turning_point = torch.exp(phi.log() - r * r / (4.0 * safe_c))
+    new_phi = torch.where(turned, turning_point, phi_1)
+    new_r = torch.where(turned, torch.zeros_like(r), direction * energy.clamp_min(0).sqrt())
+    return new_phi * new_phi, new_r
+
+
+# --- the samplers --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SamplerSpec:
+    """A sampler: its diffusion (D, Q), its closed-form step, and the paper's settings."""
+
+    name: str
+    uses_momentum: bool
+    diffusion: Callable[[int, Hyper], tuple[MatrixField, MatrixField]]
+    update: Update
+    alpha: float
+    gamma: float
+    schedule: StepSchedule
+    reflects_itself: bool = False
+
+
+SAMPLERS: dict[str, SamplerSpec] = {
+    "sgld": SamplerSpec(
+        "sgld", False, lambda d, h: diffusions.sgld(d), sgld_update, 0.01, 0.1, StepSchedule(0.01)
+    ),
+    "sghmc": SamplerSpec(
+        "sghmc",
+        True,
+        lambda d, h: diffusions.sghmc(d, h.friction),
+        sghmc_update,
+        0.01,
+        0.1,
+        StepSchedule(0.1),
+    ),
+    "sgrld": SamplerSpec(
+        "sgrld",
+        False,
+        lambda d, h: diffusions.sgrld(d),
+        sgrld_update,
+        1e-4,
+        0.01,
+        StepSchedule(0.01, 1000.0, 0.55),
+    ),
+    "sgrhmc": SamplerSpec(
+        "sgrhmc",
+        True,
+        lambda d, h: diffusions.sgrhmc(d),
+        sgrhmc_split,
+        1e-4,
+        0.01,
+        StepSchedule(0.02),
+        reflects_itself=True,
+    ),
+}
+
+
+def init_state(
+    name: str, n_topics: int, n_words: int, generator: torch.Generator, dtype: torch.dtype
+) -> SamplerState:
+    """theta ~ Gamma(1, 1) (exponential) and, for HMC samplers, r ~ N(0, 1)."""
+    device = generator.device
+    shape = (n_topics, n_words)
+    uniform = torch.rand(shape, generator=generator, device=device, dtype=dtype)
+    theta = -torch.log1p(-uniform)
+    momentum = None
+    if SAMPLERS[name].uses_momentum:
+        momentum = torch.randn(shape, generator=generator, device=device, dtype=dtype)
+    return SamplerState(theta=theta, momentum=momentum, step=0)
+
+
+def reflect(
+    theta: torch.Tensor, momentum: torch.Tensor | None
+) -> tuple[torch.Tensor, torch.Tensor | None, int]:
+    """theta <- |theta|, flipping the momentum where theta was negative."""
+    negative = theta < 0
+    count = int(negative.sum())
+    if count == 0:
+        return theta, momentum, 0
+    if momentum is not None:
+        momentum = torch.where(negative, -momentum, momentum)
+    return theta.abs(), momentum, count
+
+
+def step(
+    name: str,
+    state: SamplerState,
+    stats: MinibatchStatistics,
+    hyper: Hyper,
+    step_size: float,
+    generator: torch.Generator | None = None,
+    noise: torch.Tensor | None = None,
+) -> tuple[SamplerState, StepInfo]:
+    """One step of sampler ``name`` from ``state`` with this minibatch's statistics."""
+    spec = SAMPLERS[name]
+    theta = state.theta
+    if noise is None:
+        noise = torch.randn(
+            theta.shape, generator=generator, device=theta.device, dtype=theta.dtype
+        )
+    zeros = int((theta == 0).sum())
+    new_theta, new_r = spec.update(theta, state.momentum, stats, hyper, step_size, noise)
+    turned = 0
+    if spec.reflects_itself:
+        reflected = 0
+        if new_r is not None:
+            turned = int((new_r == 0).sum())
+    else:
+        new_theta, new_r, reflected = reflect(new_theta, new_r)
+    new_state = replace(state, theta=new_theta, momentum=new_r, step=state.step + 1)
+    return new_state, StepInfo(reflected=reflected, zero_guarded=zeros, turned=turned)
