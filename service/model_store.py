@@ -1,0 +1,99 @@
+"""A learner on disk: the checkpoint (chain, RNG states, vocabulary, settings) and its exports.
+
+Shared by ``streamlda train`` and the worker so both write and resume the same format.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from lda.checkpoint import load_checkpoint, save_checkpoint
+from lda.model import LearnerConfig, StreamingLDA
+from lda.schedules import StepSchedule
+from lda.vocab import Vocabulary
+from service.settings import Settings
+
+CHECKPOINT_NAME = "checkpoint.pt"
+
+
+def learner_config(settings: Settings, n_words: int) -> LearnerConfig:
+    """The learner's configuration from the settings (unset values take the sampler's)."""
+    schedule = None
+    if settings.step_size is not None:
+        schedule = StepSchedule(settings.step_size, settings.step_b, settings.step_c)
+    return LearnerConfig(
+        n_topics=settings.topics,
+        n_words=n_words,
+        sampler=settings.sampler,
+        alpha=settings.alpha,
+        gamma=settings.gamma,
+        schedule=schedule,
+        friction=settings.friction,
+        corpus_size=settings.corpus_size,
+        sweeps=settings.sweeps,
+        burn_in=settings.burn_in,
+        gibbs=settings.gibbs,
+        eval_sweeps=settings.eval_sweeps,
+    )
+
+
+def save_model(
+    path: str | Path,
+    model: StreamingLDA,
+    vocabulary: Vocabulary,
+    settings: Settings,
+    extra: dict[str, Any] | None = None,
+) -> None:
+    """Write one atomic checkpoint holding everything needed to resume."""
+    payload = {
+        "model": model.state_dict(),
+        "vocabulary": vocabulary.words,
+        "settings": settings.model_dump(mode="json"),
+        "extra": extra or {},
+    }
+    save_checkpoint(path, payload)
+
+
+def load_model(
+    path: str | Path, device: torch.device | str = "cpu"
+) -> tuple[StreamingLDA, Vocabulary, dict[str, Any]]:
+    """The learner, its vocabulary and the payload's ``extra`` from a checkpoint."""
+    payload = load_checkpoint(path, device)
+    model = StreamingLDA.from_state_dict(payload["model"], device)
+    return model, Vocabulary(payload["vocabulary"]), dict(payload.get("extra", {}))
+
+
+def topics_summary(model: StreamingLDA, vocabulary: Vocabulary, top: int) -> list[dict[str, Any]]:
+    """Top words and weights of each topic, most probable first."""
+    ids, weights = model.top_words(top)
+    return [
+        {
+            "id": k,
+            "words": [
+                {"word": vocabulary.words[int(i)], "weight": float(w)}
+                for i, w in zip(ids[k].tolist(), weights[k].tolist(), strict=True)
+            ],
+        }
+        for k in range(ids.shape[0])
+    ]
+
+
+def export_model(
+    out_dir: str | Path, model: StreamingLDA, vocabulary: Vocabulary, top: int
+) -> None:
+    """topics.json, beta.npy (K x W float32) and vocab.txt (the column order) in ``out_dir``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    summary = {
+        "sampler": model.config.sampler,
+        "docs_seen": model.docs_seen,
+        "topics": topics_summary(model, vocabulary, top),
+    }
+    (out / "topics.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    np.save(out / "beta.npy", model.beta.detach().to("cpu", torch.float32).numpy())
+    vocabulary.save(out / "vocab.txt")

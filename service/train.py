@@ -1,0 +1,216 @@
+"""``streamlda train``: learn topics offline from a source, report held-out perplexity, export.
+
+The first H documents of the source form the held-out set and are never trained on. Output:
+a readable table (or one JSON object per evaluation with ``--json``), then the top words of
+each topic, and ``--out DIR`` with the checkpoint, topics.json, beta.npy and vocab.txt.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from lda.batch import Batch
+from lda.model import NonFiniteError, StreamingLDA, resolve_device
+from lda.perplexity import HeldoutSet
+from lda.vocab import Vocabulary, build_vocabulary
+from service.cli import CommandError
+from service.model_store import (
+    CHECKPOINT_NAME,
+    export_model,
+    learner_config,
+    save_model,
+    topics_summary,
+)
+from service.runtime import set_threads
+from service.settings import Settings
+from service.sources import Article, SourceError, open_source
+
+TOP_WORDS_SHOWN = 10
+TOP_WORDS_EXPORTED = 100
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``train`` subcommand."""
+    p = subparsers.add_parser("train", help="learn topics offline from a source")
+    p.add_argument("--source", required=True, help="jsonl:PATH, dump:PATH or wikipedia")
+    vocab = p.add_mutually_exclusive_group()
+    vocab.add_argument("--vocab", type=Path, help="vocabulary file, one word per line")
+    vocab.add_argument("--vocab-size", type=int, help="build a vocabulary of W words")
+    p.add_argument("--sampler", choices=["sgld", "sghmc", "sgrld", "sgrhmc"])
+    p.add_argument("--topics", type=int, help="number of topics K")
+    p.add_argument("--batch-size", type=int, help="documents per minibatch")
+    p.add_argument("--sweeps", type=int, help="Gibbs sweeps per minibatch")
+    p.add_argument("--burn-in", type=int, help="sweeps discarded (default: half)")
+    p.add_argument("--gibbs", choices=["exact", "rao-blackwell"])
+    p.add_argument("--step-size", type=float, help="step size (schedule's a)")
+    p.add_argument("--corpus-size", type=float, help="corpus size N")
+    p.add_argument("--alpha", type=float, help="topic-word Dirichlet prior")
+    p.add_argument("--gamma", type=float, help="document-topic Dirichlet prior")
+    p.add_argument("--docs", type=int, required=True, help="documents to train on")
+    p.add_argument("--heldout", type=int, help="first H documents held out")
+    p.add_argument("--eval-every", type=int, help="evaluate every M trained documents")
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"])
+    p.add_argument("--threads", type=int, help="CPU threads")
+    p.add_argument("--seed", type=int)
+    p.add_argument("--out", type=Path, required=True, help="output directory")
+    p.add_argument("--json", action="store_true", help="one JSON object per evaluation")
+    p.set_defaults(func=run)
+
+
+@dataclass
+class Report:
+    """Throughput and perplexity rows, printed as a table or as JSON lines."""
+
+    stream: TextIO
+    as_json: bool
+    sampler: str
+    started: float = field(default_factory=time.perf_counter)
+    learner_seconds: float = 0.0
+    header_done: bool = False
+
+    def row(self, model: StreamingLDA, perplexity: float, averaged: float) -> None:
+        busy = max(self.learner_seconds, 1e-9)
+        record = {
+            "docs_seen": model.docs_seen,
+            "perplexity": round(perplexity, 3),
+            "perplexity_avg": round(averaged, 3),
+            "docs_per_second": round(model.docs_seen / busy, 3),
+            "tokens_per_second": round(model.tokens_seen / busy, 1),
+            "elapsed_s": round(time.perf_counter() - self.started, 3),
+            "sampler": self.sampler,
+        }
+        if self.as_json:
+            print(json.dumps(record), file=self.stream, flush=True)
+            return
+        if not self.header_done:
+            print(
+                f"{'docs':>8} {'perplexity':>11} {'averaged':>10} {'docs/s':>8} "
+                f"{'tokens/s':>10} {'elapsed':>8}",
+                file=self.stream,
+            )
+            self.header_done = True
+        print(
+            f"{record['docs_seen']:>8} {perplexity:>11.1f} {averaged:>10.1f} "
+            f"{record['docs_per_second']:>8.1f} {record['tokens_per_second']:>10.0f} "
+            f"{record['elapsed_s']:>7.1f}s",
+            file=self.stream,
+            flush=True,
+        )
+
+
+def _progress(done: int, total: int) -> None:
+    if sys.stderr.isatty():
+        width = 30
+        filled = width * done // max(total, 1)
+        bar = "#" * filled + "-" * (width - filled)
+        print(f"\r[{bar}] {done}/{total} docs", end="", file=sys.stderr, flush=True)
+
+
+def _encoded(
+    articles: Iterator[Article], vocabulary: Vocabulary, skipped: list[int]
+) -> Iterator[list[int]]:
+    """Word ids of each article; articles with no in-vocabulary word are counted and skipped."""
+    for article in articles:
+        ids = vocabulary.encode(article.text)
+        if ids:
+            yield ids
+        else:
+            skipped[0] += 1
+
+
+def _vocabulary(
+    settings: Settings, articles: Iterator[Article]
+) -> tuple[Vocabulary, Iterator[Article]]:
+    """The vocabulary file, or one built from the first documents (which are then replayed)."""
+    if settings.vocab is not None:
+        try:
+            return Vocabulary.load(settings.vocab), articles
+        except (OSError, ValueError) as exc:
+            raise CommandError(f"cannot read vocabulary {settings.vocab}: {exc}") from exc
+    head = list(itertools.islice(articles, settings.vocab_docs))
+    try:
+        vocabulary = build_vocabulary((a.text for a in head), settings.vocab_size)
+    except ValueError as exc:
+        raise CommandError(f"cannot build a vocabulary: {exc}") from exc
+    return vocabulary, itertools.chain(head, articles)
+
+
+def run(settings: Settings, args: argparse.Namespace) -> int:
+    """Train on ``--docs`` documents after the held-out ones and write ``--out``."""
+    if args.docs < 1:
+        raise CommandError("--docs must be at least 1")
+    try:
+        device = resolve_device(settings.device)
+    except ValueError as exc:
+        raise CommandError(str(exc)) from exc
+    set_threads(settings.threads)
+    out_dir: Path = args.out
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CommandError(f"cannot create output directory {out_dir}: {exc}") from exc
+    try:
+        source = open_source(settings.source)
+        vocabulary, articles = _vocabulary(settings, iter(source))
+        skipped = [0]
+        documents = _encoded(articles, vocabulary, skipped)
+        heldout_docs = list(itertools.islice(documents, settings.heldout))
+        model = StreamingLDA(learner_config(settings, len(vocabulary)), device, settings.seed)
+        report = Report(sys.stdout, args.json, settings.sampler)
+        heldout = HeldoutSet.from_documents(heldout_docs, device) if heldout_docs else None
+        _train(model, documents, heldout, settings, args.docs, report)
+    except SourceError as exc:
+        raise CommandError(str(exc)) from exc
+    except NonFiniteError as exc:
+        raise CommandError(f"{exc}; try a smaller --step-size") from exc
+    if sys.stderr.isatty():
+        print(file=sys.stderr)
+    if model.docs_seen < args.docs:
+        print(
+            f"note: the source ran out after {model.docs_seen} training documents",
+            file=sys.stderr,
+        )
+    extra = {"skipped_no_vocabulary_words": skipped[0], "source_skips": dict(source.skipped.counts)}
+    save_model(out_dir / CHECKPOINT_NAME, model, vocabulary, settings, extra)
+    export_model(out_dir, model, vocabulary, TOP_WORDS_EXPORTED)
+    _print_topics(model, vocabulary, sys.stderr if args.json else sys.stdout)
+    return 0
+
+
+def _train(
+    model: StreamingLDA,
+    documents: Iterator[list[int]],
+    heldout: HeldoutSet | None,
+    settings: Settings,
+    total: int,
+    report: Report,
+) -> None:
+    next_eval = settings.eval_every
+    while model.docs_seen < total:
+        size = min(settings.batch_size, total - model.docs_seen)
+        chunk = list(itertools.islice(documents, size))
+        if not chunk:
+            break
+        started = time.perf_counter()
+        model.update(Batch.from_ids(chunk, model.device))
+        report.learner_seconds += time.perf_counter() - started
+        _progress(model.docs_seen, total)
+        if heldout is not None and model.docs_seen >= next_eval:
+            report.row(model, *model.evaluate(heldout))
+            next_eval += settings.eval_every
+    if heldout is not None and model.docs_seen and model.docs_seen % settings.eval_every:
+        report.row(model, *model.evaluate(heldout))
+
+
+def _print_topics(model: StreamingLDA, vocabulary: Vocabulary, stream: TextIO) -> None:
+    for topic in topics_summary(model, vocabulary, TOP_WORDS_SHOWN):
+        words = " ".join(w["word"] for w in topic["words"])
+        print(f"topic {topic['id']:>3}: {words}", file=stream)
