@@ -55,6 +55,19 @@ class Settings(BaseSettings):
     group: str = Field("workers", description="Consumer group of the workers")
     stream_high_water: int = Field(5000, ge=1, description="Stream length at which scrapers wait")
     claim_after_ms: int = Field(60_000, ge=100, description="Reclaim entries pending this long")
+    dedupe_key: str = Field("streamlda:seen", description="Redis set of page ids ever queued")
+    counters_key: str = Field(
+        "streamlda:scraper:counters", description="Redis hash of the scrapers' counters"
+    )
+    queue_timeout: float = Field(
+        10.0, gt=0, description="Seconds before a Redis command of the scraper or queue fails"
+    )
+    redis_retry_max: float = Field(
+        30.0, gt=0, description="Longest wait between reconnection attempts to Redis"
+    )
+    backpressure_poll: float = Field(
+        1.0, gt=0, description="Seconds between checks of a full stream (scraper waiting)"
+    )
 
     # --- scraper ---------------------------------------------------------------------------
     source: str = Field("wikipedia", description="wikipedia, dump:PATH or jsonl:PATH")
@@ -68,6 +81,13 @@ class Settings(BaseSettings):
     request_timeout: float = Field(30.0, gt=0, description="Seconds before an API request fails")
     max_retries: int = Field(8, ge=0, description="Retries of a failing API request")
     articles_per_request: int = Field(50, ge=1, le=500, description="Random articles per request")
+    maxlag: int = Field(5, ge=0, description="MediaWiki maxlag: back off when replicas lag more")
+    retry_backoff: float = Field(
+        2.0, gt=0, description="First wait (s) of the exponential backoff between API retries"
+    )
+    retry_backoff_max: float = Field(
+        120.0, gt=0, description="Longest wait (s) between API retries, Retry-After excepted"
+    )
 
     # --- worker ----------------------------------------------------------------------------
     checkpoint_every_s: float = Field(60.0, gt=0, description="Seconds between checkpoints")

@@ -51,7 +51,11 @@ class Source(Protocol):
 
 
 def open_source(spec: str, **options: object) -> Source:
-    """Open the source named by ``spec``: ``jsonl:PATH``, ``dump:PATH`` or ``wikipedia``."""
+    """Open the source named by ``spec``: ``jsonl:PATH``, ``dump:PATH`` or ``wikipedia``.
+
+    Option ``settings`` (a :class:`service.settings.Settings`) configures the live source
+    (API URL, contact, rate, timeouts, retries); without it the environment's settings apply.
+    """
     kind, _, arg = spec.partition(":")
     if kind == "jsonl" and arg:
         from service.sources.jsonl import JsonlSource
@@ -62,9 +66,13 @@ def open_source(spec: str, **options: object) -> Source:
 
         return DumpSource(arg)
     if kind == "wikipedia" and not arg:
+        from service.settings import Settings
         from service.sources.wikipedia import WikipediaSource
 
-        return WikipediaSource(**options)
+        settings = options.get("settings")
+        if not isinstance(settings, Settings):
+            settings = Settings.model_validate({})  # from the environment
+        return WikipediaSource(settings)
     raise SourceError(
         f"unknown source {spec!r}: expected jsonl:PATH, dump:PATH or wikipedia"
     )

@@ -1,0 +1,349 @@
+"""The article queue: a Redis stream read through a consumer group, bounded and de-duplicated.
+
+Redis keys (names are settings, defaults shown):
+
+* ``streamlda:docs`` (``stream``): one entry per article, fields ``id`` (page id), ``title``,
+  ``text``, ``source``, ``fetched_at`` (Unix seconds). Its length is the work not yet
+  acknowledged: :meth:`ArticleQueue.ack` deletes what it acknowledges, and nothing is ever
+  trimmed, so unread entries are never lost.
+* ``workers`` (``group``): the consumer group of the workers, created at id 0 (so articles
+  queued before the first worker are read too).
+* ``streamlda:seen`` (``dedupe_key``): set of every page id ever queued; an id in it is never
+  queued again, across restarts and across concurrent scrapers.
+* ``streamlda:scraper:counters`` (``counters_key``): hash of the scrapers' running totals,
+  summed over every scraper process, for ``/stats`` and ``/metrics``: ``fetched``, ``queued``,
+  ``duplicates``, ``skipped`` and ``skipped:<reason>``, ``requests``, ``retries``,
+  ``backpressure_waits``, ``backpressure_wait_seconds``, ``redis_reconnects``, ``batches``,
+  and ``updated_at`` (Unix seconds of the last update).
+
+Adding is one Lua script per batch, atomic in Redis: an article is appended only if its id is
+new *and* the stream is below the high-water mark. At the mark :meth:`ArticleQueue.add` waits
+(backpressure) instead of dropping or trimming. Reading reclaims entries another consumer has
+held longer than ``claim_after_ms`` (XAUTOCLAIM), so a crashed worker's entries are redelivered;
+a consumer keeps its own unacknowledged entries alive by reading regularly.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from service.settings import Settings
+from service.sources import Article
+
+log = logging.getLogger(__name__)
+
+# Errors after which the same command can succeed once Redis is back.
+REDIS_DOWN_ERRORS: tuple[type[Exception], ...] = (redis.ConnectionError, redis.TimeoutError)
+
+# KEYS: stream, seen-set. ARGV: high-water mark, fetched_at, then id/title/text/source per
+# article. Returns one status per article handled: 1 queued, 0 duplicate, -1 stream full
+# (then it stops: that article and the rest are left to the caller to retry).
+_ADD_SCRIPT = """
+local high_water = tonumber(ARGV[1])
+local statuses = {}
+for base = 3, #ARGV, 4 do
+  local id = ARGV[base]
+  if redis.call('SISMEMBER', KEYS[2], id) == 1 then
+    statuses[#statuses + 1] = 0
+  elseif redis.call('XLEN', KEYS[1]) >= high_water then
+    statuses[#statuses + 1] = -1
+    return statuses
+  else
+    redis.call('XADD', KEYS[1], '*', 'id', id, 'title', ARGV[base + 1], 'text', ARGV[base + 2],
+               'source', ARGV[base + 3], 'fetched_at', ARGV[2])
+    redis.call('SADD', KEYS[2], id)
+    statuses[#statuses + 1] = 1
+  end
+end
+return statuses
+"""
+
+QUEUED, DUPLICATE, FULL = 1, 0, -1
+
+
+def connect(settings: Settings, url: str | None = None) -> redis.Redis:
+    """A Redis client for the queue: bounded timeouts, one immediate retry, no retry storms."""
+    target = url or settings.redis_url
+    if not target:
+        raise ValueError("no Redis URL: set --redis or STREAMLDA_REDIS_URL")
+    return redis.Redis.from_url(
+        target,
+        socket_timeout=settings.queue_timeout,
+        socket_connect_timeout=settings.queue_timeout,
+        retry=Retry(NoBackoff(), 1),
+    )
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
+
+
+@dataclass
+class AddResult:
+    """What one :meth:`ArticleQueue.add` did."""
+
+    queued: int = 0
+    duplicates: int = 0
+    backpressure_waits: int = 0  # times the stream was found full
+    waited_s: float = 0.0  # seconds spent waiting on the full stream
+    unqueued: list[Article] = field(default_factory=list)  # left when stopped while waiting
+
+
+class ArticleQueue:
+    """Producer and consumer side of the article stream (see the module docstring)."""
+
+    def __init__(self, client: redis.Redis, settings: Settings) -> None:
+        self.client = client
+        self.settings = settings
+        self.stream = settings.stream
+        self.group = settings.group
+        self._add_script = client.register_script(_ADD_SCRIPT)
+        self._in_flight: dict[str, set[str]] = {}  # consumer -> entry ids delivered, not acked
+        self._history: dict[str, str] = {}  # consumer -> cursor in its pending history
+        self._recovered: set[str] = set()  # consumers whose earlier pending entries were read
+        self._renewed_at: dict[str, float] = {}
+
+    # --- setup -----------------------------------------------------------------------------
+    def ensure_group(self) -> None:
+        """Create the stream and its consumer group (from id 0) unless they exist."""
+        try:
+            self.client.xgroup_create(self.stream, self.group, id="0", mkstream=True)
+        except redis.ResponseError as exc:
+            if "BUSYGROUP" not in str(exc):
+                raise
+
+    # --- producer side ---------------------------------------------------------------------
+    def try_add(self, articles: Sequence[Article], fetched_at: float | None = None) -> list[int]:
+        """One atomic attempt: a status per article handled (QUEUED, DUPLICATE, or FULL last)."""
+        if not articles:
+            return []
+        args: list[str | float | int] = [
+            self.settings.stream_high_water,
+            repr(time.time() if fetched_at is None else fetched_at),
+        ]
+        for article in articles:
+            args += [article.id, article.title, article.text, article.source]
+        statuses = self._add_script(keys=[self.stream, self.settings.dedupe_key], args=args)
+        return [int(status) for status in statuses]
+
+    def add(
+        self,
+        articles: Sequence[Article],
+        *,
+        fetched_at: float | None = None,
+        stop: threading.Event | None = None,
+    ) -> AddResult:
+        """Queue new articles, skipping known ids; wait while the stream is at its high-water mark.
+
+        Returns early only when ``stop`` is set while waiting; the articles not queued then are
+        in ``unqueued``. Redis errors propagate (the scraper reconnects and calls again: ids
+        already queued are then recognised as duplicates, so nothing is queued twice).
+        """
+        result = AddResult()
+        remaining = list(articles)
+        while remaining:
+            statuses = self.try_add(remaining, fetched_at)
+            result.queued += statuses.count(QUEUED)
+            result.duplicates += statuses.count(DUPLICATE)
+            if not statuses or statuses[-1] != FULL:
+                break
+            remaining = remaining[len(statuses) - 1 :]
+            result.backpressure_waits += 1
+            started = time.monotonic()
+            stopped = self._wait_below_high_water(stop)
+            result.waited_s += time.monotonic() - started
+            if stopped:
+                result.unqueued = remaining
+                break
+        return result
+
+    def _wait_below_high_water(self, stop: threading.Event | None) -> bool:
+        """Poll until the stream has room; True if ``stop`` was set first."""
+        poll = self.settings.backpressure_poll
+        while self.length() >= self.settings.stream_high_water:
+            if stop is not None:
+                if stop.wait(poll):
+                    return True
+            else:
+                time.sleep(poll)
+        return False
+
+    # --- consumer side ---------------------------------------------------------------------
+    def read(self, consumer: str, n: int, block_ms: int | None = None) -> list[tuple[str, Article]]:
+        """Up to ``n`` entries for ``consumer``: its own earlier unacknowledged ones first (after
+        a restart), then entries idle longer than ``claim_after_ms`` in other consumers, then new
+        ones (waiting up to ``block_ms`` for them). Acknowledge each with :meth:`ack`."""
+        if n <= 0:
+            return []
+        try:
+            return self._read(consumer, n, block_ms)
+        except redis.ResponseError as exc:
+            if "NOGROUP" not in str(exc):
+                raise
+            self.ensure_group()  # e.g. Redis restarted without persistence
+            return self._read(consumer, n, block_ms)
+
+    def _read(self, consumer: str, n: int, block_ms: int | None) -> list[tuple[str, Article]]:
+        in_flight = self._in_flight.setdefault(consumer, set())
+        self._renew(consumer, in_flight)
+        raw: list[tuple[Any, Any]] = []
+        if consumer not in self._recovered:
+            raw += self._own_history(consumer, n)
+        if len(raw) < n:
+            raw += self._reclaim(consumer, n - len(raw), in_flight)
+        if len(raw) < n:
+            block = None if raw else self._block(block_ms)
+            reply: Any = self.client.xreadgroup(
+                self.group, consumer, {self.stream: ">"}, count=n - len(raw), block=block
+            )
+            for _stream, entries in reply or []:
+                raw += entries
+        delivered = []
+        for entry_id, fields in raw:
+            entry = _text(entry_id)
+            article = self._article(entry, fields)
+            if article is None:
+                self.ack([entry])
+                continue
+            in_flight.add(entry)
+            delivered.append((entry, article))
+        return delivered
+
+    def _own_history(self, consumer: str, n: int) -> list[tuple[Any, Any]]:
+        """This consumer's entries still pending from an earlier process of the same name."""
+        cursor = self._history.get(consumer, "0")
+        reply: Any = self.client.xreadgroup(self.group, consumer, {self.stream: cursor}, count=n)
+        entries = [entry for _stream, batch in reply or [] for entry in batch]
+        if len(entries) < n:
+            self._recovered.add(consumer)  # history read to its end: new entries from now on
+        if entries:
+            self._history[consumer] = _text(entries[-1][0])
+        in_flight = self._in_flight.get(consumer, set())
+        return [(i, fields) for i, fields in entries if fields and _text(i) not in in_flight]
+
+    def _reclaim(self, consumer: str, n: int, in_flight: set[str]) -> list[tuple[Any, Any]]:
+        """Entries idle longer than claim_after_ms (a crashed consumer's), now ours."""
+        reply: Any = self.client.xautoclaim(
+            self.stream, self.group, consumer, self.settings.claim_after_ms, "0-0", count=n
+        )
+        entries = reply[1] if len(reply) > 1 else []
+        claimed = []
+        for entry_id, fields in entries:
+            if entry_id is None or fields is None:
+                self._drop_deleted_pending()
+                continue
+            if _text(entry_id) in in_flight:
+                continue  # ours and still being worked on: the claim just renewed it
+            claimed.append((entry_id, fields))
+        if claimed:
+            log.info("%s reclaimed %d entries idle over %d ms", consumer, len(claimed),
+                     self.settings.claim_after_ms)
+        return claimed
+
+    def _drop_deleted_pending(self) -> None:
+        """Acknowledge pending ids whose entries were deleted (Redis < 7 keeps them pending)."""
+        pending: Any = self.client.xpending_range(self.stream, self.group, "-", "+", count=1000)
+        gone = [
+            item["message_id"]
+            for item in pending
+            if not self.client.xrange(self.stream, item["message_id"], item["message_id"])
+        ]
+        if gone:
+            self.client.xack(self.stream, self.group, *gone)
+
+    def _renew(self, consumer: str, in_flight: set[str]) -> None:
+        """Reset the idle time of entries this consumer still owns (its lease on them), so no
+        other consumer reclaims them while they are being worked on; forget stolen ones."""
+        now = time.monotonic()
+        if not in_flight or now - self._renewed_at.get(consumer, 0.0) < (
+            self.settings.claim_after_ms / 3000
+        ):
+            return
+        owned: Any = self.client.xpending_range(
+            self.stream, self.group, "-", "+", count=len(in_flight), consumername=consumer
+        )
+        mine = {_text(item["message_id"]) for item in owned} & in_flight
+        if mine:
+            ids: list[Any] = sorted(mine)
+            self.client.xclaim(self.stream, self.group, consumer, 0, ids, justid=True)
+        in_flight.intersection_update(mine)
+        self._renewed_at[consumer] = now
+
+    def _block(self, block_ms: int | None) -> int | None:
+        """``block_ms`` capped below the client's socket timeout (a wait is not a failure)."""
+        if block_ms is None:
+            return None
+        timeout = self.client.connection_pool.connection_kwargs.get("socket_timeout")
+        if timeout:
+            block_ms = min(block_ms, max(1, int(timeout * 1000) - 500))
+        return max(1, block_ms)
+
+    def _article(self, entry_id: str, fields: Mapping[Any, Any]) -> Article | None:
+        values = {_text(key): _text(value) for key, value in fields.items()}
+        try:
+            return Article(
+                id=values["id"], title=values["title"], text=values["text"],
+                source=values["source"],
+            )
+        except KeyError:
+            log.warning("dropping malformed stream entry %s (fields %s)", entry_id,
+                        sorted(values))
+            self.client.hincrby(self.settings.counters_key, "malformed_entries", 1)
+            return None
+
+    def ack(self, entry_ids: Iterable[str]) -> int:
+        """Acknowledge and delete entries (their effect is durable); returns how many."""
+        ids = [_text(entry_id) for entry_id in entry_ids]
+        if not ids:
+            return 0
+        pipe = self.client.pipeline(transaction=True)
+        pipe.xack(self.stream, self.group, *ids)
+        pipe.xdel(self.stream, *ids)
+        acked, _deleted = pipe.execute()
+        for in_flight in self._in_flight.values():
+            in_flight.difference_update(ids)
+        return int(acked)
+
+    # --- stats -----------------------------------------------------------------------------
+    def length(self) -> int:
+        """Entries in the stream: queued and not yet acknowledged."""
+        return int(self.client.xlen(self.stream))
+
+    def pending(self) -> int:
+        """Entries delivered to a consumer and not yet acknowledged."""
+        try:
+            summary = self.client.xpending(self.stream, self.group)
+        except redis.ResponseError:
+            return 0  # no stream or group yet
+        return int(summary["pending"])
+
+    def seen(self) -> int:
+        """Page ids ever queued."""
+        return int(self.client.scard(self.settings.dedupe_key))
+
+    def publish_counters(self, deltas: Mapping[str, float]) -> None:
+        """Add ``deltas`` to the shared scraper counters and stamp ``updated_at``."""
+        pipe = self.client.pipeline(transaction=True)
+        for name, value in deltas.items():
+            if not value:
+                continue
+            if isinstance(value, int):
+                pipe.hincrby(self.settings.counters_key, name, value)
+            else:
+                pipe.hincrbyfloat(self.settings.counters_key, name, value)
+        pipe.hset(self.settings.counters_key, "updated_at", repr(time.time()))
+        pipe.execute()
+
+    def counters(self) -> dict[str, float]:
+        """The shared scraper counters (numbers)."""
+        raw = self.client.hgetall(self.settings.counters_key)
+        return {_text(key): float(_text(value)) for key, value in raw.items()}

@@ -1,0 +1,274 @@
+"""Random English Wikipedia articles from the live MediaWiki Action API.
+
+One request (``generator=random`` + ``prop=revisions``, ``rvslots=main``) brings up to
+``articles_per_request`` random main-namespace pages with their current wikitext. The client is
+polite by construction: a descriptive User-Agent with a contact, ``maxlag``, a timeout on every
+request, at most ``rate`` requests per second (retries included), and retries with exponential
+backoff and jitter that wait at least as long as ``Retry-After`` (429, 503, maxlag errors) asks.
+Bad pages (missing, no revision, redirect, disambiguation, not wikitext, empty) and malformed
+responses are skipped and counted by reason; only a request that still fails after
+``max_retries`` retries, or an error that retrying cannot fix, raises :class:`SourceError`.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import requests
+
+from service.cleaning import clean_wikitext, is_disambiguation, is_redirect
+from service.settings import Settings
+from service.sources import Article, SkipCounter, SourceError
+
+log = logging.getLogger(__name__)
+
+SOURCE_NAME = "wikipedia"
+CLIENT_NAME = "streamlda"
+CLIENT_VERSION = "0.1.0"
+# API error codes that say "try again later" rather than "this request is wrong".
+TRANSIENT_API_ERRORS = frozenset(
+    {"maxlag", "ratelimited", "readonly", "internal_api_error_DBQueryError", "unknownerror"}
+)
+
+
+def user_agent(contact: str) -> str:
+    """User-Agent following the Wikimedia policy: client/version (contact) library/version."""
+    return (
+        f"{CLIENT_NAME}/{CLIENT_VERSION} (streaming LDA topic model; {contact}) "
+        f"python-requests/{requests.__version__}"
+    )
+
+
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds asked by a Retry-After header (delta-seconds or an HTTP date), None if absent."""
+    if value is None or not value.strip():
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value).timestamp()
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when - (time.time() if now is None else now))
+
+
+class RateLimiter:
+    """At most ``rate`` calls of :meth:`wait` per second, evenly spaced (thread-safe)."""
+
+    def __init__(
+        self,
+        rate: float,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.interval = 1.0 / rate
+        self._clock = clock
+        self._sleep = sleep
+        self._next = clock()
+        self._lock = threading.Lock()
+
+    def wait(self) -> float:
+        """Block until the next call is allowed; return the seconds waited."""
+        with self._lock:
+            now = self._clock()
+            start = max(now, self._next)
+            self._next = start + self.interval
+        waited = start - now
+        if waited > 0:
+            self._sleep(waited)
+        return waited
+
+
+@dataclass
+class _Failure:
+    """Why one attempt failed, and how long the server asked us to wait (if it did)."""
+
+    reason: str
+    retry_after: float | None = None
+
+
+class WikipediaSource:
+    """Endless random main-namespace articles; :meth:`fetch_batch` is one API request."""
+
+    name = SOURCE_NAME
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        session: requests.Session | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        seed: int | None = None,
+    ) -> None:
+        self.settings = settings
+        self.skipped = SkipCounter()
+        self.requests = 0  # HTTP requests sent, retries included
+        self.retries = 0  # attempts repeated after a failure
+        self.waited_s = 0.0  # seconds spent in backoff and Retry-After waits
+        self.failures: dict[str, int] = {}  # failed attempts by reason
+        self._sleep = sleep
+        self._rng = random.Random(seed)
+        self._limiter = RateLimiter(self.settings.rate, sleep=sleep)
+        self.session = session or requests.Session()
+        self.session.headers["User-Agent"] = user_agent(self.settings.contact)
+        self.session.headers["Accept"] = "application/json"
+
+    # --- the Source interface --------------------------------------------------------------
+    def __iter__(self) -> Iterator[Article]:
+        for batch in self.batches():
+            yield from batch
+
+    def batches(self) -> Iterator[list[Article]]:
+        """One list of articles per API request, forever."""
+        while True:
+            yield self.fetch_batch()
+
+    def close(self) -> None:
+        """Close the HTTP connections."""
+        self.session.close()
+
+    # --- one request -----------------------------------------------------------------------
+    def params(self, limit: int) -> dict[str, str]:
+        """Query parameters of one request for ``limit`` random articles with their wikitext."""
+        return {
+            "action": "query",
+            "format": "json",
+            "formatversion": "2",
+            "generator": "random",
+            "grnnamespace": "0",
+            "grnfilterredir": "nonredirects",
+            "grnlimit": str(limit),
+            "prop": "revisions|pageprops",
+            "rvprop": "ids|content",
+            "rvslots": "main",
+            "ppprop": "disambiguation",
+            "maxlag": str(self.settings.maxlag),
+        }
+
+    def fetch_batch(self, limit: int | None = None) -> list[Article]:
+        """Articles of one successful API request (after retries); skipped pages are counted."""
+        most = self.settings.articles_per_request
+        data = self._query(self.params(max(1, min(limit or most, most))))
+        query = data.get("query")
+        pages = query.get("pages") if isinstance(query, dict) else None
+        if not isinstance(pages, list):
+            self.skipped.skip("no_pages")
+            return []
+        articles = []
+        for page in pages:
+            article = self._article(page)
+            if article is not None:
+                articles.append(article)
+        return articles
+
+    def _query(self, params: dict[str, str]) -> dict[str, Any]:
+        attempt = 0
+        while True:
+            self._limiter.wait()
+            self.requests += 1
+            result = self._attempt(params)
+            if not isinstance(result, _Failure):
+                return result
+            self.failures[result.reason] = self.failures.get(result.reason, 0) + 1
+            attempt += 1
+            if attempt > self.settings.max_retries:
+                raise SourceError(
+                    f"{self.settings.wikipedia_api_url}: gave up after {attempt} attempts "
+                    f"(last: {result.reason})"
+                )
+            delay = self._backoff(attempt)
+            if result.retry_after is not None:
+                delay = max(delay, result.retry_after)
+            self.retries += 1
+            log.warning("API request failed (%s); retry %d/%d in %.2f s", result.reason, attempt,
+                        self.settings.max_retries, delay)
+            self.waited_s += delay
+            self._sleep(delay)
+
+    def _backoff(self, attempt: int) -> float:
+        """Exponential backoff with 'equal jitter': half fixed, half random."""
+        ceiling = min(self.settings.retry_backoff_max,
+                      self.settings.retry_backoff * 2 ** (attempt - 1))
+        return ceiling / 2 + self._rng.uniform(0, ceiling / 2)
+
+    def _attempt(self, params: dict[str, str]) -> dict[str, Any] | _Failure:
+        url = self.settings.wikipedia_api_url
+        try:
+            response = self.session.get(url, params=params, timeout=self.settings.request_timeout)
+        except requests.Timeout:
+            return _Failure("timeout")
+        except requests.ConnectionError:
+            return _Failure("connection")
+        except requests.RequestException as exc:
+            raise SourceError(f"{url}: {exc}") from exc
+        retry_after = parse_retry_after(response.headers.get("Retry-After"))
+        status = response.status_code
+        if status == 429 or status >= 500:
+            return _Failure(f"http_{status}", retry_after)
+        if status != 200:
+            raise SourceError(f"{url} answered HTTP {status}: {response.text[:200]!r}")
+        try:
+            data = response.json()
+        except ValueError:
+            self.skipped.skip("malformed_json")
+            return _Failure("malformed_json", retry_after)
+        if not isinstance(data, dict):
+            self.skipped.skip("malformed_json")
+            return _Failure("malformed_json", retry_after)
+        error = data.get("error")
+        if isinstance(error, dict):
+            code = str(error.get("code", "unknown"))
+            if code in TRANSIENT_API_ERRORS:
+                if retry_after is None and code == "maxlag":
+                    retry_after = float(self.settings.maxlag)
+                return _Failure(f"api_{code}", retry_after)
+            raise SourceError(f"{url}: API error {code}: {error.get('info', '')}")
+        return data
+
+    # --- one page --------------------------------------------------------------------------
+    def _article(self, page: object) -> Article | None:
+        reason, article = self._parse_page(page)
+        if reason is not None:
+            self.skipped.skip(reason)
+        return article
+
+    def _parse_page(self, page: object) -> tuple[str | None, Article | None]:
+        if not isinstance(page, dict):
+            return "malformed_page", None
+        if page.get("missing") or page.get("invalid"):
+            return "missing", None
+        page_id, title = page.get("pageid"), page.get("title")
+        if not isinstance(page_id, int) or not isinstance(title, str) or not title:
+            return "missing_fields", None
+        if page.get("ns", 0) != 0:
+            return "namespace", None
+        revisions = page.get("revisions")
+        if not isinstance(revisions, list) or not revisions:
+            return "no_revisions", None
+        slot = revisions[0].get("slots", {}).get("main") if isinstance(revisions[0], dict) else None
+        content = slot.get("content") if isinstance(slot, dict) else None
+        if not isinstance(content, str):
+            return "no_content", None
+        if slot.get("contentmodel", "wikitext") != "wikitext":  # type: ignore[union-attr]
+            return "not_wikitext", None
+        if page.get("redirect") or is_redirect(content):
+            return "redirect", None
+        pageprops = page.get("pageprops")
+        if (isinstance(pageprops, dict) and "disambiguation" in pageprops) or is_disambiguation(
+            title, content
+        ):
+            return "disambiguation", None
+        text = clean_wikitext(content)
+        if not text:
+            return "empty", None
+        return None, Article(id=str(page_id), title=title, text=text, source=SOURCE_NAME)
