@@ -98,6 +98,20 @@ class Settings(BaseSettings):
     cors_origins: list[str] = Field(default_factory=list, description="Origins allowed by CORS")
     admin_token: str | None = Field(None, description="Bearer token of admin endpoints (off if unset)")
     max_infer_bytes: int = Field(1_000_000, ge=1, description="Largest /infer body")
+    topic_words: int = Field(
+        100, ge=1, description="Top words per topic kept in each snapshot (the largest ?top=)"
+    )
+    perplexity_history: int = Field(
+        10_000, ge=1, description="Perplexity points kept in Redis (oldest dropped)"
+    )
+    infer_iterations: int = Field(100, ge=1, description="Fixed-point iterations of /infer")
+    infer_tolerance: float = Field(
+        1e-6, gt=0, description="/infer stops once no topic proportion moves more than this"
+    )
+    redis_timeout: float = Field(
+        2.0, gt=0, description="Seconds before an API call to Redis fails (then 503)"
+    )
+    page_refresh_s: float = Field(5.0, gt=0, description="Seconds between refreshes of the page /")
 
     @model_validator(mode="after")
     def _check(self) -> Settings:

@@ -1,0 +1,30 @@
+"""``streamlda api``: serve the HTTP API with uvicorn."""
+
+from __future__ import annotations
+
+import argparse
+
+import uvicorn
+
+from service.api.app import create_app
+from service.cli import CommandError
+from service.settings import Settings
+
+
+def run(settings: Settings, args: argparse.Namespace) -> int:
+    """Serve until interrupted."""
+    if not settings.redis_url:
+        raise CommandError("no Redis to read: pass --redis URL or set STREAMLDA_REDIS_URL")
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info")
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``api`` subcommand."""
+    parser = subparsers.add_parser(
+        "api", help="serve topics, perplexity and stats over HTTP (reads Redis only)"
+    )
+    parser.add_argument("--redis", dest="redis_url", metavar="URL", help="Redis URL")
+    parser.add_argument("--host", help="bind address (default from STREAMLDA_HOST)")
+    parser.add_argument("--port", type=int, help="port (default from STREAMLDA_PORT)")
+    parser.set_defaults(func=run)

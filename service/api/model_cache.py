@@ -1,0 +1,42 @@
+"""The published model, loaded once per version and shared by every request of a process."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import redis
+
+from lda.vocab import Vocabulary
+from service.snapshot import PublishedModel, read_model, read_model_version
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    """A published model with its vocabulary index ready for encoding."""
+
+    model: PublishedModel
+    vocabulary: Vocabulary
+
+
+class ModelCache:
+    """Holds the latest model; each call costs one HGET unless the version changed."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loaded: LoadedModel | None = None
+        self.loads = 0
+
+    def get(self, client: redis.Redis) -> LoadedModel | None:
+        """The current model, reloading it only when the worker published a new version."""
+        version = read_model_version(client)
+        if version is None:
+            return None
+        with self._lock:
+            if self._loaded is None or self._loaded.model.version != version:
+                model = read_model(client)
+                if model is None:
+                    return None
+                self._loaded = LoadedModel(model, Vocabulary(model.vocab))
+                self.loads += 1
+            return self._loaded

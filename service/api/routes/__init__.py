@@ -1,0 +1,1 @@
+"""One router per concern; ``create_app`` includes them all."""

@@ -1,0 +1,110 @@
+"""Request and response bodies of the API (they are also its OpenAPI schema)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from pydantic import BaseModel, Field
+
+
+def timestamp(unix: float | None) -> datetime | None:
+    """A unix time from Redis as an aware UTC datetime (ISO 8601 in JSON)."""
+    return None if unix is None else datetime.fromtimestamp(unix, tz=UTC)
+
+
+class ErrorOut(BaseModel):
+    detail: str = Field(description="What went wrong, for a person")
+
+
+class WordOut(BaseModel):
+    word: str
+    weight: float = Field(description="beta[k, w], the word's probability in the topic")
+
+
+class TopicOut(BaseModel):
+    id: int
+    words: list[WordOut]
+
+
+class TopicsOut(BaseModel):
+    docs_seen: int
+    updated_at: datetime
+    sampler: str
+    topics: list[TopicOut]
+
+
+class OneTopicOut(TopicOut):
+    docs_seen: int
+    updated_at: datetime
+    sampler: str
+
+
+class PerplexityPointOut(BaseModel):
+    docs_seen: int
+    perplexity: float = Field(description="Held-out perplexity of the current sample")
+    perplexity_avg: float = Field(description="Perplexity of the posterior-averaged predictive")
+    at: datetime
+
+
+class PerplexityOut(BaseModel):
+    latest: PerplexityPointOut | None = Field(description="Point with the most documents seen")
+    history: list[PerplexityPointOut] = Field(description="Points after ?since=, oldest first")
+
+
+class QueueOut(BaseModel):
+    stream: str
+    group: str
+    length: int = Field(description="Entries in the stream")
+    pending: int = Field(description="Entries delivered to a worker and not yet acknowledged")
+
+
+class StatsOut(BaseModel):
+    docs_seen: int
+    docs_per_s: float | None
+    tokens_per_s: float | None
+    sampler: str | None
+    step_size: float | None
+    device: str | None
+    topics: int | None = Field(description="K")
+    vocab_size: int | None = Field(description="W")
+    updated_at: datetime | None = Field(description="Time of the last update")
+    heartbeat_at: datetime | None = Field(description="Last sign of life of the worker")
+    heartbeat_age_s: float | None
+    paused: bool
+    checkpoint_seq: int = Field(description="Checkpoints requested through /admin/checkpoint")
+    worker: dict[str, int] = Field(description="The worker's own counters")
+    queue: QueueOut
+    scraper: dict[str, int] = Field(description="The scrapers' counters")
+
+
+class InferIn(BaseModel):
+    text: str = Field(min_length=1, description="Plain text of a document")
+
+
+class TopicWeightOut(BaseModel):
+    id: int
+    weight: float
+
+
+class InferOut(BaseModel):
+    model_version: str
+    docs_seen: int = Field(description="Documents the model had seen when published")
+    tokens: int = Field(description="Tokens of the text found in the vocabulary")
+    ignored_tokens: int = Field(description="Tokens outside the vocabulary")
+    proportions: list[float] = Field(description="pi[k], indexed by topic id")
+    topics: list[TopicWeightOut] = Field(description="The same, heaviest topic first")
+
+
+class HealthOut(BaseModel):
+    status: str
+
+
+class ReadyOut(BaseModel):
+    status: str
+    model_version: str
+    docs_seen: int
+
+
+class AdminOut(BaseModel):
+    paused: bool
+    checkpoint_seq: int

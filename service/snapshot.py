@@ -1,0 +1,337 @@
+"""The Redis schema between the worker (writer) and the API (reader).
+
+Keys, all prefixed ``streamlda:``:
+
+* ``streamlda:snapshot``   JSON of :class:`Snapshot`, replaced after every update.
+* ``streamlda:heartbeat``  unix time the worker was last alive (also set while it idles).
+* ``streamlda:perplexity`` sorted set scored by docs_seen; members are JSON
+  :class:`PerplexityPoint` (one per docs_seen, the newest wins).
+* ``streamlda:model``      hash: version, docs_seen, topics, vocab_size, gamma, published_at,
+  beta (K×W float32 little-endian bytes), vocab (words joined by newlines). The API caches it
+  by ``version`` and reloads only when it changes.
+* ``streamlda:control``    hash the API writes and the worker reads: ``paused`` ("1"/"0") is a
+  state, ``checkpoint_seq`` a counter that the worker answers by checkpointing when it grows.
+* ``streamlda:scraper:counters`` (written by the scraper) hash of integer counters.
+
+Each writer is one atomic Redis command or one MULTI/EXEC, so a reader never sees half an
+update. Readers accept clients with or without ``decode_responses`` except :func:`read_model`,
+which needs raw bytes: use :func:`connect`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import redis
+import torch
+
+PREFIX = "streamlda:"
+SNAPSHOT_KEY = PREFIX + "snapshot"
+HEARTBEAT_KEY = PREFIX + "heartbeat"
+PERPLEXITY_KEY = PREFIX + "perplexity"
+MODEL_KEY = PREFIX + "model"
+CONTROL_KEY = PREFIX + "control"
+SCRAPER_COUNTERS_KEY = PREFIX + "scraper:counters"
+
+
+def connect(url: str, *, timeout: float | None = None) -> redis.Redis:
+    """A client suited to every function here (raw bytes, optional socket timeouts)."""
+    return redis.Redis.from_url(
+        url, decode_responses=False, socket_timeout=timeout, socket_connect_timeout=timeout
+    )
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode("utf-8") if isinstance(value, bytes) else value
+
+
+def _finite(value: float, what: str) -> float:
+    if not math.isfinite(value):
+        raise ValueError(f"{what} must be finite, got {value!r}: never publish NaN")
+    return float(value)
+
+
+# --- snapshot --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WordWeight:
+    """One word of a topic and its probability beta[k, w]."""
+
+    word: str
+    weight: float
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What the worker tells the API after each update (top words, progress, throughput)."""
+
+    docs_seen: int
+    updated_at: float
+    sampler: str
+    step_size: float
+    device: str
+    vocab_size: int
+    topics: list[list[WordWeight]]
+    docs_per_s: float = 0.0
+    tokens_per_s: float = 0.0
+    counters: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def num_topics(self) -> int:
+        return len(self.topics)
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        data["topics"] = [[[w.word, w.weight] for w in words] for words in self.topics]
+        return json.dumps(data, separators=(",", ":"), allow_nan=False)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Snapshot:
+        data: dict[str, Any] = json.loads(text)
+        data["topics"] = [[WordWeight(str(w), float(p)) for w, p in t] for t in data["topics"]]
+        return cls(**data)
+
+
+def top_words(beta: torch.Tensor, vocab: Sequence[str], n: int) -> list[list[WordWeight]]:
+    """The ``n`` most probable words of each topic (row of ``beta``), most probable first."""
+    if beta.dim() != 2 or beta.shape[1] != len(vocab):
+        raise ValueError(f"beta is {tuple(beta.shape)}, expected (K, {len(vocab)})")
+    if not bool(torch.isfinite(beta).all()):
+        raise ValueError("beta has non-finite entries: never publish NaN")
+    values, indices = torch.topk(beta.detach().float().cpu(), min(n, beta.shape[1]), dim=1)
+    return [
+        [WordWeight(vocab[i], float(v)) for v, i in zip(row_v, row_i, strict=True)]
+        for row_v, row_i in zip(values.tolist(), indices.tolist(), strict=True)
+    ]
+
+
+def publish_snapshot(client: redis.Redis, snapshot: Snapshot) -> None:
+    """Replace the snapshot and beat the heart, atomically."""
+    for name in ("step_size", "docs_per_s", "tokens_per_s", "updated_at"):
+        _finite(getattr(snapshot, name), name)
+    pipe = client.pipeline(transaction=True)
+    pipe.set(SNAPSHOT_KEY, snapshot.to_json())
+    pipe.set(HEARTBEAT_KEY, repr(snapshot.updated_at))
+    pipe.execute()
+
+
+def read_snapshot(client: redis.Redis) -> Snapshot | None:
+    """The latest snapshot, or None before the worker's first update."""
+    raw = client.get(SNAPSHOT_KEY)
+    return None if raw is None else Snapshot.from_json(raw)
+
+
+def beat(client: redis.Redis, at: float | None = None) -> None:
+    """Mark the worker alive (call while it waits for documents, too)."""
+    client.set(HEARTBEAT_KEY, repr(time.time() if at is None else at))
+
+
+def read_heartbeat(client: redis.Redis) -> float | None:
+    """Unix time of the worker's last heartbeat, or None if it never beat."""
+    raw = client.get(HEARTBEAT_KEY)
+    return None if raw is None else float(_text(raw))
+
+
+# --- perplexity history ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PerplexityPoint:
+    """Held-out perplexity after ``docs_seen`` documents: this sample's and the averaged one."""
+
+    docs_seen: int
+    perplexity: float
+    perplexity_avg: float
+    at: float
+
+
+def append_perplexity(client: redis.Redis, point: PerplexityPoint, *, keep: int) -> None:
+    """Add a point (replacing one at the same docs_seen) and keep only the newest ``keep``."""
+    _finite(point.perplexity, "perplexity")
+    _finite(point.perplexity_avg, "perplexity_avg")
+    member = json.dumps(asdict(point), separators=(",", ":"))
+    pipe = client.pipeline(transaction=True)
+    pipe.zremrangebyscore(PERPLEXITY_KEY, point.docs_seen, point.docs_seen)
+    pipe.zadd(PERPLEXITY_KEY, {member: point.docs_seen})
+    pipe.zremrangebyrank(PERPLEXITY_KEY, 0, -keep - 1)
+    pipe.execute()
+
+
+def truncate_perplexity(client: redis.Redis, after_docs: int) -> int:
+    """Drop points beyond ``after_docs`` (after resuming an older checkpoint); how many went."""
+    return int(client.zremrangebyscore(PERPLEXITY_KEY, f"({after_docs}", "+inf"))
+
+
+def read_perplexity(client: redis.Redis, since: int | None = None) -> list[PerplexityPoint]:
+    """Points in docs_seen order; with ``since``, only those strictly after it."""
+    low = "-inf" if since is None else f"({since}"
+    raw: list[Any] = client.zrangebyscore(PERPLEXITY_KEY, low, "+inf")
+    return [PerplexityPoint(**json.loads(m)) for m in raw]
+
+
+def latest_perplexity(client: redis.Redis) -> PerplexityPoint | None:
+    """The point with the most documents seen, or None."""
+    raw: list[Any] = client.zrange(PERPLEXITY_KEY, -1, -1)
+    return PerplexityPoint(**json.loads(raw[0])) if raw else None
+
+
+# --- the model for /infer --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PublishedModel:
+    """beta and its vocabulary as the API loads them."""
+
+    version: str
+    docs_seen: int
+    gamma: float
+    beta: torch.Tensor
+    vocab: list[str]
+    published_at: float
+
+    @property
+    def num_topics(self) -> int:
+        return int(self.beta.shape[0])
+
+
+def publish_model(
+    client: redis.Redis,
+    beta: torch.Tensor,
+    vocab: Sequence[str],
+    *,
+    docs_seen: int,
+    gamma: float,
+    at: float | None = None,
+) -> str:
+    """Store beta (K×W) with its vocabulary in one atomic HSET; returns the new version."""
+    if beta.dim() != 2 or beta.shape[1] != len(vocab):
+        raise ValueError(f"beta is {tuple(beta.shape)}, expected (K, {len(vocab)})")
+    array = beta.detach().to("cpu", torch.float32).contiguous().numpy()
+    if not np.isfinite(array).all():
+        raise ValueError("beta has non-finite entries: never publish NaN")
+    if any("\n" in w for w in vocab):
+        raise ValueError("vocabulary words must not contain newlines")
+    version = uuid.uuid4().hex
+    client.hset(
+        MODEL_KEY,
+        mapping={
+            "version": version,
+            "docs_seen": docs_seen,
+            "topics": array.shape[0],
+            "vocab_size": array.shape[1],
+            "gamma": repr(_finite(gamma, "gamma")),
+            "published_at": repr(time.time() if at is None else at),
+            "beta": array.astype("<f4").tobytes(),
+            "vocab": "\n".join(vocab),
+        },
+    )
+    return version
+
+
+def read_model_version(client: redis.Redis) -> str | None:
+    """The published model's version (one cheap HGET), or None before the first."""
+    raw = client.hget(MODEL_KEY, "version")
+    return None if raw is None else _text(raw)
+
+
+def read_model_summary(client: redis.Redis) -> tuple[str, int] | None:
+    """(version, docs_seen) of the published model without its matrix, or None."""
+    version, docs_seen = client.hmget(MODEL_KEY, ["version", "docs_seen"])
+    if version is None:
+        return None
+    return _text(version), int(_text(docs_seen or "0"))
+
+
+def read_model(client: redis.Redis) -> PublishedModel | None:
+    """The whole published model, or None before the first (needs a bytes client)."""
+    raw: Mapping[bytes | str, bytes | str] = client.hgetall(MODEL_KEY)
+    if not raw:
+        return None
+    fields = {_text(k): v for k, v in raw.items()}
+    blob = fields["beta"]
+    if not isinstance(blob, bytes):
+        raise TypeError("read_model needs a client without decode_responses (see connect())")
+    k, w = int(_text(fields["topics"])), int(_text(fields["vocab_size"]))
+    beta = torch.from_numpy(np.frombuffer(blob, dtype="<f4").reshape(k, w).copy())
+    return PublishedModel(
+        version=_text(fields["version"]),
+        docs_seen=int(_text(fields["docs_seen"])),
+        gamma=float(_text(fields["gamma"])),
+        beta=beta,
+        vocab=_text(fields["vocab"]).split("\n"),
+        published_at=float(_text(fields["published_at"])),
+    )
+
+
+# --- control: API -> worker --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Control:
+    """What the operator asked for: pause state and how many checkpoints were requested."""
+
+    paused: bool = False
+    checkpoint_seq: int = 0
+
+
+def set_paused(client: redis.Redis, paused: bool) -> None:
+    """Ask the worker to stop (or resume) taking minibatches; it stays so across restarts."""
+    client.hset(CONTROL_KEY, "paused", "1" if paused else "0")
+
+
+def request_checkpoint(client: redis.Redis) -> int:
+    """Ask for a checkpoint now; the worker checkpoints when checkpoint_seq grows."""
+    return int(client.hincrby(CONTROL_KEY, "checkpoint_seq", 1))
+
+
+def read_control(client: redis.Redis) -> Control:
+    """The operator's current requests (defaults when none were made)."""
+    raw: Mapping[bytes | str, bytes | str] = client.hgetall(CONTROL_KEY)
+    fields = {_text(k): _text(v) for k, v in raw.items()}
+    return Control(
+        paused=fields.get("paused") == "1",
+        checkpoint_seq=int(fields.get("checkpoint_seq", 0)),
+    )
+
+
+# --- what others write: scraper counters and the queue -----------------------------------
+
+
+def read_scraper_counters(client: redis.Redis) -> dict[str, int]:
+    """The scrapers' counters (fetched, queued, skipped:<reason>, ...), as integers."""
+    raw: Mapping[bytes | str, bytes | str] = client.hgetall(SCRAPER_COUNTERS_KEY)
+    counters = {}
+    for key, value in raw.items():
+        try:
+            counters[_text(key)] = int(float(_text(value)))
+        except ValueError:
+            continue
+    return dict(sorted(counters.items()))
+
+
+@dataclass(frozen=True)
+class QueueStats:
+    """Length of the article stream and entries delivered to workers but not acknowledged."""
+
+    length: int
+    pending: int
+
+
+def read_queue(client: redis.Redis, stream: str, group: str) -> QueueStats:
+    """XLEN and the consumer group's pending count (0 before the group exists)."""
+    length = int(client.xlen(stream))
+    try:
+        summary: Any = client.xpending(stream, group)
+    except redis.ResponseError as exc:
+        if "NOGROUP" not in str(exc):
+            raise
+        return QueueStats(length=length, pending=0)
+    return QueueStats(length=length, pending=int(summary["pending"]))

@@ -1,0 +1,130 @@
+"""Fixtures of the service tests: an API client on a real Redis and a published model.
+
+The Redis server is the shared ``redis_server`` fixture of ``tests/conftest.py``.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import redis
+import torch
+from fastapi.testclient import TestClient
+
+from service.api import create_app
+from service.settings import Settings
+from service.snapshot import (
+    PerplexityPoint,
+    Snapshot,
+    append_perplexity,
+    connect,
+    publish_model,
+    publish_snapshot,
+    top_words,
+)
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def redis_client(redis_server: Any) -> Iterator[redis.Redis]:
+    """A client on an emptied database."""
+    client = connect(redis_server.url)
+    client.flushdb()
+    yield client
+    client.close()
+
+
+ADMIN_TOKEN = "s3cret-token"
+MAX_INFER_BYTES = 2_000
+TOPIC_WORDS = 100
+
+
+@pytest.fixture
+def settings(redis_client: redis.Redis, redis_server: Any) -> Settings:
+    return Settings(
+        redis_url=redis_server.url,
+        admin_token=ADMIN_TOKEN,
+        max_infer_bytes=MAX_INFER_BYTES,
+        topic_words=TOPIC_WORDS,
+        cors_origins=["http://dashboard.example"],
+    )
+
+
+@pytest.fixture
+def api(settings: Settings) -> Iterator[TestClient]:
+    with TestClient(create_app(settings)) as client:
+        yield client
+
+
+# A model whose topic k puts its mass on words 4k..4k+3 (the rest share a little).
+VOCAB = [
+    "apple", "banana", "cherry", "grape",
+    "engine", "piston", "turbine", "valve",
+    "sonata", "violin", "cello", "opera",
+]  # fmt: skip
+K = 3
+
+
+def model_beta() -> torch.Tensor:
+    """K×W topic-word matrix with clearly separated topics (rows sum to 1)."""
+    beta = torch.full((K, len(VOCAB)), 0.01)
+    for k in range(K):
+        beta[k, 4 * k : 4 * k + 4] = torch.tensor([0.4, 0.3, 0.15, 0.12])
+    return beta / beta.sum(1, keepdim=True)
+
+
+@dataclass
+class Published:
+    beta: torch.Tensor
+    vocab: list[str]
+    snapshot: Snapshot
+    points: list[PerplexityPoint]
+    version: str
+
+
+@pytest.fixture
+def published(redis_client: redis.Redis) -> Published:
+    """What the worker publishes after a few updates: snapshot, 3 perplexity points, model."""
+    beta = model_beta()
+    now = time.time()
+    snapshot = Snapshot(
+        docs_seen=3000,
+        updated_at=now,
+        sampler="sgrld",
+        step_size=0.005,
+        device="cpu",
+        vocab_size=len(VOCAB),
+        topics=top_words(beta, VOCAB, TOPIC_WORDS),
+        docs_per_s=12.5,
+        tokens_per_s=4200.0,
+        counters={"updates": 60, "nonfinite_restores": 0},
+    )
+    publish_snapshot(redis_client, snapshot)
+    points = [
+        PerplexityPoint(docs_seen=d, perplexity=p, perplexity_avg=a, at=now - 10 + i)
+        for i, (d, p, a) in enumerate([(1000, 3000.0, 3000.0), (2000, 2500.0, 2600.0),
+                                       (3000, 2300.0, 2400.0)])
+    ]  # fmt: skip
+    for point in points:
+        append_perplexity(redis_client, point, keep=100)
+    version = publish_model(redis_client, beta, VOCAB, docs_seen=3000, gamma=0.1)
+    return Published(beta=beta, vocab=VOCAB, snapshot=snapshot, points=points, version=version)
+
+
+@pytest.fixture
+def down_api(settings: Settings) -> Iterator[TestClient]:
+    """An API whose Redis URL points at a port where nothing listens."""
+    dead = settings.model_copy(update={"redis_url": f"redis://127.0.0.1:{free_port()}/0"})
+    with TestClient(create_app(dead)) as client:
+        yield client

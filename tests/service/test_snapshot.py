@@ -1,0 +1,145 @@
+"""The Redis schema: what the worker writes is what the API reads, atomically and exactly."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import redis
+import torch
+
+from service.snapshot import (
+    PerplexityPoint,
+    Snapshot,
+    append_perplexity,
+    beat,
+    latest_perplexity,
+    publish_model,
+    read_control,
+    read_heartbeat,
+    read_model,
+    read_model_summary,
+    read_model_version,
+    read_perplexity,
+    read_queue,
+    read_scraper_counters,
+    read_snapshot,
+    request_checkpoint,
+    set_paused,
+    top_words,
+    truncate_perplexity,
+)
+from tests.service.conftest import Published
+
+
+def test_nothing_is_published_at_first(redis_client: redis.Redis) -> None:
+    assert read_snapshot(redis_client) is None
+    assert read_heartbeat(redis_client) is None
+    assert read_perplexity(redis_client) == []
+    assert latest_perplexity(redis_client) is None
+    assert read_model(redis_client) is None
+    assert read_model_version(redis_client) is None
+    assert read_model_summary(redis_client) is None
+
+
+def test_snapshot_round_trips_and_beats_the_heart(
+    redis_client: redis.Redis, published: Published
+) -> None:
+    assert read_snapshot(redis_client) == published.snapshot
+    assert read_heartbeat(redis_client) == published.snapshot.updated_at
+    beat(redis_client, at=123.5)
+    assert read_heartbeat(redis_client) == 123.5
+
+
+def test_top_words_are_sorted_and_capped_at_the_vocabulary(published: Published) -> None:
+    beta, vocab = published.beta, published.vocab
+    topics = top_words(beta, vocab, 100)
+    assert len(topics) == 3 and all(len(t) == len(vocab) for t in topics)
+    assert [w.word for w in topics[1][:4]] == ["engine", "piston", "turbine", "valve"]
+    weights = [w.weight for w in topics[1]]
+    assert weights == sorted(weights, reverse=True)
+    assert [w.word for w in top_words(beta, vocab, 2)[2]] == ["sonata", "violin"]
+
+
+def test_non_finite_values_are_never_published(redis_client: redis.Redis) -> None:
+    vocab = ["a", "b"]
+    beta = torch.tensor([[0.5, math.nan], [0.5, 0.5]])
+    with pytest.raises(ValueError, match="NaN"):
+        top_words(beta, vocab, 5)
+    with pytest.raises(ValueError, match="NaN"):
+        publish_model(redis_client, beta, vocab, docs_seen=1, gamma=0.1)
+    with pytest.raises(ValueError, match="NaN"):
+        append_perplexity(redis_client, PerplexityPoint(1, math.inf, 1.0, 0.0), keep=10)
+    assert read_model(redis_client) is None and read_perplexity(redis_client) == []
+
+
+def test_model_round_trips_bit_for_bit(redis_client: redis.Redis, published: Published) -> None:
+    model = read_model(redis_client)
+    assert model is not None
+    assert model.version == published.version == read_model_version(redis_client)
+    assert read_model_summary(redis_client) == (published.version, 3000)
+    assert torch.equal(model.beta, published.beta.float())
+    assert model.vocab == published.vocab and model.gamma == 0.1 and model.num_topics == 3
+    new = publish_model(redis_client, published.beta, model.vocab, docs_seen=3000, gamma=0.1)
+    assert new != published.version, "a republished model gets a new version"
+
+
+def test_model_shape_must_match_the_vocabulary(redis_client: redis.Redis) -> None:
+    with pytest.raises(ValueError, match="expected"):
+        publish_model(redis_client, torch.ones(2, 3), ["a", "b"], docs_seen=1, gamma=0.1)
+
+
+def test_perplexity_since_is_exclusive_and_ordered(
+    redis_client: redis.Redis, published: Published
+) -> None:
+    assert read_perplexity(redis_client) == published.points
+    assert read_perplexity(redis_client, since=1000) == published.points[1:]
+    assert read_perplexity(redis_client, since=3000) == []
+    assert latest_perplexity(redis_client) == published.points[-1]
+
+
+def test_perplexity_keeps_one_point_per_docs_seen_and_the_newest(
+    redis_client: redis.Redis,
+) -> None:
+    for d in range(1, 6):
+        append_perplexity(redis_client, PerplexityPoint(d * 10, 100.0 + d, 100.0, d), keep=3)
+    append_perplexity(redis_client, PerplexityPoint(50, 7.0, 7.0, 9.0), keep=3)
+    points = read_perplexity(redis_client)
+    assert [p.docs_seen for p in points] == [30, 40, 50]
+    assert points[-1].perplexity == 7.0
+
+
+def test_truncate_drops_points_beyond_a_resumed_checkpoint(
+    redis_client: redis.Redis, published: Published
+) -> None:
+    assert truncate_perplexity(redis_client, after_docs=2000) == 1
+    assert [p.docs_seen for p in read_perplexity(redis_client)] == [1000, 2000]
+
+
+def test_control_pause_and_checkpoint_requests(redis_client: redis.Redis) -> None:
+    assert read_control(redis_client).paused is False
+    set_paused(redis_client, True)
+    assert request_checkpoint(redis_client) == 1
+    assert request_checkpoint(redis_client) == 2
+    control = read_control(redis_client)
+    assert control.paused is True and control.checkpoint_seq == 2
+    set_paused(redis_client, False)
+    assert read_control(redis_client).paused is False
+
+
+def test_queue_and_scraper_counters(redis_client: redis.Redis) -> None:
+    assert read_queue(redis_client, "docs", "workers").length == 0
+    for i in range(3):
+        redis_client.xadd("docs", {"id": str(i)})
+    assert read_queue(redis_client, "docs", "workers").pending == 0  # no group yet
+    redis_client.xgroup_create("docs", "workers", id="0")
+    redis_client.xreadgroup("workers", "w1", {"docs": ">"}, count=2)
+    stats = read_queue(redis_client, "docs", "workers")
+    assert (stats.length, stats.pending) == (3, 2)
+    redis_client.hset("streamlda:scraper:counters", mapping={"fetched": 7, "skipped:short": 2})
+    assert read_scraper_counters(redis_client) == {"fetched": 7, "skipped:short": 2}
+
+
+def test_snapshot_json_is_strict() -> None:
+    snapshot = Snapshot(1, 0.0, "sgld", 0.01, "cpu", 3, [[]], counters={"updates": 1})
+    assert Snapshot.from_json(snapshot.to_json()) == snapshot
