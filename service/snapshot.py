@@ -11,7 +11,8 @@ Keys, all prefixed ``streamlda:``:
   by ``version`` and reloads only when it changes.
 * ``streamlda:control``    hash the API writes and the worker reads: ``paused`` ("1"/"0") is a
   state, ``checkpoint_seq`` a counter that the worker answers by checkpointing when it grows.
-* ``streamlda:scraper:counters`` (written by the scraper) hash of integer counters.
+* ``streamlda:scraper:counters`` (the setting ``counters_key``, written by the scrapers, see
+  :mod:`service.queue`) hash of numeric counters.
 
 Each writer is one atomic Redis command or one MULTI/EXEC, so a reader never sees half an
 update. Readers accept clients with or without ``decode_responses`` except :func:`read_model`,
@@ -305,13 +306,16 @@ def read_control(client: redis.Redis) -> Control:
 # --- what others write: scraper counters and the queue -----------------------------------
 
 
-def read_scraper_counters(client: redis.Redis) -> dict[str, int]:
-    """The scrapers' counters (fetched, queued, skipped:<reason>, ...), as integers."""
-    raw: Mapping[bytes | str, bytes | str] = client.hgetall(SCRAPER_COUNTERS_KEY)
-    counters = {}
-    for key, value in raw.items():
+def read_scraper_counters(
+    client: redis.Redis, key: str = SCRAPER_COUNTERS_KEY
+) -> dict[str, int | float]:
+    """The scrapers' counters (fetched, queued, skipped:<reason>, updated_at, ...) as numbers."""
+    raw: Mapping[bytes | str, bytes | str] = client.hgetall(key)
+    counters: dict[str, int | float] = {}
+    for name, value in raw.items():
+        text = _text(value)
         try:
-            counters[_text(key)] = int(float(_text(value)))
+            counters[_text(name)] = int(text) if text.lstrip("-").isdigit() else float(text)
         except ValueError:
             continue
     return dict(sorted(counters.items()))

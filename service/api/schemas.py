@@ -74,7 +74,9 @@ class StatsOut(BaseModel):
     checkpoint_seq: int = Field(description="Checkpoints requested through /admin/checkpoint")
     worker: dict[str, int] = Field(description="The worker's own counters")
     queue: QueueOut
-    scraper: dict[str, int] = Field(description="The scrapers' counters")
+    scraper: dict[str, int | float] = Field(
+        description="The scrapers' counters, summed over every scraper (see service.queue)"
+    )
 
 
 class InferIn(BaseModel):

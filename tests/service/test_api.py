@@ -59,7 +59,8 @@ def test_stats(
     redis_client.xgroup_create(settings.stream, settings.group, id="0")
     redis_client.xreadgroup(settings.group, "w", {settings.stream: ">"}, count=1)
     redis_client.hset(
-        "streamlda:scraper:counters", mapping={"fetched": 5, "queued": 2, "skipped:short": 3}
+        "streamlda:scraper:counters",
+        mapping={"fetched": 5, "queued": 2, "skipped:short": 3, "updated_at": 17.5},
     )
     body = api.get("/stats").json()
     assert body["docs_seen"] == 3000 and body["docs_per_s"] == 12.5
@@ -71,7 +72,7 @@ def test_stats(
         "length": 2,
         "pending": 1,
     }
-    assert body["scraper"] == {"fetched": 5, "queued": 2, "skipped:short": 3}
+    assert body["scraper"] == {"fetched": 5, "queued": 2, "skipped:short": 3, "updated_at": 17.5}
     assert body["worker"]["updates"] == 60
     assert body["paused"] is False and 0 <= body["heartbeat_age_s"] < 60
     datetime.fromisoformat(body["updated_at"])

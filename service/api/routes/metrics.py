@@ -26,27 +26,32 @@ from service.snapshot import (
 
 router = APIRouter(tags=["metrics"])
 
-# Scraper counters named "<kind>:<what>" whose kind is an error go to streamlda_scrape_errors_total.
-_ERROR_KINDS = ("error", "errors", "skipped")
+# Scraper counters "<kind>:<what>" of these kinds are articles or requests lost.
+_ERROR_KINDS = ("skipped", "error", "errors")
+_SCRAPER_UPDATED = "updated_at"
 
 
-def _scraper_metrics(counters: dict[str, int]) -> list[Metric]:
+def _scraper_metrics(counters: dict[str, int | float]) -> list[Metric]:
+    """streamlda_scrape_errors_total{kind} plus one streamlda_scraper_<name>_total per counter."""
     errors = Metric(
         "streamlda_scrape_errors_total", "Articles or requests lost, by kind", "counter"
     )
-    families: dict[str, Metric] = {}
+    metrics = [errors]
     for name, value in counters.items():
         kind, _, what = name.partition(":")
-        if what and kind in _ERROR_KINDS:
-            errors.add(value, kind=f"{kind}:{what}" if kind != "skipped" else what)
-            continue
-        family = metric_name("streamlda", "scraper", kind, "total")
-        metric = families.setdefault(family, Metric(family, f"Scraper counter {kind}", "counter"))
-        if what:
-            metric.add(value, what=what)
-        else:
-            metric.add(value)
-    return [errors, *families.values()]
+        if name == _SCRAPER_UPDATED:
+            metrics.append(
+                Metric(
+                    "streamlda_scraper_last_update_timestamp_seconds",
+                    "Unix time the scrapers last published their counters",
+                ).add(value)
+            )
+        elif what and kind in _ERROR_KINDS:
+            errors.add(value, kind=what if kind == "skipped" else name)
+        elif not what:
+            family = metric_name("streamlda", "scraper", name, "total")
+            metrics.append(Metric(family, f"Scraper counter {name}", "counter").add(value))
+    return metrics
 
 
 def collect(client: redis.Redis, settings: Settings) -> list[Metric]:
@@ -102,7 +107,7 @@ def collect(client: redis.Redis, settings: Settings) -> list[Metric]:
                 point.docs_seen
             )
         )
-    return metrics + _scraper_metrics(read_scraper_counters(client))
+    return metrics + _scraper_metrics(read_scraper_counters(client, settings.counters_key))
 
 
 @router.get("/metrics", response_class=Response, responses={200: {"content": {CONTENT_TYPE: {}}}})

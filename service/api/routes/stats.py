@@ -44,5 +44,5 @@ def stats(client: RedisDep, settings: SettingsDep) -> StatsOut:
         queue=QueueOut(
             stream=settings.stream, group=settings.group, length=queue.length, pending=queue.pending
         ),
-        scraper=read_scraper_counters(client),
+        scraper=read_scraper_counters(client, settings.counters_key),
     )

@@ -1,0 +1,84 @@
+"""``GET /metrics`` is valid Prometheus text with the service's numbers, Redis up or down."""
+
+from __future__ import annotations
+
+import re
+
+import redis
+from fastapi.testclient import TestClient
+
+from tests.service.conftest import Published
+
+Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+_LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$")
+_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+def parse(text: str) -> Samples:
+    """Samples by (name, labels), with prometheus_client's parser when it is installed."""
+    try:
+        from prometheus_client.parser import text_string_to_metric_families
+    except ImportError:
+        samples: Samples = {}
+        for line in text.splitlines():
+            if line.startswith("#") or not line:
+                continue
+            match = _LINE.match(line)
+            assert match, f"not an exposition line: {line!r}"
+            labels = frozenset(_LABEL.findall(match.group(2) or ""))
+            samples[(match.group(1), labels)] = float(match.group(3))
+        return samples
+    return {
+        (s.name, frozenset(s.labels.items())): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def test_metrics_report_the_published_state(
+    api: TestClient, published: Published, redis_client: redis.Redis
+) -> None:
+    redis_client.hset(
+        "streamlda:scraper:counters",
+        mapping={
+            "fetched": 9,
+            "retries": 2,
+            "skipped:short": 3,
+            "error:http": 1,
+            "backpressure_wait_seconds": 1.5,
+            "updated_at": 1700000000.25,
+        },
+    )
+    redis_client.xadd("streamlda:docs", {"id": "1"})
+    response = api.get("/metrics")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/plain; version=0.0.4")
+    samples = parse(response.text)
+    assert all(name.startswith("streamlda_") for name, _ in samples)
+    assert samples[("streamlda_redis_up", frozenset())] == 1
+    assert samples[("streamlda_docs_seen", frozenset())] == 3000
+    assert samples[("streamlda_docs_per_second", frozenset())] == 12.5
+    assert samples[("streamlda_queue_length", frozenset())] == 1
+    assert samples[("streamlda_perplexity", frozenset({("estimate", "sample")}))] == 2300
+    assert samples[("streamlda_perplexity", frozenset({("estimate", "averaged")}))] == 2400
+    assert samples[("streamlda_scrape_errors_total", frozenset({("kind", "short")}))] == 3
+    assert samples[("streamlda_scrape_errors_total", frozenset({("kind", "error:http")}))] == 1
+    assert samples[("streamlda_scraper_fetched_total", frozenset())] == 9
+    assert samples[("streamlda_scraper_backpressure_wait_seconds_total", frozenset())] == 1.5
+    updated = ("streamlda_scraper_last_update_timestamp_seconds", frozenset())
+    assert samples[updated] == 1700000000.25
+    assert samples[("streamlda_worker_updates_total", frozenset())] == 60
+    assert samples[("streamlda_model_published", frozenset())] == 1
+
+
+def test_metrics_before_anything_is_published(api: TestClient) -> None:
+    samples = parse(api.get("/metrics").text)
+    assert samples[("streamlda_redis_up", frozenset())] == 1
+    assert samples[("streamlda_model_published", frozenset())] == 0
+    assert ("streamlda_docs_seen", frozenset()) not in samples
+
+
+def test_metrics_report_redis_down(down_api: TestClient) -> None:
+    response = down_api.get("/metrics")
+    assert response.status_code == 200
+    assert parse(response.text) == {("streamlda_redis_up", frozenset()): 0}

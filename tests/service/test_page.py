@@ -1,0 +1,81 @@
+"""The page at ``/`` in headless Chromium: the topics table and the plot's points are drawn."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import uvicorn
+
+from service.api import create_app
+from service.settings import Settings
+from tests.service.conftest import Published, free_port
+
+CHROMIUM = shutil.which("chromium")
+START_TIMEOUT_S = 10.0
+CHROMIUM_TIMEOUT_S = 60
+VIRTUAL_TIME_MS = 5000
+
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)"
+)
+
+
+@pytest.fixture
+def served(settings: Settings) -> Iterator[str]:
+    """The app served by uvicorn in a thread; yields its base URL."""
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while not server.started:
+        assert time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.02)
+    yield f"http://127.0.0.1:{port}/"
+    server.should_exit = True
+    thread.join(timeout=START_TIMEOUT_S)
+
+
+def dump_dom(url: str, profile: Path) -> str:
+    """The DOM after the page's scripts ran, as Chromium serialises it."""
+    assert CHROMIUM is not None
+    args = [
+        CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+        "--no-first-run", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", f"--user-data-dir={profile}",
+        f"--virtual-time-budget={VIRTUAL_TIME_MS}", "--dump-dom", url,
+    ]  # fmt: skip
+    result = subprocess.run(args, capture_output=True, text=True, timeout=CHROMIUM_TIMEOUT_S)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout
+
+
+def test_page_shows_topics_and_plot(served: str, published: Published, tmp_path: Path) -> None:
+    dom = dump_dom(served, tmp_path / "profile")
+    rows = re.findall(r'<tr class="topic">(.*?)</tr>', dom, flags=re.S)
+    assert len(rows) == 3, dom[:3000]
+    assert "apple banana cherry grape" in rows[0]
+    assert "sonata violin cello opera" in rows[2]
+    plot = re.search(r'<svg id="plot".*?</svg>', dom, flags=re.S)
+    assert plot is not None
+    # Three evaluations, each drawn for the sample and the posterior average.
+    assert len(re.findall(r"<circle[^>]*class=\"point", plot.group(0))) == 6
+    assert plot.group(0).count("<polyline") == 2
+    assert "3000 documents seen" in dom
+
+
+def test_page_says_what_is_missing_before_the_first_update(
+    served: str, settings: Settings, tmp_path: Path
+) -> None:
+    dom = dump_dom(served, tmp_path / "profile")
+    assert "no perplexity yet" in dom
+    assert "first snapshot" in dom
