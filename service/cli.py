@@ -19,6 +19,7 @@ from service.settings import Settings
 # Modules that each add one subcommand.
 COMMAND_MODULES = (
     "service.train",
+    "service.scraper",
     "service.api.command",
 )
 

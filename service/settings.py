@@ -62,8 +62,11 @@ class Settings(BaseSettings):
     queue_timeout: float = Field(
         10.0, gt=0, description="Seconds before a Redis command of the scraper or queue fails"
     )
+    redis_retry_first: float = Field(
+        0.5, gt=0, description="First wait (s) before reconnecting to an unavailable Redis"
+    )
     redis_retry_max: float = Field(
-        30.0, gt=0, description="Longest wait between reconnection attempts to Redis"
+        30.0, gt=0, description="Longest wait (s) between reconnection attempts to Redis"
     )
     backpressure_poll: float = Field(
         1.0, gt=0, description="Seconds between checks of a full stream (scraper waiting)"

