@@ -137,10 +137,11 @@ def sgrhmc_split(
     drift of DESIGN §2). One step, with theta_k. and c, lambda fixed at time t:
       1. r -= eps lambda phi                                 (smooth force, Euler)
       2. r <- exp(-eps theta) r + sqrt(1 - exp(-2 eps theta)) xi  (friction and noise, exact OU)
-      3. phi += eps r / 2, then r from the conserved energy r^2/4 - c ln phi of the singular
-         part (phi' = r/2, r' = c/phi): the 1/phi force is never applied as an Euler kick, so
-         near-zero coordinates cannot blow up. A particle that turns within the step stops at
-         its turning point; one that falls through zero (c < 0) is reflected.
+      3. phi += eps r / 2 + eps^2 c / (4 phi) (second-order Taylor move of the singular part
+         phi' = r/2, r' = c/phi), then r from that part's conserved energy r^2/4 - c ln phi:
+         the 1/phi force is never applied as an Euler kick to r, so near-zero coordinates
+         cannot blow up (r grows only like sqrt(log phi)). A particle that cannot reach its
+         new position stops at its turning point; one that falls through zero is reflected.
     Each part is a consistent discretisation of its piece, so the composition (Lie splitting)
     is a first-order integrator of the same SDE, with the same stationary law as eps -> 0.
     Returns the reflected state directly.
@@ -154,10 +155,10 @@ def sgrhmc_split(
     r = r - eps * lam * phi
     decay = torch.exp(-eps * theta)
     r = decay * r + (1.0 - decay * decay).clamp_min(0).sqrt() * noise
-    moved = phi + 0.5 * eps * r
+    moved = phi + 0.5 * eps * r + 0.25 * eps * eps * c / phi
     crossing = moved < 0
     phi_1 = moved.abs().clamp_min(tiny)
-    direction = torch.where(crossing, -r.sign(), r.sign())
+    direction = torch.where(crossing, torch.ones_like(r), (moved - phi).sign())
     log_ratio = phi_1.log() - phi.log()
     energy = r * r + 4.0 * c * log_ratio
     turned = (crossing & (c > 0)) | (energy < 0)
