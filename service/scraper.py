@@ -73,6 +73,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+class ScrapeAborted(Exception):
+    """The scraper was told to give up while Redis was unavailable."""
+
+
 @dataclass
 class Totals:
     """Running totals of one scraper process."""
@@ -120,6 +124,8 @@ class Scraper:
         self.queue = ArticleQueue(self.client, settings)
         self.limit = limit
         self.stop = stop or threading.Event()
+        # Set to give up even with articles in hand (an operator's second Ctrl-C, tests).
+        self.abort = threading.Event()
         self.totals = Totals()
         self._published: dict[str, float] = {}
         self.unqueued: list[Article] = []
@@ -210,7 +216,8 @@ class Scraper:
                 self.totals.counts["redis_reconnects"] += 1
                 log.warning("Redis unavailable while %s (%s); retrying in %.1f s", what,
                             exc, delay)
-            time.sleep(delay)
+            if self.abort.wait(delay):
+                raise ScrapeAborted(f"aborted while waiting for Redis ({what})")
             delay = min(delay * 2, self.settings.redis_retry_max)
 
 

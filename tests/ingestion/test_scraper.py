@@ -1,0 +1,254 @@
+"""``streamlda scrape`` end to end: stand-in API -> scraper -> real Redis, with faults."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from ingestion.helpers import Background, fast_settings, stream_ids, wait_until
+from support.corpora import RawPage
+from support.redis_server import RedisServer
+from support.wikipedia_api import FakeWikipediaAPI, default_pool, is_disambiguation_page
+
+from service.cli import main
+from service.queue import ArticleQueue, connect
+from service.scraper import Scraper
+from service.settings import Settings
+from service.sources.wikipedia import WikipediaSource
+
+MakeAPI = Callable[..., FakeWikipediaAPI]
+MARKUP_REMNANTS = ("{{", "}}", "[[", "]]", "<ref", "|", "&lt;", "==")
+
+
+_SCRAPERS: list[Scraper] = []
+
+
+@pytest.fixture(autouse=True)
+def _stop_scrapers() -> Iterator[None]:
+    """Whatever a test does, its background scrapers end with it."""
+    yield
+    while _SCRAPERS:
+        scraper = _SCRAPERS.pop()
+        scraper.stop.set()
+        scraper.abort.set()
+
+
+def _scraper(api: FakeWikipediaAPI, redis_server: RedisServer, limit: int | None,
+             **overrides: object) -> Scraper:
+    settings = fast_settings(redis_url=redis_server.url, wikipedia_api_url=api.url, **overrides)
+    scraper = Scraper(settings, WikipediaSource(settings), limit=limit)
+    _SCRAPERS.append(scraper)
+    return scraper
+
+
+def _entries(redis_server: RedisServer, settings: Settings) -> dict[str, dict[str, str]]:
+    entries = redis_server.client().xrange(settings.stream)
+    out = {}
+    for _entry, fields in entries:
+        values = {k.decode(): v.decode() for k, v in fields.items()}
+        assert values["id"] not in out, f"page {values['id']} queued twice"
+        out[values["id"]] = values
+    return out
+
+
+def test_500_articles_end_to_end_each_exactly_once_and_clean(
+    wikipedia_api: FakeWikipediaAPI, redis_server: RedisServer
+) -> None:
+    good = {str(p.pageid): p for p in wikipedia_api.good_pages()}
+    assert len(good) == 500
+    scraper = _scraper(wikipedia_api, redis_server, limit=500)
+    totals = scraper.run()
+    entries = _entries(redis_server, scraper.settings)
+    assert set(entries) == set(good)
+    assert totals.counts["queued"] == 500 and totals.counts["fetched"] == 500
+    assert totals.skipped["disambiguation"] == 8
+    wikitext_ids = [pid for pid, page in good.items() if "[[" in page.wikitext]
+    assert len(wikitext_ids) >= 98
+    for pid in wikitext_ids:
+        text = entries[pid]["text"]
+        for remnant in MARKUP_REMNANTS:
+            assert remnant not in text, f"{good[pid].title}: {remnant!r} in the queued text"
+    aruba = next(pid for pid in wikitext_ids if good[pid].title == "Aruba")
+    assert "constituent country of the Kingdom of the Netherlands" in entries[aruba]["text"]
+    assert all(float(e["fetched_at"]) > 0 and e["source"] == "wikipedia" for e in entries.values())
+    counters = ArticleQueue(redis_server.client(), scraper.settings).counters()
+    assert counters["queued"] == 500 and counters["skipped:disambiguation"] == 8
+    assert counters["requests"] == len(wikipedia_api.requests)
+
+
+def _small_pool(count: int) -> list[RawPage]:
+    """``count`` short good articles of the default pool (quick to clean)."""
+    return [
+        p for p in default_pool()
+        if p.ns == 0 and not p.redirect and not is_disambiguation_page(p)
+        and len(p.wikitext) < 3000
+    ][:count]
+
+
+def test_every_fault_is_survived_and_every_article_delivered_once(
+    make_wikipedia_api: MakeAPI, redis_server: RedisServer
+) -> None:
+    pool = _small_pool(150) + [p for p in default_pool() if p.redirect][:20]
+    assert len(pool) == 170
+    api = make_wikipedia_api(pages=pool, retry_after=1, slow_seconds=1.0, serve_redirects=True)
+    api.inject("429", "503", "maxlag", "reset", "slow", "malformed", "empty_revisions", "503",
+               "reset")
+    good = {str(p.pageid) for p in api.good_pages()}
+    scraper = _scraper(api, redis_server, limit=len(good), request_timeout=0.4)
+    started = time.monotonic()
+    totals = scraper.run()
+    assert time.monotonic() - started < 30
+    assert api.faults_left == 0
+    assert set(_entries(redis_server, scraper.settings)) == good
+    failures = scraper.source.failures  # type: ignore[attr-defined]
+    assert failures == {"http_429": 1, "http_503": 2, "api_maxlag": 1, "connection": 2,
+                        "timeout": 1, "malformed_json": 1}
+    assert totals.counts["retries"] == 8
+    assert totals.skipped["redirect"] == 20 and totals.skipped["no_revisions"] == 2
+    refused = next(i for i, r in enumerate(api.requests) if r.outcome == "429")
+    waited = api.requests[refused + 1].started - api.requests[refused].finished
+    assert waited >= 1.0, f"retried {waited:.3f} s after a 429 asking for 1 s"
+
+
+def test_redis_restart_mid_run_loses_nothing(
+    make_wikipedia_api: MakeAPI, redis_server: RedisServer
+) -> None:
+    api = make_wikipedia_api(pages=_small_pool(300))
+    good = {str(p.pageid) for p in api.good_pages()}
+    scraper = _scraper(api, redis_server, limit=len(good), rate=20.0, articles_per_request=20)
+    runner = Background(scraper.run)
+    runner.start()
+    assert wait_until(lambda: scraper.totals.counts["queued"] >= 60, timeout=30)
+    redis_server.stop()
+    time.sleep(1.0)  # the scraper holds a batch and keeps retrying meanwhile
+    requests_while_down = len(api.requests)
+    time.sleep(0.5)
+    assert len(api.requests) <= requests_while_down + 1  # it does not fetch ahead
+    redis_server.start()
+    totals = runner.finish(timeout=60)
+    assert totals.counts["redis_reconnects"] >= 1
+    assert set(_entries(redis_server, scraper.settings)) == good
+    assert totals.counts["queued"] == len(good)
+
+
+def test_redis_unavailable_at_start_is_waited_for(
+    make_wikipedia_api: MakeAPI, redis_server: RedisServer
+) -> None:
+    api = make_wikipedia_api(pages=_small_pool(40))
+    redis_server.stop()
+    scraper = _scraper(api, redis_server, limit=40)
+    runner = Background(scraper.run)
+    runner.start()
+    time.sleep(0.8)
+    assert runner.is_alive() and scraper.totals.counts["redis_reconnects"] >= 1
+    redis_server.start()
+    runner.finish(timeout=30)
+    assert len(_entries(redis_server, scraper.settings)) == 40
+
+
+def test_backpressure_stops_growth_and_scraping_resumes_when_drained(
+    make_wikipedia_api: MakeAPI, redis_server: RedisServer
+) -> None:
+    api = make_wikipedia_api(pages=_small_pool(200))
+    scraper = _scraper(api, redis_server, limit=200, stream_high_water=60,
+                       articles_per_request=25)
+    queue = ArticleQueue(connect(scraper.settings), scraper.settings)
+    runner = Background(scraper.run)
+    runner.start()
+    assert wait_until(lambda: queue.length() == 60, timeout=30)
+    requests_at_mark = len(api.requests)
+    lengths = []
+    for _ in range(10):  # 1 s with no consumer: stuck at the mark, no more fetching
+        time.sleep(0.1)
+        lengths.append(queue.length())
+    assert lengths == [60] * 10 and len(api.requests) == requests_at_mark
+    assert runner.is_alive()
+    consumed: list[str] = []
+    deadline = time.monotonic() + 30
+    while (runner.is_alive() or queue.length()) and time.monotonic() < deadline:
+        entries = queue.read("drainer", 10, block_ms=50)
+        consumed += [article.id for _, article in entries]
+        queue.ack([entry for entry, _ in entries])
+        assert queue.length() <= 60
+    totals = runner.finish(timeout=5)
+    assert sorted(consumed) == sorted(str(p.pageid) for p in api.good_pages())
+    assert totals.counts["backpressure_waits"] >= 1 and totals.backpressure_wait_seconds >= 1.0
+    assert queue.counters()["backpressure_waits"] >= 1
+
+
+def test_two_scrapers_at_once_queue_no_duplicates(
+    make_wikipedia_api: MakeAPI, redis_server: RedisServer
+) -> None:
+    pool = _small_pool(120)
+    # Two API instances dealing the same pages in different orders, like random on the wiki.
+    apis = [make_wikipedia_api(pages=pool, seed=seed) for seed in (1, 2)]
+    scrapers = [_scraper(api, redis_server, limit=None, articles_per_request=10)
+                for api in apis]
+    runners = [Background(s.run) for s in scrapers]
+    for runner in runners:
+        runner.start()
+    queue = ArticleQueue(connect(scrapers[0].settings), scrapers[0].settings)
+    assert wait_until(lambda: queue.seen() == 120, timeout=30)
+    for scraper in scrapers:
+        scraper.stop.set()
+    totals = [runner.finish(timeout=30) for runner in runners]
+    entries = _entries(redis_server, scrapers[0].settings)  # asserts no id twice
+    assert len(entries) == 120
+    assert sum(t.counts["queued"] for t in totals) == 120
+    assert sum(t.counts["duplicates"] for t in totals) >= 1
+    counters = queue.counters()
+    assert counters["queued"] == 120
+    assert counters["fetched"] == counters["queued"] + counters["duplicates"]
+
+
+CLI = [sys.executable, "-c", "import sys; from service.cli import main; sys.exit(main())"]
+
+
+def test_scrape_command_replays_a_jsonl_file(redis_server: RedisServer, tmp_path: Path) -> None:
+    path = tmp_path / "articles.jsonl.gz"
+    records = [{"id": str(i), "title": f"T{i}", "text": f"Words of article {i}."}
+               for i in range(1, 31)]
+    records.insert(5, {"id": "99", "title": "R", "text": "#REDIRECT [[T1]]", "format": "wikitext"})
+    with gzip.open(path, "wt") as out:
+        out.write("\n".join(json.dumps(r) for r in records) + "\n{broken\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMLDA_")}
+    command = [*CLI, "scrape", "--source", f"jsonl:{path}", "--redis", redis_server.url,
+               "--limit", "25"]
+    first = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env)
+    assert first.returncode == 0, first.stderr
+    assert "batch 1: 25 fetched, 25 queued" in first.stderr
+    assert "done: 25 fetched, 25 queued, 0 duplicates, 1 skipped (redirect 1)" in first.stderr
+    second = subprocess.run(command[:-2], capture_output=True, text=True, timeout=120, env=env)
+    assert second.returncode == 0, second.stderr
+    assert "done: 30 fetched, 5 queued, 25 duplicates, 2 skipped" in second.stderr
+    settings = fast_settings(redis_url=redis_server.url)
+    assert stream_ids(redis_server.client(), settings.stream) == [str(i) for i in range(1, 31)]
+    counters = ArticleQueue(redis_server.client(), settings).counters()
+    assert counters["queued"] == 30 and counters["duplicates"] == 25
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--source", "jsonl:/nonexistent.jsonl"], "no such file"),
+        (["--source", "bogus"], "unknown source"),
+        (["--limit", "0"], "--limit must be at least 1"),
+        (["--redis", ""], "no Redis"),
+        (["--rate", "0"], "rate"),
+    ],
+)
+def test_scrape_command_user_errors_are_one_line(
+    redis_server: RedisServer, args: list[str], message: str,
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("STREAMLDA_REDIS_URL", raising=False)
+    assert main(["scrape", "--redis", redis_server.url, *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
