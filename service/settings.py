@@ -26,12 +26,22 @@ class Settings(BaseSettings):
     sampler: SamplerName = Field("sgrld", description="SG-MCMC sampler: sgld, sghmc, sgrld, sgrhmc")
     topics: int = Field(50, ge=1, description="Number of topics K")
     vocab: Path | None = Field(None, description="Vocabulary file, one word per line")
-    vocab_size: int = Field(7702, ge=10, description="W when the vocabulary is built from the stream")
+    vocab_size: int = Field(
+        7702, ge=10, description="W when the vocabulary is built from the stream"
+    )
     vocab_docs: int = Field(2000, ge=10, description="Documents read to build a vocabulary")
-    alpha: float | None = Field(None, gt=0, description="Dirichlet prior on topics (default: sampler's)")
-    gamma: float | None = Field(None, gt=0, description="Dirichlet prior on documents (default: sampler's)")
-    step_size: float | None = Field(None, gt=0, description="Step size a / eps (default: sampler's)")
-    step_b: float | None = Field(None, gt=0, description="Schedule a(1+t/b)^-c: b (unset: constant)")
+    alpha: float | None = Field(
+        None, gt=0, description="Dirichlet prior on topics (default: sampler's)"
+    )
+    gamma: float | None = Field(
+        None, gt=0, description="Dirichlet prior on documents (default: sampler's)"
+    )
+    step_size: float | None = Field(
+        None, gt=0, description="Step size a / eps (default: sampler's)"
+    )
+    step_b: float | None = Field(
+        None, gt=0, description="Schedule a(1+t/b)^-c: b (unset: constant)"
+    )
     step_c: float = Field(0.55, ge=0, description="Schedule a(1+t/b)^-c: c")
     friction: float = Field(1.0, gt=0, description="SGHMC friction C")
     corpus_size: float = Field(10_000, gt=0, description="Corpus size N in the gradient's N/n")
@@ -43,7 +53,9 @@ class Settings(BaseSettings):
     eval_every: int = Field(1000, ge=1, description="Evaluate perplexity every M trained documents")
     eval_sweeps: int = Field(50, ge=2, description="Gibbs sweeps when scoring held-out documents")
     device: DeviceName = Field("auto", description="auto picks CUDA when present")
-    threads: int | None = Field(None, ge=1, description="CPU threads for torch and the Gibbs kernel")
+    threads: int | None = Field(
+        None, ge=1, description="CPU threads for torch and the Gibbs kernel"
+    )
     seed: int = Field(0, description="Seed of every random draw")
 
     # --- storage ---------------------------------------------------------------------------
@@ -99,7 +111,9 @@ class Settings(BaseSettings):
     host: str = Field("127.0.0.1", description="API bind address")
     port: int = Field(8000, ge=1, le=65535, description="API port")
     cors_origins: list[str] = Field(default_factory=list, description="Origins allowed by CORS")
-    admin_token: str | None = Field(None, description="Bearer token of admin endpoints (off if unset)")
+    admin_token: str | None = Field(
+        None, description="Bearer token of admin endpoints (off if unset)"
+    )
     max_infer_bytes: int = Field(1_000_000, ge=1, description="Largest /infer body")
     topic_words: int = Field(
         100, ge=1, description="Top words per topic kept in each snapshot (the largest ?top=)"
