@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from pydantic import ValidationError
 
+from service.errors import CommandError
 from service.settings import Settings
 
 # Modules that each add one subcommand.
@@ -21,11 +22,8 @@ COMMAND_MODULES = (
     "service.train",
     "service.scraper",
     "service.api.command",
+    "service.worker_command",
 )
-
-
-class CommandError(Exception):
-    """A command cannot go on; its message is shown to the user as one line."""
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:

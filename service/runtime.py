@@ -6,10 +6,15 @@ import torch
 
 
 def set_threads(threads: int | None) -> None:
-    """Use ``threads`` CPU threads in torch and in the compiled Gibbs kernel (None: all)."""
-    if threads is None:
-        return
+    """Give the compiled Gibbs kernel ``threads`` cores (None: all) and torch one thread.
+
+    The learner's torch work is small, memory-bound whole-matrix arithmetic; measured on
+    these 2-core machines, torch's thread pool made it 4-10x slower (BENCHMARKS.md), while
+    the Gibbs kernel, parallel over documents, is where extra cores pay off.
+    """
     import numba
 
-    torch.set_num_threads(threads)
-    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
+    torch.set_num_threads(1)
+    if threads is not None:
+        limit = numba.config.NUMBA_NUM_THREADS  # type: ignore[attr-defined]
+        numba.set_num_threads(min(threads, limit))
