@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import bz2
 import gzip
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -21,6 +23,7 @@ from service.cli import main
 from service.queue import ArticleQueue, connect
 from service.scraper import Scraper
 from service.settings import Settings
+from service.sources import open_source
 from service.sources.wikipedia import WikipediaSource
 
 MakeAPI = Callable[..., FakeWikipediaAPI]
@@ -252,3 +255,48 @@ def test_scrape_command_user_errors_are_one_line(
     assert main(["scrape", "--redis", redis_server.url, *args]) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_scraper_replays_a_dump(redis_server: RedisServer, tmp_path: Path) -> None:
+    path = tmp_path / "dump.xml.bz2"
+    pages = "".join(
+        f"<page><title>P{i}</title><ns>{0 if i % 3 else 1}</ns><id>{i}</id><revision><text>"
+        f"'''P{i}''' is a [[thing]].{{{{Infobox|x=1}}}}</text></revision></page>"
+        for i in range(1, 61)
+    )
+    path.write_bytes(bz2.compress(f"<mediawiki>{pages}</mediawiki>".encode()))
+    settings = fast_settings(redis_url=redis_server.url, articles_per_request=15)
+    totals = Scraper(settings, open_source(f"dump:{path}", settings=settings)).run()
+    assert totals.counts["queued"] == 40 and totals.skipped == {"namespace": 20}
+    assert totals.counts["batches"] == 3
+    entries = _entries(redis_server, settings)
+    assert entries["2"]["text"] == "P2 is a thing." and entries["2"]["source"] == f"dump:{path}"
+
+
+def test_sigterm_finishes_the_batch_in_hand_and_exits_cleanly(
+    make_wikipedia_api: MakeAPI, redis_server: RedisServer
+) -> None:
+    api = make_wikipedia_api(pages=_small_pool(200))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMLDA_")}
+    process = subprocess.Popen(
+        [*CLI, "scrape", "--redis", redis_server.url, "--api-url", api.url, "--rate", "4"],
+        stderr=subprocess.PIPE, text=True, env={**env, "STREAMLDA_ARTICLES_PER_REQUEST": "10"},
+    )
+    try:
+        assert process.stderr is not None
+        lines = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            line = process.stderr.readline()
+            lines.append(line)
+            if "batch 2:" in line or not line:
+                break
+        process.send_signal(signal.SIGTERM)
+        _out, rest = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, "".join(lines) + rest
+    assert "stopping after the batch in hand" in rest and "done:" in rest
+    queued = int(rest.split("done: ")[1].split(" fetched, ")[1].split(" queued")[0])
+    assert queued >= 20 and len(_entries(redis_server, fast_settings())) == queued
