@@ -25,7 +25,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import redis
 
-from service.cli import CommandError
+from service.errors import CommandError
 from service.queue import REDIS_DOWN_ERRORS, ArticleQueue, connect
 from service.settings import Settings
 from service.sources import Article, Source, SourceError, open_source
