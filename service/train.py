@@ -158,7 +158,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     except OSError as exc:
         raise CommandError(f"cannot create output directory {out_dir}: {exc}") from exc
     try:
-        source = open_source(settings.source)
+        source = open_source(settings.source, settings=settings)
         vocabulary, articles = _vocabulary(settings, iter(source))
         skipped = [0]
         documents = _encoded(articles, vocabulary, skipped)
