@@ -106,6 +106,23 @@ class Settings(BaseSettings):
 
     # --- worker ----------------------------------------------------------------------------
     checkpoint_every_s: float = Field(60.0, gt=0, description="Seconds between checkpoints")
+    consumer_name: str = Field(
+        "worker", description="Worker's consumer name in the group (keep it across restarts)"
+    )
+    read_block_ms: int = Field(
+        1000, ge=1, description="Longest wait (ms) of one read of the stream while it is empty"
+    )
+    heldout_key: str = Field(
+        "streamlda:heldout", description="Redis list of the held-out articles (survives restarts)"
+    )
+    stop_ack_wait_s: float = Field(
+        10.0, ge=0, description="Seconds a stopping worker keeps retrying its final acknowledgement"
+    )
+
+    # --- up --------------------------------------------------------------------------------
+    stop_timeout_s: float = Field(
+        60.0, gt=0, description="`up`: seconds each child gets to exit before it is killed"
+    )
 
     # --- API -------------------------------------------------------------------------------
     host: str = Field("127.0.0.1", description="API bind address")

@@ -23,7 +23,7 @@ COMPOSE = ROOT / "docker-compose.yml"
 COMPOSE_GPU = ROOT / "docker-compose.gpu.yml"
 STREAMLDA_SERVICES = ("scraper", "worker", "api")
 # Commands of issue 4 still being written in parallel; remove each once it is registered.
-PENDING_COMMANDS = {"worker"}
+PENDING_COMMANDS: set[str] = set()
 
 
 def subcommands() -> set[str]:

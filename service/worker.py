@@ -1,0 +1,361 @@
+"""The worker: learns topics from the article stream and publishes them to Redis for the API.
+
+Lifecycle of an article (a stream entry read through the consumer group):
+
+1. Until a vocabulary exists (no ``--vocab`` and no checkpoint), the first ``vocab_docs``
+   entries are held unacknowledged in memory (the stream is their durable buffer; a restart
+   redelivers them to the same consumer name). The vocabulary is built from them and a first
+   checkpoint persists it at once, before anything depends on it.
+2. The first ``heldout`` articles (with at least one vocabulary word) become the held-out set:
+   stored in Redis (:class:`~service.heldout_store.HeldoutStore`), then acknowledged.
+3. The others are trained on in minibatches of ``batch_size``; their ids are kept until the
+   next checkpoint is written, and acknowledged only then (the checkpoint also lists them, so a
+   crash between the write and the acknowledgement is repaired on restart). A crash therefore
+   redelivers what the checkpoint does not contain; nothing is lost. The queue's lease renewal
+   on every read keeps held entries from being reclaimed (see :mod:`service.queue`).
+
+Checkpoints (atomic, ``data_dir/checkpoint.pt``) are written every ``checkpoint_every_s``, on
+an admin request, when paused, and on SIGTERM/SIGINT (after the minibatch in hand). If a step
+would make theta non-finite, the last checkpoint is restored, the count
+``nonfinite_restores`` grows, and the documents trained since that checkpoint (including the
+failing minibatch) are dropped and acknowledged with the next checkpoint: a poison minibatch
+is skipped, never retried forever. Nothing non-finite is ever published. While Redis is
+unavailable every Redis call is retried with backoff; progress stays in memory.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import redis
+import torch
+
+from lda.batch import Batch
+from lda.model import NonFiniteError, StreamingLDA, resolve_device
+from lda.perplexity import HeldoutSet
+from lda.vocab import Vocabulary, build_vocabulary
+from service.heldout_store import HeldoutStore
+from service.model_store import CHECKPOINT_NAME, learner_config, load_model, save_model
+from service.queue import ArticleQueue
+from service.redis_retry import RedisGaveUp, RedisRetry
+from service.settings import Settings
+from service.snapshot import (
+    PerplexityPoint,
+    Snapshot,
+    append_perplexity,
+    beat,
+    publish_model,
+    publish_snapshot,
+    read_control,
+    top_words,
+    truncate_perplexity,
+)
+from service.sources import Article
+
+log = logging.getLogger(__name__)
+
+# The worker's counters in every snapshot (zero until they happen), kept across restarts.
+COUNTERS = ("updates", "checkpoints", "nonfinite_restores", "dropped_docs", "empty_docs")
+
+
+class Worker:
+    """One learner fed by the stream; :meth:`run` until ``stop`` is set."""
+
+    def __init__(
+        self, settings: Settings, client: redis.Redis, stop: threading.Event | None = None
+    ) -> None:
+        self.settings = settings
+        self.client = client
+        self.stop = stop or threading.Event()
+        self.queue = ArticleQueue(client, settings)
+        self.heldout_store = HeldoutStore(client, settings.heldout_key)
+        self.redis = RedisRetry(settings, self.stop)
+        self.device = resolve_device(settings.device)
+        self.path = Path(settings.data_dir) / CHECKPOINT_NAME
+        self.model: StreamingLDA | None = None
+        self.vocab: Vocabulary | None = None
+        self.heldout: HeldoutSet | None = None
+        self.heldout_docs: list[list[int]] = []
+        self.vocab_articles: list[tuple[str, Article]] = []  # held until a vocabulary exists
+        self.buffer: list[tuple[str, list[int]]] = []  # encoded, not trained yet
+        self.trained: list[str] = []  # entries to acknowledge with the next checkpoint
+        self.counters: Counter[str] = Counter(dict.fromkeys(COUNTERS, 0))
+        self.checkpoint_seq = 0
+        self.last_checkpoint = time.monotonic()
+        self.checkpointed_docs = -1
+        self.next_eval = settings.eval_every
+        self.busy_s = 0.0
+        self.docs_here = 0
+        self.tokens_here = 0
+        self.model_published = False
+
+    # --- lifecycle -------------------------------------------------------------------------
+    def run(self) -> None:
+        """Learn until ``stop`` is set; then checkpoint and acknowledge what it contains."""
+        try:
+            self._start()
+            while not self.stop.is_set():
+                self.step()
+        except RedisGaveUp as exc:
+            log.warning("%s", exc)
+        finally:
+            self._shutdown()
+
+    def _start(self) -> None:
+        self.redis("creating the consumer group", self.queue.ensure_group)
+        control = self.redis("reading control", functools.partial(read_control, self.client))
+        self.checkpoint_seq = control.checkpoint_seq
+        if self.path.exists():
+            model, vocab, extra = load_model(self.path, self.device)
+            self.counters.update(extra.get("counters", {}))
+            done = [str(e) for e in extra.get("acked_entries", [])]
+            self.redis("acknowledging checkpointed entries", lambda: self.queue.ack(done))
+            log.info("resumed from %s at %d documents (%s, K=%d, W=%d)", self.path,
+                     model.docs_seen, model.config.sampler, model.config.n_topics, len(vocab))
+            self._set_model(model, vocab)
+            self.checkpointed_docs = model.docs_seen
+        elif self.settings.vocab is not None:
+            self._new_model(Vocabulary.load(self.settings.vocab))
+        else:
+            log.info("building a vocabulary of %d words from the first %d documents",
+                     self.settings.vocab_size, self.settings.vocab_docs)
+
+    def _shutdown(self) -> None:
+        if self.model is None:
+            return
+        try:
+            self._checkpoint("stop", final=True)
+        except RedisGaveUp as exc:
+            log.warning("%s: the checkpoint lists the entries; they are acknowledged on restart",
+                        exc)
+
+    # --- one iteration ---------------------------------------------------------------------
+    def step(self) -> None:
+        """Answer the operator, then read or train one minibatch (or idle briefly)."""
+        control = self.redis("reading control", functools.partial(read_control, self.client))
+        if control.checkpoint_seq > self.checkpoint_seq:
+            self.checkpoint_seq = control.checkpoint_seq
+            if self.model is not None:
+                self._checkpoint("requested")
+        if control.paused:
+            self._paused()
+            return
+        if self._checkpoint_due():
+            self._checkpoint("periodic")
+        if len(self.buffer) >= self.settings.batch_size:
+            self._train_next()
+            return
+        entries = self._read()
+        if entries:
+            self._ingest(entries)
+            if len(self.buffer) >= self.settings.batch_size:
+                self._train_next()
+            return
+        self.redis("beating", functools.partial(beat, self.client))
+        if self.buffer:  # the stream is empty: do not wait for a full minibatch
+            self._train_next()
+
+    def _read(self) -> list[tuple[str, Article]]:
+        s = self.settings
+        if self.model is None:
+            wanted = s.vocab_docs - len(self.vocab_articles)
+        else:
+            wanted = s.batch_size - len(self.buffer)
+        return self.redis(
+            "reading the stream",
+            lambda: self.queue.read(s.consumer_name, wanted, block_ms=s.read_block_ms),
+        )
+
+    def _paused(self) -> None:
+        """Train what is in hand, checkpoint it, then idle (still beating)."""
+        if self.buffer and self.model is not None:
+            self._train_next()
+            return
+        if self.model is not None and self.trained:
+            self._checkpoint("paused")
+        self.redis("beating", functools.partial(beat, self.client))
+        self.stop.wait(self.settings.read_block_ms / 1000)
+
+    def _checkpoint_due(self) -> bool:
+        if self.model is None:
+            return False
+        changed = bool(self.trained) or self.model.docs_seen != self.checkpointed_docs
+        elapsed = time.monotonic() - self.last_checkpoint
+        return changed and elapsed >= self.settings.checkpoint_every_s
+
+    # --- documents -------------------------------------------------------------------------
+    def _ingest(self, entries: list[tuple[str, Article]]) -> None:
+        if self.model is None:
+            self.vocab_articles += entries
+            if len(self.vocab_articles) < self.settings.vocab_docs:
+                return
+            entries, self.vocab_articles = self.vocab_articles, []
+            try:
+                vocab = build_vocabulary((a.text for _, a in entries), self.settings.vocab_size)
+            except ValueError as exc:
+                raise SystemExit(f"streamlda worker: cannot build a vocabulary: {exc}") from exc
+            self._new_model(vocab)
+        assert self.vocab is not None
+        for entry_id, article in entries:
+            ids = self.vocab.encode(article.text)
+            if not ids:
+                self.counters["empty_docs"] += 1
+                self.trained.append(entry_id)  # nothing to learn: acknowledged with the rest
+            elif len(self.heldout_docs) < self.settings.heldout:
+                self._hold_out(entry_id, article, ids)
+            else:
+                self.buffer.append((entry_id, ids))
+
+    def _hold_out(self, entry_id: str, article: Article, ids: list[int]) -> None:
+        self.redis("storing a held-out article",
+                   functools.partial(self.heldout_store.add, entry_id, article))
+        self.redis("acknowledging a held-out article",
+                   functools.partial(self.queue.ack, [entry_id]))
+        self.heldout_docs.append(ids)
+        if len(self.heldout_docs) == self.settings.heldout:
+            self.heldout = HeldoutSet.from_documents(self.heldout_docs, self.device)
+            log.info("held-out set complete: %d documents", len(self.heldout_docs))
+
+    # --- the model -------------------------------------------------------------------------
+    def _new_model(self, vocab: Vocabulary) -> None:
+        config = learner_config(self.settings, len(vocab))
+        self._set_model(StreamingLDA(config, self.device, self.settings.seed), vocab)
+        self._checkpoint("vocabulary")  # persist the vocabulary before anything depends on it
+
+    def _set_model(self, model: StreamingLDA, vocab: Vocabulary) -> None:
+        self.model, self.vocab = model, vocab
+        every = self.settings.eval_every
+        self.next_eval = (model.docs_seen // every + 1) * every
+        self.redis("truncating the perplexity history",
+                   functools.partial(truncate_perplexity, self.client, model.docs_seen))
+        if self.heldout is None and self.settings.heldout:
+            texts = self.redis("reading the held-out set", self.heldout_store.texts)
+            encoded = (vocab.encode(text) for text in texts)
+            self.heldout_docs = [ids for ids in encoded if ids][: self.settings.heldout]
+            if len(self.heldout_docs) == self.settings.heldout:
+                self.heldout = HeldoutSet.from_documents(self.heldout_docs, self.device)
+
+    def _train_next(self) -> None:
+        model = self.model
+        assert model is not None
+        items, self.buffer = (self.buffer[: self.settings.batch_size],
+                              self.buffer[self.settings.batch_size :])
+        entries = [entry for entry, _ in items]
+        documents = [ids for _, ids in items]
+        started = time.perf_counter()
+        try:
+            model.update(Batch.from_ids(documents, self.device))
+            if not bool(torch.isfinite(model.beta).all()):
+                raise NonFiniteError("non-finite beta")
+        except NonFiniteError as exc:
+            self._restore(exc, entries)
+            return
+        self.busy_s += time.perf_counter() - started
+        self.docs_here += len(documents)
+        self.tokens_here += sum(len(ids) for ids in documents)
+        self.counters["updates"] += 1
+        self.trained += entries
+        if model.docs_seen >= self.next_eval:
+            self._evaluate()
+        if not self.model_published:
+            self._publish_model()
+        self._publish_snapshot()
+
+    def _evaluate(self) -> None:
+        model = self.model
+        assert model is not None
+        every = self.settings.eval_every
+        self.next_eval = (model.docs_seen // every + 1) * every
+        if self.heldout is None:
+            return
+        perplexity, averaged = model.evaluate(self.heldout)
+        if not (torch.isfinite(torch.tensor([perplexity, averaged])).all()):
+            log.warning("non-finite perplexity at %d documents: not published", model.docs_seen)
+            return
+        point = PerplexityPoint(model.docs_seen, perplexity, averaged, time.time())
+        keep = self.settings.perplexity_history
+        self.redis("appending perplexity",
+                   lambda: append_perplexity(self.client, point, keep=keep))
+        self._publish_model()
+        log.info("docs %d perplexity %.1f averaged %.1f | %.1f docs/s %.0f tokens/s | "
+                 "restores %d", model.docs_seen, perplexity, averaged, *self._rates(),
+                 self.counters["nonfinite_restores"])
+
+    def _restore(self, exc: Exception, entries: list[str]) -> None:
+        """Back to the last checkpoint; the documents since then are dropped (see module doc)."""
+        assert self.vocab is not None
+        dropped = entries + self.trained
+        self.counters["nonfinite_restores"] += 1
+        self.counters["dropped_docs"] += len(dropped)
+        if self.path.exists():
+            model, _vocab, _extra = load_model(self.path, self.device)
+        else:
+            config = learner_config(self.settings, len(self.vocab))
+            model = StreamingLDA(config, self.device, self.settings.seed)
+        log.error("%s: restored the checkpoint at %d documents (restore %d); %d documents "
+                  "dropped", exc, model.docs_seen, self.counters["nonfinite_restores"],
+                  len(dropped))
+        self.trained = dropped
+        self._set_model(model, self.vocab)
+        self._checkpoint("restore")
+        self._publish_snapshot()
+
+    # --- durability ------------------------------------------------------------------------
+    def _checkpoint(self, reason: str, *, final: bool = False) -> None:
+        """Write the checkpoint, then acknowledge the entries whose effect it holds."""
+        model, vocab = self.model, self.vocab
+        assert model is not None and vocab is not None
+        done = list(self.trained)
+        self.counters["checkpoints"] += 1
+        extra = {"counters": dict(self.counters), "acked_entries": done, "reason": reason,
+                 "saved_at": time.time()}
+        save_model(self.path, model, vocab, self.settings, extra)
+        self.last_checkpoint = time.monotonic()
+        self.checkpointed_docs = model.docs_seen
+        wait = self.settings.stop_ack_wait_s if final else None
+        self.redis("acknowledging trained entries", lambda: self.queue.ack(done), deadline_s=wait)
+        self.trained = self.trained[len(done) :]
+        log.info("checkpoint (%s) at %d documents; %d entries acknowledged", reason,
+                 model.docs_seen, len(done))
+        if not final:
+            self._publish_model()
+
+    # --- publication -----------------------------------------------------------------------
+    def _rates(self) -> tuple[float, float]:
+        busy = max(self.busy_s, 1e-9)
+        return self.docs_here / busy, self.tokens_here / busy
+
+    def _publish_model(self) -> None:
+        model, vocab = self.model, self.vocab
+        assert model is not None and vocab is not None
+        gamma = model.config.gamma
+        assert gamma is not None
+        self.redis("publishing the model", lambda: publish_model(
+            self.client, model.beta, vocab.words, docs_seen=model.docs_seen, gamma=gamma))
+        self.model_published = True
+
+    def _publish_snapshot(self) -> None:
+        model, vocab = self.model, self.vocab
+        assert model is not None and vocab is not None
+        docs_per_s, tokens_per_s = self._rates()
+        counters = {**self.counters, "redis_retries": self.redis.retries,
+                    "heldout_docs": len(self.heldout_docs), "unacked": len(self.trained)}
+        snapshot = Snapshot(
+            docs_seen=model.docs_seen,
+            updated_at=time.time(),
+            sampler=model.config.sampler,
+            step_size=model.step_size,
+            device=str(self.device),
+            vocab_size=len(vocab),
+            topics=top_words(model.beta, vocab.words, self.settings.topic_words),
+            docs_per_s=docs_per_s,
+            tokens_per_s=tokens_per_s,
+            counters={name: int(value) for name, value in counters.items()},
+        )
+        self.redis("publishing the snapshot",
+                   functools.partial(publish_snapshot, self.client, snapshot))

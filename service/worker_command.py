@@ -1,0 +1,96 @@
+"""``streamlda worker``: run the learner on the article stream until SIGTERM/SIGINT."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import threading
+from pathlib import Path
+from types import FrameType
+
+from lda.model import resolve_device
+from service.errors import CommandError
+from service.queue import connect
+from service.runtime import set_threads
+from service.settings import Settings
+from service.worker import Worker
+
+log = logging.getLogger(__name__)
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``worker`` subcommand."""
+    p = subparsers.add_parser(
+        "worker",
+        help="learn topics from the Redis stream and publish them for the API",
+        description="Read minibatches from the stream, learn with SG-MCMC, checkpoint, and "
+        "publish topics, perplexity and stats to Redis. SIGTERM: checkpoint, then exit.",
+    )
+    p.add_argument("--redis", dest="redis_url", metavar="URL", help="Redis URL")
+    p.add_argument("--data-dir", type=Path, help="where checkpoints are written")
+    vocab = p.add_mutually_exclusive_group()
+    vocab.add_argument("--vocab", type=Path, help="vocabulary file, one word per line")
+    vocab.add_argument("--vocab-size", type=int, help="build a vocabulary of W words")
+    p.add_argument("--vocab-docs", type=int, help="documents read to build the vocabulary")
+    p.add_argument("--sampler", choices=["sgld", "sghmc", "sgrld", "sgrhmc"])
+    p.add_argument("--topics", type=int, help="number of topics K")
+    p.add_argument("--batch-size", type=int, help="documents per minibatch")
+    p.add_argument("--sweeps", type=int, help="Gibbs sweeps per minibatch")
+    p.add_argument("--burn-in", type=int, help="sweeps discarded (default: half)")
+    p.add_argument("--gibbs", choices=["exact", "rao-blackwell"])
+    p.add_argument("--step-size", type=float, help="step size (schedule's a)")
+    p.add_argument("--corpus-size", type=float, help="corpus size N")
+    p.add_argument("--alpha", type=float, help="topic-word Dirichlet prior")
+    p.add_argument("--gamma", type=float, help="document-topic Dirichlet prior")
+    p.add_argument("--heldout", type=int, help="first H documents held out")
+    p.add_argument("--eval-every", type=int, help="evaluate every M trained documents")
+    p.add_argument("--checkpoint-every", dest="checkpoint_every_s", type=float,
+                   help="seconds between checkpoints")
+    p.add_argument("--consumer", dest="consumer_name", help="consumer name in the group")
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"])
+    p.add_argument("--threads", type=int, help="CPU threads")
+    p.add_argument("--seed", type=int)
+    p.set_defaults(func=run)
+
+
+def _install_stop_handlers(stop: threading.Event) -> None:
+    """First SIGINT/SIGTERM: finish the minibatch in hand, checkpoint, exit. Second: exit now."""
+
+    def handle(signum: int, _frame: FrameType | None) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        log.warning("signal %d: checkpointing after the minibatch in hand (again to stop now)",
+                    signum)
+        stop.set()
+
+    signal.signal(signal.SIGINT, handle)
+    signal.signal(signal.SIGTERM, handle)
+
+
+def _configure_logging() -> None:
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("service").setLevel(logging.INFO)
+
+
+def run(settings: Settings, args: argparse.Namespace) -> int:
+    """The ``worker`` command: learn until stopped; exit 0 after the final checkpoint."""
+    _configure_logging()
+    if not settings.redis_url:
+        raise CommandError("no Redis: pass --redis URL or set STREAMLDA_REDIS_URL")
+    try:
+        resolve_device(settings.device)
+    except ValueError as exc:
+        raise CommandError(str(exc)) from exc
+    if settings.vocab is not None and not settings.vocab.is_file():
+        raise CommandError(f"vocabulary file not found: {settings.vocab}")
+    try:
+        client = connect(settings)
+    except ValueError as exc:
+        raise CommandError(f"bad Redis URL: {exc}") from exc
+    set_threads(settings.threads)
+    stop = threading.Event()
+    _install_stop_handlers(stop)
+    Worker(settings, client, stop).run()
+    log.info("worker stopped")
+    return 0
