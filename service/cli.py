@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "service.scraper",
     "service.api.command",
     "service.worker_command",
+    "service.up",
 )
 
 

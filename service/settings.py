@@ -123,6 +123,9 @@ class Settings(BaseSettings):
     stop_timeout_s: float = Field(
         60.0, gt=0, description="`up`: seconds each child gets to exit before it is killed"
     )
+    redis_start_timeout_s: float = Field(
+        10.0, gt=0, description="`up`: seconds the embedded Redis gets to answer PING"
+    )
 
     # --- API -------------------------------------------------------------------------------
     host: str = Field("127.0.0.1", description="API bind address")

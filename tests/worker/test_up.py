@@ -1,0 +1,132 @@
+"""``streamlda up`` end to end: embedded Redis, scraper, worker and API as real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from support.corpora import SHARDS
+from support.redis_server import free_port
+
+from service.model_store import CHECKPOINT_NAME
+from tests.worker.helpers import DEADLINE_S, REPO, WORKER_ENV, checkpoint_docs, wait_until
+
+TOPICS = int(WORKER_ENV["STREAMLDA_TOPICS"])
+UP_ENV = {
+    **WORKER_ENV,
+    "STREAMLDA_STREAM_HIGH_WATER": "100",
+    "STREAMLDA_CHECKPOINT_EVERY_S": "1",
+    "STREAMLDA_STOP_TIMEOUT_S": "30",
+}
+
+
+def get(port: int, path: str) -> tuple[int, Any]:
+    """(status, body) of GET ``path``; the body parsed when it is JSON."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as reply:
+            status, raw, kind = reply.status, reply.read(), reply.headers["content-type"]
+    except urllib.error.HTTPError as exc:
+        status, raw, kind = exc.code, exc.read(), exc.headers["content-type"]
+    except (urllib.error.URLError, ConnectionError, TimeoutError):
+        return 0, None
+    return status, json.loads(raw) if "json" in (kind or "") else raw.decode()
+
+
+def listening(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def start_up(data_dir: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, **UP_ENV}
+    env.pop("STREAMLDA_REDIS_URL", None)
+    command = [sys.executable, "-m", "service", "up", "--source", f"jsonl:{SHARDS[0]}",
+               "--port", str(port), "--data-dir", str(data_dir)]
+    with log.open("ab") as out:
+        return subprocess.Popen(command, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
+
+
+def stop_up(process: subprocess.Popen[bytes]) -> int:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+    try:
+        return process.wait(timeout=DEADLINE_S)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        raise
+
+
+def two_points(port: int) -> bool:
+    status, body = get(port, "/perplexity")
+    return status == 200 and len(body["history"]) >= 2
+
+
+def test_up_serves_topics_and_perplexity_then_stops_cleanly_and_resumes(tmp_path: Path) -> None:
+    data_dir, port, log = tmp_path / "data", free_port(), tmp_path / "up.log"
+    up = start_up(data_dir, port, log)
+    try:
+        wait_until(lambda: up.poll() is not None or two_points(port), "two perplexity points")
+        assert up.poll() is None, log.read_text()
+        status, topics = get(port, "/topics?top=5")
+        assert status == 200 and set(topics) == {"docs_seen", "updated_at", "sampler", "topics"}
+        assert [t["id"] for t in topics["topics"]] == list(range(TOPICS))
+        assert all(len(t["words"]) == 5 and set(t["words"][0]) == {"word", "weight"}
+                   for t in topics["topics"])
+        status, one = get(port, "/topics/2?top=3")
+        assert status == 200 and one["id"] == 2 and len(one["words"]) == 3
+        assert get(port, f"/topics/{TOPICS}")[0] == 404
+        status, perplexity = get(port, "/perplexity")
+        assert set(perplexity) == {"latest", "history"}
+        assert set(perplexity["history"][0]) == {"docs_seen", "perplexity", "perplexity_avg", "at"}
+        status, stats = get(port, "/stats")
+        assert status == 200 and stats["topics"] == TOPICS and stats["docs_seen"] > 0
+        assert stats["sampler"] == "sgrld" and stats["device"] == "cpu"
+        assert {"length", "pending"} <= set(stats["queue"]) and stats["scraper"]["queued"] > 0
+        assert stats["worker"]["updates"] > 0
+        wait_until(lambda: get(port, "/readyz")[0] == 200, "/readyz")
+        status, metrics = get(port, "/metrics")
+        assert status == 200 and "streamlda_docs_seen " in metrics
+        assert "streamlda_perplexity" in metrics
+    finally:
+        code = stop_up(up)
+    output = log.read_text()
+    assert code == 0, output
+    assert "checkpoint (stop)" in output and "worker exited with code 0" in output
+    assert not listening(port), "the API is gone"
+    assert (data_dir / CHECKPOINT_NAME).exists() and (data_dir / "redis").is_dir()
+    stopped_at = checkpoint_docs(data_dir)
+    assert stopped_at > 0
+
+    again = start_up(data_dir, port, tmp_path / "again.log")
+    try:
+        wait_until(lambda: again.poll() is not None or get(port, "/stats")[0] == 200, "restart")
+        wait_until(lambda: "resumed from" in (tmp_path / "again.log").read_text(), "a resume")
+        status, stats = get(port, "/stats")
+        assert stats["docs_seen"] >= stopped_at
+    finally:
+        assert stop_up(again) == 0
+
+
+def test_up_exits_nonzero_when_a_child_dies(tmp_path: Path) -> None:
+    data_dir, port, log = tmp_path / "data", free_port(), tmp_path / "up.log"
+    up = start_up(data_dir, port, log)
+    try:
+        wait_until(lambda: "started worker (pid" in log.read_text(), "the worker to start")
+        pid = int(log.read_text().split("started worker (pid ")[1].split(")")[0])
+        os.kill(pid, signal.SIGKILL)
+        code = up.wait(timeout=DEADLINE_S)
+    finally:
+        if up.poll() is None:
+            stop_up(up)
+    assert code == 1
+    assert "worker exited unexpectedly" in log.read_text()
