@@ -187,7 +187,8 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         except EmbeddedRedisError as exc:
             raise CommandError(str(exc)) from exc
         supervisor.adopt("redis", process)
-        supervisor.say("up", f"embedded Redis at {url} (files in {settings.data_dir / 'redis'})")
+        supervisor.say("up", f"started redis (pid {process.pid}) at {url}, files in "
+                       f"{settings.data_dir / 'redis'}")
         settings = settings.model_copy(update={"redis_url": url})
     env = child_environment(settings)
     failure: str | None = None

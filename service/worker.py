@@ -324,6 +324,8 @@ class Worker:
                  model.docs_seen, len(done))
         if not final:
             self._publish_model()
+            if model.docs_seen:  # no topics before the first update
+                self._publish_snapshot()
 
     # --- publication -----------------------------------------------------------------------
     def _rates(self) -> tuple[float, float]:

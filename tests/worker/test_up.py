@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -44,6 +45,19 @@ def listening(port: int) -> bool:
     with socket.socket() as sock:
         sock.settimeout(0.5)
         return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def started_pids(output: str) -> list[int]:
+    """The pid of every child ``up`` reported starting (redis, worker, api, scraper)."""
+    return [int(m) for m in re.findall(r"started \w+ \(pid (\d+)\)", output)]
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def start_up(data_dir: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
@@ -101,8 +115,11 @@ def test_up_serves_topics_and_perplexity_then_stops_cleanly_and_resumes(tmp_path
         code = stop_up(up)
     output = log.read_text()
     assert code == 0, output
+    assert len(started_pids(output)) == 4
     assert "checkpoint (stop)" in output and "worker exited with code 0" in output
     assert not listening(port), "the API is gone"
+    for pid in started_pids(output):
+        assert not alive(pid), f"child {pid} still runs after up exited"
     assert (data_dir / CHECKPOINT_NAME).exists() and (data_dir / "redis").is_dir()
     stopped_at = checkpoint_docs(data_dir)
     assert stopped_at > 0
