@@ -12,7 +12,10 @@ Lifecycle of an article (a stream entry read through the consumer group):
    next checkpoint is written, and acknowledged only then (the checkpoint also lists them, so a
    crash between the write and the acknowledgement is repaired on restart). A crash therefore
    redelivers what the checkpoint does not contain; nothing is lost. The queue's lease renewal
-   on every read keeps held entries from being reclaimed (see :mod:`service.queue`).
+   on every read keeps held entries from being reclaimed (see :mod:`service.queue`). Run one
+   worker per consumer group: while it trains through the vocabulary's documents it does not
+   read, so with a second consumer those could be reclaimed (and learned twice) after
+   ``claim_after_ms``.
 
 Checkpoints (atomic, ``data_dir/checkpoint.pt``) are written every ``checkpoint_every_s``, on
 an admin request, when paused, and on SIGTERM/SIGINT (after the minibatch in hand). If a step
