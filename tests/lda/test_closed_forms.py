@@ -111,3 +111,25 @@ def test_step_reflects_and_flips_momentum():
     assert (state.theta >= 0).all()
     assert state.momentum is not None and state.momentum[0, 0] > 0
     assert state.step == 1
+
+
+@pytest.mark.parametrize("name", ["sgrld", "sgrhmc"])
+def test_fused_cpu_step_equals_closed_form(name):
+    """The numba step (used on float64 CPU tensors) computes the torch closed form."""
+    g = torch.Generator().manual_seed(4)
+    theta = torch.rand(4, 30, generator=g, dtype=torch.float64) ** 4  # many tiny coordinates
+    theta[0, :3] = 0.0
+    momentum = torch.randn(4, 30, generator=g, dtype=torch.float64)
+    counts = (torch.rand(4, 30, generator=g) < 0.3).to(torch.float64) * 2.0
+    stats = MinibatchStatistics(counts, scale=50.0)
+    hyper = Hyper(1e-4, 0.01)
+    noise = torch.randn(4, 30, generator=g, dtype=torch.float64)
+    r = momentum if SAMPLERS[name].uses_momentum else None
+    fused, _ = step(name, SamplerState(theta, r), stats, hyper, 0.02, noise=noise)
+    expected_theta, expected_r = SAMPLERS[name].update(theta, r, stats, hyper, 0.02, noise)
+    if name == "sgrld":
+        expected_theta = expected_theta.abs()
+    torch.testing.assert_close(fused.theta, expected_theta, rtol=1e-9, atol=1e-300)
+    if expected_r is not None:
+        assert fused.momentum is not None
+        torch.testing.assert_close(fused.momentum, expected_r, rtol=1e-9, atol=1e-12)
