@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+import numba
+import numpy as np
 import torch
 
 from lda.batch import Batch
@@ -75,6 +77,12 @@ def gibbs_expectations(
     return GibbsExpectations(token_topics=token_topics, batch=Batch(words, batch.offsets))
 
 
+def _longest_first(offsets: torch.Tensor) -> np.ndarray:
+    """Document indices, longest first: with dynamic scheduling, threads finish together."""
+    lengths = (offsets[1:] - offsets[:-1]).to("cpu")
+    return torch.argsort(lengths, descending=True, stable=True).numpy()
+
+
 def _run_kernel(
     beta: torch.Tensor,
     words: torch.Tensor,
@@ -90,9 +98,11 @@ def _run_kernel(
     beta_t = beta.detach().T.to("cpu", torch.float64).contiguous().numpy()
     z_np = z.to("cpu").numpy().copy()
     out = torch.zeros(words.numel(), beta.shape[0], dtype=torch.float64)
+    previous = numba.set_parallel_chunksize(1)  # hand out documents one at a time
     collapsed_gibbs(
         words.to("cpu").numpy(),
         offsets.to("cpu").numpy(),
+        _longest_first(offsets),
         beta_t,
         float(gamma),
         z_np,
@@ -101,6 +111,7 @@ def _run_kernel(
         rao_blackwell,
         out.numpy(),
     )
+    numba.set_parallel_chunksize(previous)
     return out.to(beta.device)
 
 

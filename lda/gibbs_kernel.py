@@ -10,10 +10,20 @@ import numba
 import numpy as np
 
 
+@numba.njit(cache=True, fastmath=True)
+def _total(weights: np.ndarray) -> float:
+    """Sum of the conditional's weights (vectorised: the draw does not depend on its order)."""
+    total = 0.0
+    for k in range(weights.shape[0]):
+        total += weights[k]
+    return total
+
+
 @numba.njit(parallel=True, cache=True, fastmath=False)
 def collapsed_gibbs(
     words: np.ndarray,  # (T,) int64
     offsets: np.ndarray,  # (n+1,) int64
+    order: np.ndarray,  # (n,) int64: documents longest first, for load balance
     beta_t: np.ndarray,  # (W, K) float64, beta transposed for contiguous rows
     gamma: float,
     z: np.ndarray,  # (T,) int64 initial assignments, updated in place
@@ -22,14 +32,14 @@ def collapsed_gibbs(
     rao_blackwell: bool,
     out: np.ndarray,  # (T, K) float64 zeros: summed indicators (or conditionals) of kept sweeps
 ) -> None:
-    n_docs = offsets.shape[0] - 1
     n_topics = beta_t.shape[1]
     sweeps = uniforms.shape[0]
-    for d in numba.prange(n_docs):
+    for i in numba.prange(order.shape[0]):
+        d = order[i]
         start = offsets[d]
         end = offsets[d + 1]
         counts = np.zeros(n_topics, dtype=np.float64)
-        cumulative = np.empty(n_topics, dtype=np.float64)
+        weights = np.empty(n_topics, dtype=np.float64)
         for j in range(start, end):
             counts[z[j]] += 1.0
         for s in range(sweeps):
@@ -37,22 +47,24 @@ def collapsed_gibbs(
             for j in range(start, end):
                 row = beta_t[words[j]]
                 counts[z[j]] -= 1.0
-                total = 0.0
                 for k in range(n_topics):
-                    total += (gamma + counts[k]) * row[k]
-                    cumulative[k] = total
+                    weights[k] = (gamma + counts[k]) * row[k]
+                total = _total(weights)
                 u = uniforms[s, j] * total
-                k_new = 0
-                while k_new < n_topics - 1 and cumulative[k_new] <= u:
-                    k_new += 1
+                # The first topic whose running sum exceeds u (as torch.searchsorted, right).
+                k_new = n_topics - 1
+                running = 0.0
+                for k in range(n_topics - 1):
+                    running += weights[k]
+                    if running > u:
+                        k_new = k
+                        break
                 z[j] = k_new
                 counts[k_new] += 1.0
                 if keep:
                     if rao_blackwell:
-                        previous = 0.0
                         for k in range(n_topics):
-                            out[j, k] += (cumulative[k] - previous) / total
-                            previous = cumulative[k]
+                            out[j, k] += weights[k] / total
                     else:
                         out[j, k_new] += 1.0
 
