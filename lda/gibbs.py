@@ -5,9 +5,8 @@ assignment, discards ``burn_in`` sweeps and averages the kept ones: the 0/1 indi
 (``exact``) or the conditional probabilities (``rao-blackwell``, same expectation, lower variance).
 On the CPU a compiled kernel runs all documents in parallel; on other devices a torch
 implementation advances every document one token position at a time. Both consume the same
-uniform draws and give the same numbers. ``sparse`` draws from the same conditional with
-SparseLDA's two buckets (cost per token: the document's non-zero topics, not K) on the CPU;
-elsewhere it runs the dense torch sampler, which has the same distribution.
+uniform draws and give the same numbers. (SparseLDA buckets and alias-table Metropolis-Hastings
+variants were measured and gave no speed-up here: BENCHMARKS.md.)
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ import torch
 
 from lda.batch import Batch
 
-Method = Literal["exact", "sparse", "rao-blackwell"]
+Method = Literal["exact", "rao-blackwell"]
 Backend = Literal["auto", "kernel", "torch"]
 
 
@@ -64,17 +63,19 @@ def gibbs_expectations(
     device = beta.device
     words = batch.words.to(device)
     z = torch.randint(n_topics, (batch.n_tokens,), generator=generator, device=device)
-    uniforms = torch.rand((sweeps, batch.n_tokens), generator=generator, device=device)
     use_kernel = backend == "kernel" or (backend == "auto" and device.type == "cpu")
-    if use_kernel and method == "sparse":
-        summed = _run_sparse_kernel(beta, words, batch.offsets, gamma, z, uniforms, burn_in)
-    else:
-        run = _run_kernel if use_kernel else _run_torch
-        summed = run(
-            beta, words, batch.offsets, gamma, z, uniforms, burn_in, method == "rao-blackwell"
-        )
-    token_topics = (summed / (sweeps - burn_in)).to(beta.dtype)
-    return GibbsExpectations(token_topics=token_topics, batch=Batch(words, batch.offsets))
+    uniforms = torch.rand((sweeps, batch.n_tokens), generator=generator, device=device)
+    run = _run_kernel if use_kernel else _run_torch
+    summed = run(beta, words, batch.offsets, gamma, z, uniforms, burn_in, method == "rao-blackwell")
+    return _expectations(summed, sweeps - burn_in, beta.dtype, words, batch)
+
+
+def _expectations(
+    summed: torch.Tensor, kept: int, dtype: torch.dtype, words: torch.Tensor, batch: Batch
+) -> GibbsExpectations:
+    return GibbsExpectations(
+        token_topics=(summed / kept).to(dtype), batch=Batch(words, batch.offsets)
+    )
 
 
 def _longest_first(offsets: torch.Tensor) -> np.ndarray:
@@ -112,35 +113,6 @@ def _run_kernel(
         out.numpy(),
     )
     numba.set_parallel_chunksize(previous)
-    return out.to(beta.device)
-
-
-def _run_sparse_kernel(
-    beta: torch.Tensor,
-    words: torch.Tensor,
-    offsets: torch.Tensor,
-    gamma: float,
-    z: torch.Tensor,
-    uniforms: torch.Tensor,
-    burn_in: int,
-) -> torch.Tensor:
-    from lda.gibbs_kernel import sparse_collapsed_gibbs
-
-    beta_t = beta.detach().T.to("cpu", torch.float64).contiguous()
-    smoothing = (gamma * beta_t.sum(dim=1)).numpy()
-    z_np = z.to("cpu").numpy().copy()
-    out = torch.zeros(words.numel(), beta.shape[0], dtype=torch.float64)
-    sparse_collapsed_gibbs(
-        words.to("cpu").numpy(),
-        offsets.to("cpu").numpy(),
-        beta_t.numpy(),
-        smoothing,
-        float(gamma),
-        z_np,
-        uniforms.to("cpu").numpy(),
-        burn_in,
-        out.numpy(),
-    )
     return out.to(beta.device)
 
 

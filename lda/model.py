@@ -41,6 +41,7 @@ class LearnerConfig:
     sweeps: int = 50
     burn_in: int | None = None
     gibbs: Method = "exact"
+    eval_gibbs: Method = "exact"  # the held-out estimator of DESIGN §3, whatever trains
     eval_sweeps: int = 50
     dtype: str = "float64"
     extra: dict[str, Any] = field(default_factory=dict)
@@ -148,7 +149,7 @@ class StreamingLDA:
             cfg.eval_sweeps,
             cfg.eval_sweeps // 2,
             self.eval_generator,
-            cfg.gibbs,
+            cfg.eval_gibbs,
         )
 
     def evaluate(self, heldout: HeldoutSet) -> tuple[float, float]:

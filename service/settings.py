@@ -14,7 +14,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 SamplerName = Literal["sgld", "sghmc", "sgrld", "sgrhmc"]
 DeviceName = Literal["auto", "cpu", "cuda"]
-GibbsMethod = Literal["exact", "sparse", "rao-blackwell"]
+GibbsMethod = Literal["exact", "rao-blackwell"]
 
 
 class Settings(BaseSettings):
@@ -48,9 +48,7 @@ class Settings(BaseSettings):
     batch_size: int = Field(50, ge=1, description="Documents per minibatch n")
     sweeps: int = Field(50, ge=1, description="Gibbs sweeps per minibatch")
     burn_in: int | None = Field(None, ge=0, description="Sweeps discarded (default: half)")
-    gibbs: GibbsMethod = Field(
-        "exact", description="Gibbs expectation: exact, sparse (same law, faster) or rao-blackwell"
-    )
+    gibbs: GibbsMethod = Field("exact", description="Gibbs expectation: exact or rao-blackwell")
     heldout: int = Field(1000, ge=0, description="First H documents kept as the held-out set")
     eval_every: int = Field(1000, ge=1, description="Evaluate perplexity every M trained documents")
     eval_sweeps: int = Field(50, ge=2, description="Gibbs sweeps when scoring held-out documents")

@@ -49,7 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--batch-size", type=int, help="documents per minibatch")
     p.add_argument("--sweeps", type=int, help="Gibbs sweeps per minibatch")
     p.add_argument("--burn-in", type=int, help="sweeps discarded (default: half)")
-    p.add_argument("--gibbs", choices=["exact", "sparse", "rao-blackwell"])
+    p.add_argument("--gibbs", choices=["exact", "rao-blackwell"])
     p.add_argument("--step-size", type=float, help="step size (schedule's a)")
     p.add_argument("--corpus-size", type=float, help="corpus size N")
     p.add_argument("--alpha", type=float, help="topic-word Dirichlet prior")

@@ -39,7 +39,7 @@ def problem() -> tuple[torch.Tensor, list[list[int]]]:
     return beta, docs
 
 
-@pytest.mark.parametrize("method", ["exact", "sparse", "rao-blackwell"])
+@pytest.mark.parametrize("method", ["exact", "rao-blackwell"])
 def test_expectations_match_enumeration(problem, method):
     beta, docs = problem
     sweeps, burn_in = 20_000, 200
@@ -93,17 +93,3 @@ def test_same_seed_same_result_and_bad_burn_in(problem):
     with pytest.raises(ValueError, match="burn_in"):
         gibbs_expectations(beta, batch, GAMMA, 8, 8, torch.Generator())
 
-
-def test_sparse_and_dense_samplers_agree_in_expectation():
-    """Longer documents and more topics, where the sparse sampler's active-topic list churns."""
-    g = torch.Generator().manual_seed(21)
-    beta = torch._sample_dirichlet(torch.full((8, 30), 0.2, dtype=torch.float64), generator=g)
-    docs = [torch.randint(30, (n,), generator=g).tolist() for n in (1, 2, 25, 40)]
-    batch = Batch.from_ids(docs)
-    results = [
-        gibbs_expectations(beta, batch, 0.05, 8000, 100, torch.Generator().manual_seed(s), m)
-        for s, m in ((1, "exact"), (2, "sparse"))
-    ]
-    exact, sparse = (r.document_topic() / batch.lengths[:, None] for r in results)
-    # Per-document topic shares from ~8k correlated sweeps: Monte Carlo error below 0.01.
-    assert torch.allclose(exact, sparse, atol=0.03), (exact - sparse).abs().max()
