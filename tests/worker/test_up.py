@@ -147,3 +147,19 @@ def test_up_exits_nonzero_when_a_child_dies(tmp_path: Path) -> None:
             stop_up(up)
     assert code == 1
     assert "worker exited unexpectedly" in log.read_text()
+
+
+def test_children_stop_when_up_is_killed(tmp_path: Path) -> None:
+    """A SIGKILLed ``up`` leaves no orphans: its children get SIGTERM from the kernel."""
+    data_dir, port, log = tmp_path / "data", free_port(), tmp_path / "up.log"
+    up = start_up(data_dir, port, log)
+    try:
+        wait_until(lambda: len(started_pids(log.read_text())) >= 4, "all four children")
+        pids = started_pids(log.read_text())
+        up.kill()
+        up.wait(timeout=DEADLINE_S)
+        wait_until(lambda: not any(alive(pid) for pid in pids), "the orphans to exit")
+    finally:
+        for pid in started_pids(log.read_text()):
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
