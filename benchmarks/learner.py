@@ -221,6 +221,7 @@ def run_sampler(
         n_words=n_words,
         sampler=name,
         corpus_size=args.corpus_size,
+        corpus_growth=args.corpus_growth,
         sweeps=args.sweeps,
         gibbs=args.gibbs,
         dtype=args.dtype,
@@ -414,6 +415,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--gibbs", choices=["exact", "rao-blackwell"], default="exact")
     p.add_argument("--corpus-size", type=float, default=10_000.0, help="N in the gradient")
+    p.add_argument("--corpus-growth", action="store_true", help="N = max(N, documents seen)")
     p.add_argument("--dtype", choices=["float64", "float32"], default="float64")
     p.add_argument("--eval-gamma", type=float, default=0.01, help="common document prior")
     p.add_argument("--eval-sweeps", type=int, default=50)

@@ -38,6 +38,7 @@ class LearnerConfig:
     schedule: StepSchedule | None = None
     friction: float = 1.0
     corpus_size: float = 10_000.0
+    corpus_growth: bool = False  # N = max(corpus_size, documents seen), as online VB does
     sweeps: int = 50
     burn_in: int | None = None
     gibbs: Method = "exact"
@@ -111,6 +112,12 @@ class StreamingLDA:
         assert self.config.schedule is not None
         return self.config.schedule(self.state.step)
 
+    def corpus_size(self, n_documents: int) -> float:
+        """N in the gradient's N/n: fixed, or growing with the documents seen (this batch too)."""
+        if self.config.corpus_growth:
+            return max(self.config.corpus_size, float(self.docs_seen + n_documents))
+        return self.config.corpus_size
+
     def update(self, batch: Batch) -> StepInfo:
         """Learn from one minibatch: Gibbs expectations, then one sampler step."""
         cfg = self.config
@@ -123,7 +130,7 @@ class StreamingLDA:
         )
         stats = MinibatchStatistics(
             topic_word=expected.topic_word(cfg.n_words).to(self.state.theta.dtype),
-            scale=cfg.corpus_size / batch.n_documents,
+            scale=self.corpus_size(batch.n_documents) / batch.n_documents,
         )
         new_state, info = step(
             cfg.sampler, self.state, stats, cfg.hyper, self.step_size, self.generator

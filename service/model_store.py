@@ -35,6 +35,7 @@ def learner_config(settings: Settings, n_words: int) -> LearnerConfig:
         schedule=schedule,
         friction=settings.friction,
         corpus_size=settings.corpus_size,
+        corpus_growth=settings.corpus_growth,
         sweeps=settings.sweeps,
         burn_in=settings.burn_in,
         gibbs=settings.gibbs,

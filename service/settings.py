@@ -45,6 +45,9 @@ class Settings(BaseSettings):
     step_c: float = Field(0.55, ge=0, description="Schedule a(1+t/b)^-c: c")
     friction: float = Field(1.0, gt=0, description="SGHMC friction C")
     corpus_size: float = Field(10_000, gt=0, description="Corpus size N in the gradient's N/n")
+    corpus_growth: bool = Field(
+        False, description="N grows with the documents seen (N = max(corpus_size, seen))"
+    )
     batch_size: int = Field(50, ge=1, description="Documents per minibatch n")
     sweeps: int = Field(50, ge=1, description="Gibbs sweeps per minibatch")
     burn_in: int | None = Field(None, ge=0, description="Sweeps discarded (default: half)")

@@ -52,6 +52,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--gibbs", choices=["exact", "rao-blackwell"])
     p.add_argument("--step-size", type=float, help="step size (schedule's a)")
     p.add_argument("--corpus-size", type=float, help="corpus size N")
+    p.add_argument(
+        "--corpus-growth", action="store_true", default=None, help="N grows with the documents seen"
+    )
     p.add_argument("--alpha", type=float, help="topic-word Dirichlet prior")
     p.add_argument("--gamma", type=float, help="document-topic Dirichlet prior")
     p.add_argument("--docs", type=int, required=True, help="documents to train on")

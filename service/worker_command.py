@@ -42,12 +42,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--gibbs", choices=get_args(GibbsMethod))
     p.add_argument("--step-size", type=float, help="step size (schedule's a)")
     p.add_argument("--corpus-size", type=float, help="corpus size N")
+    p.add_argument(
+        "--corpus-growth", action="store_true", default=None, help="N grows with the documents seen"
+    )
     p.add_argument("--alpha", type=float, help="topic-word Dirichlet prior")
     p.add_argument("--gamma", type=float, help="document-topic Dirichlet prior")
     p.add_argument("--heldout", type=int, help="first H documents held out")
     p.add_argument("--eval-every", type=int, help="evaluate every M trained documents")
-    p.add_argument("--checkpoint-every", dest="checkpoint_every_s", type=float,
-                   help="seconds between checkpoints")
+    p.add_argument(
+        "--checkpoint-every",
+        dest="checkpoint_every_s",
+        type=float,
+        help="seconds between checkpoints",
+    )
     p.add_argument("--consumer", dest="consumer_name", help="consumer name in the group")
     p.add_argument("--device", choices=get_args(DeviceName))
     p.add_argument("--threads", type=int, help="CPU threads")
@@ -61,8 +68,9 @@ def _install_stop_handlers(stop: threading.Event) -> None:
     def handle(signum: int, _frame: FrameType | None) -> None:
         if stop.is_set():
             raise KeyboardInterrupt
-        log.warning("signal %d: checkpointing after the minibatch in hand (again to stop now)",
-                    signum)
+        log.warning(
+            "signal %d: checkpointing after the minibatch in hand (again to stop now)", signum
+        )
         stop.set()
 
     signal.signal(signal.SIGINT, handle)
@@ -90,9 +98,12 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise CommandError(f"bad Redis URL: {exc}") from exc
     if settings.vocab is None and settings.vocab_docs >= settings.stream_high_water:
-        log.warning("vocab_docs (%d) >= stream_high_water (%d): the vocabulary's documents are "
-                    "held unacknowledged, so the scrapers may wait forever", settings.vocab_docs,
-                    settings.stream_high_water)
+        log.warning(
+            "vocab_docs (%d) >= stream_high_water (%d): the vocabulary's documents are "
+            "held unacknowledged, so the scrapers may wait forever",
+            settings.vocab_docs,
+            settings.stream_high_water,
+        )
     set_threads(settings.threads)
     stop = threading.Event()
     _install_stop_handlers(stop)

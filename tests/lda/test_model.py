@@ -1,0 +1,45 @@
+"""StreamingLDA's contract: N/n scaling, shapes, and refusing an empty minibatch."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from lda.batch import Batch
+from lda.model import LearnerConfig, StreamingLDA
+
+
+def test_corpus_size_fixed_or_growing_with_documents_seen():
+    fixed = StreamingLDA(LearnerConfig(3, 10, corpus_size=500.0))
+    growing = StreamingLDA(LearnerConfig(3, 10, corpus_size=500.0, corpus_growth=True))
+    assert fixed.corpus_size(50) == growing.corpus_size(50) == 500.0
+    fixed.docs_seen = growing.docs_seen = 1000
+    assert fixed.corpus_size(50) == 500.0
+    assert growing.corpus_size(50) == 1050.0  # this minibatch counts as seen
+
+
+def test_update_keeps_beta_a_distribution_and_counts_documents():
+    model = StreamingLDA(LearnerConfig(4, 12, sampler="sgrld", sweeps=4), seed=2)
+    batch = Batch.from_ids([[0, 1, 2, 2], [5, 6], [11]])
+    info = model.update(batch)
+    assert model.docs_seen == 3 and model.tokens_seen == 7 and model.state.step == 1
+    assert info.zero_guarded == 0
+    beta = model.beta
+    assert beta.shape == (4, 12) and bool((beta >= 0).all())
+    torch.testing.assert_close(beta.sum(1), torch.ones(4, dtype=beta.dtype))
+    ids, weights = model.top_words(5)
+    assert ids.shape == weights.shape == (4, 5)
+    assert bool((weights[:, :-1] >= weights[:, 1:]).all())
+
+
+def test_empty_minibatch_is_refused():
+    model = StreamingLDA(LearnerConfig(2, 5))
+    with pytest.raises(ValueError, match="empty minibatch"):
+        model.update(Batch.from_ids([]))
+
+
+def test_unknown_sampler_and_bad_burn_in_are_refused():
+    with pytest.raises(ValueError, match="unknown sampler"):
+        LearnerConfig(2, 5, sampler="nuts")
+    with pytest.raises(ValueError, match="burn_in"):
+        LearnerConfig(2, 5, sweeps=4, burn_in=4)
