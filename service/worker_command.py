@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import threading
 from pathlib import Path
@@ -107,6 +108,13 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     set_threads(settings.threads)
     stop = threading.Event()
     _install_stop_handlers(stop)
+    log.info(
+        "worker started (pid %d): stream %s, group %s, consumer %s; SIGTERM checkpoints and stops",
+        os.getpid(),
+        settings.stream,
+        settings.group,
+        settings.consumer_name,
+    )
     Worker(settings, client, stop).run()
     log.info("worker stopped")
     return 0

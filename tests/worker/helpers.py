@@ -105,6 +105,7 @@ class WorkerProcess:
 
     def __init__(self, redis_url: str, data_dir: Path, log: Path, **env: str) -> None:
         self.log = log
+        self.offset = log.stat().st_size if log.exists() else 0  # the log may be shared
         environment = {**os.environ, **WORKER_ENV, "STREAMLDA_REDIS_URL": redis_url,
                        "STREAMLDA_DATA_DIR": str(data_dir), **env}
         self.handle = log.open("ab")
@@ -116,8 +117,13 @@ class WorkerProcess:
     def output(self) -> str:
         return self.log.read_text(errors="replace")
 
+    def ready(self) -> bool:
+        """This process has installed its stop handlers (it logs so right after)."""
+        return b"worker started (pid" in self.log.read_bytes()[self.offset :]
+
     def terminate(self, timeout: float = DEADLINE_S) -> int:
-        """SIGTERM, then the exit code."""
+        """SIGTERM once the stop handlers are in place (earlier, the default action kills)."""
+        wait_until(lambda: self.ready() or self.process.poll() is not None, "the worker to start")
         self.process.send_signal(signal.SIGTERM)
         return self.wait(timeout)
 
