@@ -30,6 +30,7 @@ tools:
 
 test: $(STAMP) tools
 	$(PY) -m ruff check lda service tests benchmarks
+	$(PY) -m ruff format --check lda service tests benchmarks
 	$(PY) -m mypy
 	$(PY) -m pytest -q $(ARGS)
 

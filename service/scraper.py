@@ -64,11 +64,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--redis", dest="redis_url", metavar="URL", help="Redis URL")
     p.add_argument("--rate", type=float, help="maximum API requests per second")
     p.add_argument("--limit", type=int, metavar="N", help="stop after N articles queued")
-    p.add_argument("--api-url", dest="wikipedia_api_url", metavar="URL",
-                   help="MediaWiki Action API endpoint")
+    p.add_argument(
+        "--api-url", dest="wikipedia_api_url", metavar="URL", help="MediaWiki Action API endpoint"
+    )
     p.add_argument("--contact", help="contact (e-mail or URL) sent in the User-Agent")
-    p.add_argument("--high-water", dest="stream_high_water", type=int, metavar="N",
-                   help="stream length at which the scraper waits")
+    p.add_argument(
+        "--high-water",
+        dest="stream_high_water",
+        type=int,
+        metavar="N",
+        help="stream length at which the scraper waits",
+    )
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     p.set_defaults(func=run)
 
@@ -99,7 +105,8 @@ class Totals:
         reasons = ", ".join(f"{reason} {n}" for reason, n in sorted(self.skipped.items()))
         return (
             f"{c['fetched']} fetched, {c['queued']} queued, {c['duplicates']} duplicates, "
-            f"{sum(self.skipped.values())} skipped" + (f" ({reasons})" if reasons else "")
+            f"{sum(self.skipped.values())} skipped"
+            + (f" ({reasons})" if reasons else "")
             + f", {c['requests']} requests, {c['retries']} retries, "
             f"{c['backpressure_waits']} backpressure waits "
             f"({self.backpressure_wait_seconds:.1f} s), {c['redis_reconnects']} Redis retries"
@@ -186,12 +193,18 @@ class Scraper:
         self.totals.backpressure_wait_seconds += result.waited_s
         self.unqueued = result.unqueued
         if result.unqueued:
-            log.warning("stopped while the stream was full: %d fetched articles not queued",
-                        len(result.unqueued))
+            log.warning(
+                "stopped while the stream was full: %d fetched articles not queued",
+                len(result.unqueued),
+            )
         log.info(
             "batch %d: %d fetched, %d queued, %d duplicates, %d skipped | total: %s",
-            counts["batches"], len(batch), result.queued, result.duplicates,
-            sum(self.totals.skipped.values()) - skipped_before, self.totals.summary(),
+            counts["batches"],
+            len(batch),
+            result.queued,
+            result.duplicates,
+            sum(self.totals.skipped.values()) - skipped_before,
+            self.totals.summary(),
         )
         self._publish()
 
@@ -214,8 +227,7 @@ class Scraper:
                 ):
                     raise
                 self.totals.counts["redis_reconnects"] += 1
-                log.warning("Redis unavailable while %s (%s); retrying in %.1f s", what,
-                            exc, delay)
+                log.warning("Redis unavailable while %s (%s); retrying in %.1f s", what, exc, delay)
             if self.abort.wait(delay):
                 raise ScrapeAborted(f"aborted while waiting for Redis ({what})")
             delay = min(delay * 2, self.settings.redis_retry_max)
@@ -271,8 +283,13 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     stop = threading.Event()
     _install_stop_handlers(stop)
     scraper = Scraper(settings, source, client=client, limit=limit, stop=stop)
-    log.info("scraping %s into %s (stream %s, high-water %d)", source.name,
-             _redacted(settings.redis_url), settings.stream, settings.stream_high_water)
+    log.info(
+        "scraping %s into %s (stream %s, high-water %d)",
+        source.name,
+        _redacted(settings.redis_url),
+        settings.stream,
+        settings.stream_high_water,
+    )
     try:
         scraper.run()
     except SourceError as exc:

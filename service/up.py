@@ -45,13 +45,21 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "first. Running it again resumes from data_dir.",
     )
     p.add_argument("--source", help="wikipedia (default), dump:PATH or jsonl:PATH")
-    p.add_argument("--redis", dest="redis_url", metavar="URL",
-                   help="use this Redis instead of the embedded one")
+    p.add_argument(
+        "--redis",
+        dest="redis_url",
+        metavar="URL",
+        help="use this Redis instead of the embedded one",
+    )
     p.add_argument("--host", help="API bind address")
     p.add_argument("--port", type=int, help="API port")
     p.add_argument("--data-dir", type=Path, help="checkpoints and the embedded Redis's files")
-    p.add_argument("--api-url", dest="wikipedia_api_url", metavar="URL",
-                   help="MediaWiki Action API endpoint of the scraper")
+    p.add_argument(
+        "--api-url",
+        dest="wikipedia_api_url",
+        metavar="URL",
+        help="MediaWiki Action API endpoint of the scraper",
+    )
     p.set_defaults(func=run)
 
 
@@ -105,16 +113,21 @@ class Supervisor:
     def adopt(self, name: str, process: subprocess.Popen[bytes]) -> None:
         child = Child(name, process)
         if process.stdout is not None:
-            child.pump = threading.Thread(target=self._pump, args=(name, process.stdout),
-                                          daemon=True)
+            child.pump = threading.Thread(
+                target=self._pump, args=(name, process.stdout), daemon=True
+            )
             child.pump.start()
         self.children[name] = child
 
     def spawn(self, name: str, command: str, env: dict[str, str]) -> None:
         """``python -m service <command>`` in its own session (signals come from us only)."""
         process = subprocess.Popen(
-            [sys.executable, "-m", "service", command], env=env, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=die_with_parent(),
+            [sys.executable, "-m", "service", command],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=die_with_parent(),
         )
         self.adopt(name, process)
         self.say("up", f"started {name} (pid {process.pid})")
@@ -154,8 +167,11 @@ class Supervisor:
             try:
                 process.wait(timeout=self.settings.stop_timeout_s)
             except subprocess.TimeoutExpired:
-                self.say("up", f"{child.name} did not exit in {self.settings.stop_timeout_s:.0f} "
-                         "s: killing it")
+                self.say(
+                    "up",
+                    f"{child.name} did not exit in {self.settings.stop_timeout_s:.0f} "
+                    "s: killing it",
+                )
                 process.kill()
                 process.wait()
                 return False
@@ -179,8 +195,10 @@ def _install_stop_handlers(stop: threading.Event, on_second: Callable[[], None])
 def run(settings: Settings, args: argparse.Namespace) -> int:
     """Start everything, supervise until a signal or a failure, stop everything in order."""
     supervisor = Supervisor(settings, sys.stdout)
-    _install_stop_handlers(supervisor.stop, lambda: supervisor.say(
-        "up", "already stopping: the worker is checkpointing"))
+    _install_stop_handlers(
+        supervisor.stop,
+        lambda: supervisor.say("up", "already stopping: the worker is checkpointing"),
+    )
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     if not settings.redis_url:
         try:
@@ -188,8 +206,10 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         except EmbeddedRedisError as exc:
             raise CommandError(str(exc)) from exc
         supervisor.adopt("redis", process)
-        supervisor.say("up", f"started redis (pid {process.pid}) at {url}, files in "
-                       f"{settings.data_dir / 'redis'}")
+        supervisor.say(
+            "up",
+            f"started redis (pid {process.pid}) at {url}, files in {settings.data_dir / 'redis'}",
+        )
         settings = settings.model_copy(update={"redis_url": url})
     env = child_environment(settings)
     failure: str | None = None

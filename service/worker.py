@@ -118,15 +118,24 @@ class Worker:
             self.counters.update(extra.get("counters", {}))
             done = [str(e) for e in extra.get("acked_entries", [])]
             self.redis("acknowledging checkpointed entries", lambda: self.queue.ack(done))
-            log.info("resumed from %s at %d documents (%s, K=%d, W=%d)", self.path,
-                     model.docs_seen, model.config.sampler, model.config.n_topics, len(vocab))
+            log.info(
+                "resumed from %s at %d documents (%s, K=%d, W=%d)",
+                self.path,
+                model.docs_seen,
+                model.config.sampler,
+                model.config.n_topics,
+                len(vocab),
+            )
             self._set_model(model, vocab)
             self.checkpointed_docs = model.docs_seen
         elif self.settings.vocab is not None:
             self._new_model(Vocabulary.load(self.settings.vocab))
         else:
-            log.info("building a vocabulary of %d words from the first %d documents",
-                     self.settings.vocab_size, self.settings.vocab_docs)
+            log.info(
+                "building a vocabulary of %d words from the first %d documents",
+                self.settings.vocab_size,
+                self.settings.vocab_docs,
+            )
 
     def _shutdown(self) -> None:
         if self.model is None:
@@ -134,8 +143,9 @@ class Worker:
         try:
             self._checkpoint("stop", final=True)
         except RedisGaveUp as exc:
-            log.warning("%s: the checkpoint lists the entries; they are acknowledged on restart",
-                        exc)
+            log.warning(
+                "%s: the checkpoint lists the entries; they are acknowledged on restart", exc
+            )
 
     # --- one iteration ---------------------------------------------------------------------
     def step(self) -> None:
@@ -215,10 +225,13 @@ class Worker:
                 self.buffer.append((entry_id, ids))
 
     def _hold_out(self, entry_id: str, article: Article, ids: list[int]) -> None:
-        self.redis("storing a held-out article",
-                   functools.partial(self.heldout_store.add, entry_id, article))
-        self.redis("acknowledging a held-out article",
-                   functools.partial(self.queue.ack, [entry_id]))
+        self.redis(
+            "storing a held-out article",
+            functools.partial(self.heldout_store.add, entry_id, article),
+        )
+        self.redis(
+            "acknowledging a held-out article", functools.partial(self.queue.ack, [entry_id])
+        )
         self.heldout_docs.append(ids)
         if len(self.heldout_docs) == self.settings.heldout:
             self.heldout = HeldoutSet.from_documents(self.heldout_docs, self.device)
@@ -234,8 +247,10 @@ class Worker:
         self.model, self.vocab = model, vocab
         every = self.settings.eval_every
         self.next_eval = (model.docs_seen // every + 1) * every
-        self.redis("truncating the perplexity history",
-                   functools.partial(truncate_perplexity, self.client, model.docs_seen))
+        self.redis(
+            "truncating the perplexity history",
+            functools.partial(truncate_perplexity, self.client, model.docs_seen),
+        )
         if self.heldout is None and self.settings.heldout:
             texts = self.redis("reading the held-out set", self.heldout_store.texts)
             encoded = (vocab.encode(text) for text in texts)
@@ -246,8 +261,10 @@ class Worker:
     def _train_next(self) -> None:
         model = self.model
         assert model is not None
-        items, self.buffer = (self.buffer[: self.settings.batch_size],
-                              self.buffer[self.settings.batch_size :])
+        items, self.buffer = (
+            self.buffer[: self.settings.batch_size],
+            self.buffer[self.settings.batch_size :],
+        )
         entries = [entry for entry, _ in items]
         documents = [ids for _, ids in items]
         started = time.perf_counter()
@@ -282,12 +299,16 @@ class Worker:
             return
         point = PerplexityPoint(model.docs_seen, perplexity, averaged, time.time())
         keep = self.settings.perplexity_history
-        self.redis("appending perplexity",
-                   lambda: append_perplexity(self.client, point, keep=keep))
+        self.redis("appending perplexity", lambda: append_perplexity(self.client, point, keep=keep))
         self._publish_model()
-        log.info("docs %d perplexity %.1f averaged %.1f | %.1f docs/s %.0f tokens/s | "
-                 "restores %d", model.docs_seen, perplexity, averaged, *self._rates(),
-                 self.counters["nonfinite_restores"])
+        log.info(
+            "docs %d perplexity %.1f averaged %.1f | %.1f docs/s %.0f tokens/s | restores %d",
+            model.docs_seen,
+            perplexity,
+            averaged,
+            *self._rates(),
+            self.counters["nonfinite_restores"],
+        )
 
     def _restore(self, exc: Exception, entries: list[str]) -> None:
         """Back to the last checkpoint; the documents since then are dropped (see module doc)."""
@@ -300,9 +321,13 @@ class Worker:
         else:
             config = learner_config(self.settings, len(self.vocab))
             model = StreamingLDA(config, self.device, self.settings.seed)
-        log.error("%s: restored the checkpoint at %d documents (restore %d); %d documents "
-                  "dropped", exc, model.docs_seen, self.counters["nonfinite_restores"],
-                  len(dropped))
+        log.error(
+            "%s: restored the checkpoint at %d documents (restore %d); %d documents dropped",
+            exc,
+            model.docs_seen,
+            self.counters["nonfinite_restores"],
+            len(dropped),
+        )
         self.trained = dropped
         self._set_model(model, self.vocab)
         self._checkpoint("restore")
@@ -315,16 +340,24 @@ class Worker:
         assert model is not None and vocab is not None
         done = list(self.trained)
         self.counters["checkpoints"] += 1
-        extra = {"counters": dict(self.counters), "acked_entries": done, "reason": reason,
-                 "saved_at": time.time()}
+        extra = {
+            "counters": dict(self.counters),
+            "acked_entries": done,
+            "reason": reason,
+            "saved_at": time.time(),
+        }
         save_model(self.path, model, vocab, self.settings, extra)
         self.last_checkpoint = time.monotonic()
         self.checkpointed_docs = model.docs_seen
         wait = self.settings.stop_ack_wait_s if final else None
         self.redis("acknowledging trained entries", lambda: self.queue.ack(done), deadline_s=wait)
         self.trained = self.trained[len(done) :]
-        log.info("checkpoint (%s) at %d documents; %d entries acknowledged", reason,
-                 model.docs_seen, len(done))
+        log.info(
+            "checkpoint (%s) at %d documents; %d entries acknowledged",
+            reason,
+            model.docs_seen,
+            len(done),
+        )
         if not final:
             self._publish_model()
             if model.docs_seen:  # no topics before the first update
@@ -340,16 +373,24 @@ class Worker:
         assert model is not None and vocab is not None
         gamma = model.config.gamma
         assert gamma is not None
-        self.redis("publishing the model", lambda: publish_model(
-            self.client, model.beta, vocab.words, docs_seen=model.docs_seen, gamma=gamma))
+        self.redis(
+            "publishing the model",
+            lambda: publish_model(
+                self.client, model.beta, vocab.words, docs_seen=model.docs_seen, gamma=gamma
+            ),
+        )
         self.model_published = True
 
     def _publish_snapshot(self) -> None:
         model, vocab = self.model, self.vocab
         assert model is not None and vocab is not None
         docs_per_s, tokens_per_s = self._rates()
-        counters = {**self.counters, "redis_retries": self.redis.retries,
-                    "heldout_docs": len(self.heldout_docs), "unacked": len(self.trained)}
+        counters = {
+            **self.counters,
+            "redis_retries": self.redis.retries,
+            "heldout_docs": len(self.heldout_docs),
+            "unacked": len(self.trained),
+        }
         snapshot = Snapshot(
             docs_seen=model.docs_seen,
             updated_at=time.time(),
@@ -362,5 +403,6 @@ class Worker:
             tokens_per_s=tokens_per_s,
             counters={name: int(value) for name, value in counters.items()},
         )
-        self.redis("publishing the snapshot",
-                   functools.partial(publish_snapshot, self.client, snapshot))
+        self.redis(
+            "publishing the snapshot", functools.partial(publish_snapshot, self.client, snapshot)
+        )

@@ -73,6 +73,4 @@ def open_source(spec: str, **options: object) -> Source:
         if not isinstance(settings, Settings):
             settings = Settings.model_validate({})  # from the environment
         return WikipediaSource(settings)
-    raise SourceError(
-        f"unknown source {spec!r}: expected jsonl:PATH, dump:PATH or wikipedia"
-    )
+    raise SourceError(f"unknown source {spec!r}: expected jsonl:PATH, dump:PATH or wikipedia")

@@ -190,15 +190,21 @@ class WikipediaSource:
             if result.retry_after is not None:
                 delay = max(delay, result.retry_after)
             self.retries += 1
-            log.warning("API request failed (%s); retry %d/%d in %.2f s", result.reason, attempt,
-                        self.settings.max_retries, delay)
+            log.warning(
+                "API request failed (%s); retry %d/%d in %.2f s",
+                result.reason,
+                attempt,
+                self.settings.max_retries,
+                delay,
+            )
             self.waited_s += delay
             self._sleep(delay)
 
     def _backoff(self, attempt: int) -> float:
         """Exponential backoff with 'equal jitter': half fixed, half random."""
-        ceiling = min(self.settings.retry_backoff_max,
-                      self.settings.retry_backoff * 2 ** (attempt - 1))
+        ceiling = min(
+            self.settings.retry_backoff_max, self.settings.retry_backoff * 2 ** (attempt - 1)
+        )
         return ceiling / 2 + self._rng.uniform(0, ceiling / 2)
 
     def _attempt(self, params: dict[str, str]) -> dict[str, Any] | _Failure:

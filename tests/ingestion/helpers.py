@@ -40,8 +40,9 @@ def stream_ids(client: redis.Redis, stream: str) -> list[str]:
     return [fields[b"id"].decode() for _entry, fields in entries]
 
 
-def wait_until(condition: Callable[[], bool], timeout: float = TEST_DEADLINE_S,
-               poll: float = 0.02) -> bool:
+def wait_until(
+    condition: Callable[[], bool], timeout: float = TEST_DEADLINE_S, poll: float = 0.02
+) -> bool:
     """Poll ``condition`` until it holds or ``timeout`` passes; return whether it held."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -20,8 +20,10 @@ MARKUP_REMNANTS = ("{{", "}}", "[[", "]]", "<ref", "|", "&lt;", "==")
         ("A [[Paris|capital city]] and [[Lyon]].", "A capital city and Lyon."),
         ("See [[Paris (France)|]] now.", "See Paris now."),
         ("Before{{Infobox country|name=X|capital=[[Y]]}} after.", "Before after."),
-        ("Fact.<ref name=a>{{cite web|url=http://x|title=T}}</ref> Next.<ref name=a/>",
-         "Fact. Next."),
+        (
+            "Fact.<ref name=a>{{cite web|url=http://x|title=T}}</ref> Next.<ref name=a/>",
+            "Fact. Next.",
+        ),
         ("Text [[File:Map.png|thumb|A [[caption]] here]] more.", "Text more."),
         ("Body.\n[[Category:Countries]]\n[[de:Land]]", "Body."),
         ("x <!-- hidden note --> y", "x y"),
@@ -47,8 +49,16 @@ def test_trailing_apparatus_sections_are_cut_but_later_prose_kept() -> None:
         "book\n== Bibliography ==\nworks\n== Legacy ==\nKept."
     )
     text = clean_wikitext(wikitext)
-    assert text.split() == ["Lead.", "History", "Old", "Rome.", "Empire", "More.", "Legacy",
-                            "Kept."]
+    assert text.split() == [
+        "Lead.",
+        "History",
+        "Old",
+        "Rome.",
+        "Empire",
+        "More.",
+        "Legacy",
+        "Kept.",
+    ]
 
 
 def test_unbalanced_quotes_do_not_leak_markup() -> None:
@@ -83,8 +93,11 @@ def _lead_paragraph_words(wikitext: str) -> set[str]:
 
 
 def test_real_wikitext_articles_are_clean_and_keep_their_prose() -> None:
-    pages = [p for p in dump_pages() if p.ns == 0 and skip_reason(p.title, p.wikitext) is None
-             and not p.redirect]
+    pages = [
+        p
+        for p in dump_pages()
+        if p.ns == 0 and skip_reason(p.title, p.wikitext) is None and not p.redirect
+    ]
     assert len(pages) == 98
     recalls = []
     for page in pages:

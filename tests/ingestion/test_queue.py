@@ -18,8 +18,10 @@ from service.sources import Article
 
 
 def _articles(first: int, count: int) -> list[Article]:
-    return [Article(id=str(i), title=f"T{i}", text=f"text {i}", source="test")
-            for i in range(first, first + count)]
+    return [
+        Article(id=str(i), title=f"T{i}", text=f"text {i}", source="test")
+        for i in range(first, first + count)
+    ]
 
 
 def _queue(server: RedisServer, **overrides: object) -> ArticleQueue:
@@ -41,7 +43,12 @@ def test_add_dedupes_by_page_id_across_a_restart(redis_server: RedisServer) -> N
     assert stream_ids(client, again.stream) == [str(i) for i in range(1, 13)]
     entry = client.xrange(again.stream, count=1)[0][1]
     assert {k.decode(): v.decode() for k, v in entry.items()} == {
-        "id": "1", "title": "T1", "text": "text 1", "source": "test", "fetched_at": "123.5"}
+        "id": "1",
+        "title": "T1",
+        "text": "text 1",
+        "source": "test",
+        "fetched_at": "123.5",
+    }
 
 
 def test_stream_never_exceeds_high_water_and_add_waits(redis_server: RedisServer) -> None:
@@ -51,8 +58,7 @@ def test_stream_never_exceeds_high_water_and_add_waits(redis_server: RedisServer
     assert statuses == [1] * 20 + [-1] and queue.length() == 20
     stop = threading.Event()
     results = []
-    adder = threading.Thread(target=lambda: results.append(queue.add(_articles(21, 10),
-                                                                     stop=stop)))
+    adder = threading.Thread(target=lambda: results.append(queue.add(_articles(21, 10), stop=stop)))
     adder.start()
     time.sleep(0.3)
     assert adder.is_alive() and queue.length() == 20  # waiting, not dropping, not trimming
@@ -106,8 +112,14 @@ def test_concurrent_producers_never_duplicate_nor_overflow(redis_server: RedisSe
         thread.start()
     consumer = queues[0]
     seen: list[str] = []
-    assert wait_until(lambda: _drain(consumer, seen) and not any(t.is_alive() for t in producers)
-                      and consumer.length() == 0, timeout=30)
+    assert wait_until(
+        lambda: (
+            _drain(consumer, seen)
+            and not any(t.is_alive() for t in producers)
+            and consumer.length() == 0
+        ),
+        timeout=30,
+    )
     done.set()
     watcher.join(timeout=5)
     assert max(lengths) <= high_water
@@ -154,7 +166,9 @@ def test_entries_of_a_killed_consumer_are_redelivered_after_the_timeout(
     queue.add(_articles(1, 6))
     process = subprocess.run(
         [sys.executable, "-c", CONSUMER_SCRIPT, settings.model_dump_json()],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert process.returncode == -9, process.stderr
     doomed = json.loads(process.stdout)

@@ -43,8 +43,9 @@ def _stop_scrapers() -> Iterator[None]:
         scraper.abort.set()
 
 
-def _scraper(api: FakeWikipediaAPI, redis_server: RedisServer, limit: int | None,
-             **overrides: object) -> Scraper:
+def _scraper(
+    api: FakeWikipediaAPI, redis_server: RedisServer, limit: int | None, **overrides: object
+) -> Scraper:
     settings = fast_settings(redis_url=redis_server.url, wikipedia_api_url=api.url, **overrides)
     scraper = Scraper(settings, WikipediaSource(settings), limit=limit)
     _SCRAPERS.append(scraper)
@@ -89,9 +90,9 @@ def test_500_articles_end_to_end_each_exactly_once_and_clean(
 def _small_pool(count: int) -> list[RawPage]:
     """``count`` short good articles of the default pool (quick to clean)."""
     return [
-        p for p in default_pool()
-        if p.ns == 0 and not p.redirect and not is_disambiguation_page(p)
-        and len(p.wikitext) < 3000
+        p
+        for p in default_pool()
+        if p.ns == 0 and not p.redirect and not is_disambiguation_page(p) and len(p.wikitext) < 3000
     ][:count]
 
 
@@ -101,8 +102,9 @@ def test_every_fault_is_survived_and_every_article_delivered_once(
     pool = _small_pool(150) + [p for p in default_pool() if p.redirect][:20]
     assert len(pool) == 170
     api = make_wikipedia_api(pages=pool, retry_after=1, slow_seconds=1.0, serve_redirects=True)
-    api.inject("429", "503", "maxlag", "reset", "slow", "malformed", "empty_revisions", "503",
-               "reset")
+    api.inject(
+        "429", "503", "maxlag", "reset", "slow", "malformed", "empty_revisions", "503", "reset"
+    )
     good = {str(p.pageid) for p in api.good_pages()}
     scraper = _scraper(api, redis_server, limit=len(good), request_timeout=0.4)
     started = time.monotonic()
@@ -111,8 +113,14 @@ def test_every_fault_is_survived_and_every_article_delivered_once(
     assert api.faults_left == 0
     assert set(_entries(redis_server, scraper.settings)) == good
     failures = scraper.source.failures  # type: ignore[attr-defined]
-    assert failures == {"http_429": 1, "http_503": 2, "api_maxlag": 1, "connection": 2,
-                        "timeout": 1, "malformed_json": 1}
+    assert failures == {
+        "http_429": 1,
+        "http_503": 2,
+        "api_maxlag": 1,
+        "connection": 2,
+        "timeout": 1,
+        "malformed_json": 1,
+    }
     assert totals.counts["retries"] == 8
     assert totals.skipped["redirect"] == 20 and totals.skipped["no_revisions"] == 2
     refused = next(i for i, r in enumerate(api.requests) if r.outcome == "429")
@@ -160,8 +168,7 @@ def test_backpressure_stops_growth_and_scraping_resumes_when_drained(
     make_wikipedia_api: MakeAPI, redis_server: RedisServer
 ) -> None:
     api = make_wikipedia_api(pages=_small_pool(200))
-    scraper = _scraper(api, redis_server, limit=200, stream_high_water=60,
-                       articles_per_request=25)
+    scraper = _scraper(api, redis_server, limit=200, stream_high_water=60, articles_per_request=25)
     queue = ArticleQueue(connect(scraper.settings), scraper.settings)
     runner = Background(scraper.run)
     runner.start()
@@ -192,8 +199,7 @@ def test_two_scrapers_at_once_queue_no_duplicates(
     pool = _small_pool(120)
     # Two API instances dealing the same pages in different orders, like random on the wiki.
     apis = [make_wikipedia_api(pages=pool, seed=seed) for seed in (1, 2)]
-    scrapers = [_scraper(api, redis_server, limit=None, articles_per_request=10)
-                for api in apis]
+    scrapers = [_scraper(api, redis_server, limit=None, articles_per_request=10) for api in apis]
     runners = [Background(s.run) for s in scrapers]
     for runner in runners:
         runner.start()
@@ -216,14 +222,23 @@ CLI = [sys.executable, "-c", "import sys; from service.cli import main; sys.exit
 
 def test_scrape_command_replays_a_jsonl_file(redis_server: RedisServer, tmp_path: Path) -> None:
     path = tmp_path / "articles.jsonl.gz"
-    records = [{"id": str(i), "title": f"T{i}", "text": f"Words of article {i}."}
-               for i in range(1, 31)]
+    records = [
+        {"id": str(i), "title": f"T{i}", "text": f"Words of article {i}."} for i in range(1, 31)
+    ]
     records.insert(5, {"id": "99", "title": "R", "text": "#REDIRECT [[T1]]", "format": "wikitext"})
     with gzip.open(path, "wt") as out:
         out.write("\n".join(json.dumps(r) for r in records) + "\n{broken\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMLDA_")}
-    command = [*CLI, "scrape", "--source", f"jsonl:{path}", "--redis", redis_server.url,
-               "--limit", "25"]
+    command = [
+        *CLI,
+        "scrape",
+        "--source",
+        f"jsonl:{path}",
+        "--redis",
+        redis_server.url,
+        "--limit",
+        "25",
+    ]
     first = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env)
     assert first.returncode == 0, first.stderr
     assert "batch 1: 25 fetched, 25 queued" in first.stderr
@@ -248,8 +263,11 @@ def test_scrape_command_replays_a_jsonl_file(redis_server: RedisServer, tmp_path
     ],
 )
 def test_scrape_command_user_errors_are_one_line(
-    redis_server: RedisServer, args: list[str], message: str,
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    redis_server: RedisServer,
+    args: list[str],
+    message: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("STREAMLDA_REDIS_URL", raising=False)
     assert main(["scrape", "--redis", redis_server.url, *args]) == 2
@@ -280,7 +298,9 @@ def test_sigterm_finishes_the_batch_in_hand_and_exits_cleanly(
     env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMLDA_")}
     process = subprocess.Popen(
         [*CLI, "scrape", "--redis", redis_server.url, "--api-url", api.url, "--rate", "4"],
-        stderr=subprocess.PIPE, text=True, env={**env, "STREAMLDA_ARTICLES_PER_REQUEST": "10"},
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**env, "STREAMLDA_ARTICLES_PER_REQUEST": "10"},
     )
     try:
         assert process.stderr is not None

@@ -26,12 +26,25 @@ def test_jsonl_reads_plain_and_wikitext_records_and_counts_bad_lines(tmp_path: P
         json.dumps({"id": "2", "title": "No text"}),
         json.dumps(["a", "list"]),
         "",
-        json.dumps({"id": "3", "title": "Redirect", "text": "#REDIRECT [[X]]",
-                    "format": "wikitext"}),
-        json.dumps({"id": "4", "title": "X (disambiguation)", "text": "X may be:\n* [[A]]",
-                    "format": "wikitext"}),
-        json.dumps({"id": str(wikitext.pageid), "title": wikitext.title, "text": wikitext.wikitext,
-                    "format": "wikitext"}),
+        json.dumps(
+            {"id": "3", "title": "Redirect", "text": "#REDIRECT [[X]]", "format": "wikitext"}
+        ),
+        json.dumps(
+            {
+                "id": "4",
+                "title": "X (disambiguation)",
+                "text": "X may be:\n* [[A]]",
+                "format": "wikitext",
+            }
+        ),
+        json.dumps(
+            {
+                "id": str(wikitext.pageid),
+                "title": wikitext.title,
+                "text": wikitext.wikitext,
+                "format": "wikitext",
+            }
+        ),
         json.dumps({"title": "No id", "text": "Some text."}),
         json.dumps({"id": "5", "title": "Blank", "text": "  \n"}),
     ]
@@ -44,7 +57,11 @@ def test_jsonl_reads_plain_and_wikitext_records_and_counts_bad_lines(tmp_path: P
     assert articles[0].text == "Plain prose words." and articles[0].source == f"jsonl:{path}"
     assert "{{" not in articles[1].text and "Aruba" in articles[1].text
     assert dict(source.skipped.counts) == {
-        "malformed_json": 1, "missing_text": 2, "redirect": 1, "disambiguation": 1, "empty": 1,
+        "malformed_json": 1,
+        "missing_text": 2,
+        "redirect": 1,
+        "disambiguation": 1,
+        "empty": 1,
     }
 
 
@@ -90,11 +107,10 @@ def _synthetic_dump(path: Path, pages: int) -> None:
         yield f'<mediawiki xmlns="{EXPORT_NS}" version="0.10" xml:lang="en">\n'
         yield "<siteinfo><sitename>Wikipedia</sitename></siteinfo>\n"
         for i in range(1, pages + 1):
-            ns, text = (0, f"'''Page {i}''' is a [[test]] article.") if i % 10 == 0 else (
-                1, filler)
+            ns, text = (0, f"'''Page {i}''' is a [[test]] article.") if i % 10 == 0 else (1, filler)
             yield (
                 f"<page><title>Page {i}</title><ns>{ns}</ns><id>{i}</id><revision>"
-                f"<id>{i}0</id><text xml:space=\"preserve\">{text}</text></revision></page>\n"
+                f'<id>{i}0</id><text xml:space="preserve">{text}</text></revision></page>\n'
             )
         yield "</mediawiki>\n"
 

@@ -18,8 +18,12 @@ MakeAPI = Callable[..., FakeWikipediaAPI]
 
 def _plain_pages(count: int, first_id: int = 1) -> list[RawPage]:
     return [
-        RawPage(pageid=first_id + i, ns=0, title=f"Article {first_id + i}",
-                wikitext=f"'''Article {first_id + i}''' is about [[topic {i}|things]].")
+        RawPage(
+            pageid=first_id + i,
+            ns=0,
+            title=f"Article {first_id + i}",
+            wikitext=f"'''Article {first_id + i}''' is about [[topic {i}|things]].",
+        )
         for i in range(count)
     ]
 
@@ -82,11 +86,14 @@ def test_maxlag_error_body_is_retried_after_retry_after(make_wikipedia_api: Make
 
 @pytest.mark.parametrize(
     ("fault", "reason"),
-    [("503", "http_503"), ("reset", "connection"), ("slow", "timeout"),
-     ("malformed", "malformed_json")],
+    [
+        ("503", "http_503"),
+        ("reset", "connection"),
+        ("slow", "timeout"),
+        ("malformed", "malformed_json"),
+    ],
 )
-def test_transient_faults_are_retried(make_wikipedia_api: MakeAPI, fault: str,
-                                      reason: str) -> None:
+def test_transient_faults_are_retried(make_wikipedia_api: MakeAPI, fault: str, reason: str) -> None:
     api = make_wikipedia_api(pages=_plain_pages(60), slow_seconds=1.5)
     api.inject(fault, fault)
     source = _source(api, request_timeout=0.4)
@@ -124,13 +131,15 @@ def test_broken_pages_are_skipped_and_counted(make_wikipedia_api: MakeAPI) -> No
 
 
 @pytest.mark.parametrize("pageprops", [True, False])
-def test_redirects_and_disambiguation_pages_are_skipped(make_wikipedia_api: MakeAPI,
-                                                        pageprops: bool) -> None:
+def test_redirects_and_disambiguation_pages_are_skipped(
+    make_wikipedia_api: MakeAPI, pageprops: bool
+) -> None:
     main = [p for p in dump_pages() if p.ns == 0]
     bad = [p for p in main if p.redirect or is_disambiguation_page(p)]
     good = sorted((p for p in main if p not in bad), key=lambda p: len(p.wikitext))[:10]
-    api = make_wikipedia_api(pages=bad + good, serve_redirects=True,
-                             disambiguation_pageprops=pageprops)
+    api = make_wikipedia_api(
+        pages=bad + good, serve_redirects=True, disambiguation_pageprops=pageprops
+    )
     source = _source(api)
     articles = [a for _ in range(3) for a in source.fetch_batch()]  # 150 >= the 117 pages
     assert {a.id for a in articles} == {str(p.pageid) for p in api.good_pages()}

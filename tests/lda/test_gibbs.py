@@ -92,4 +92,3 @@ def test_same_seed_same_result_and_bad_burn_in(problem):
     assert torch.equal(a.token_topics, b.token_topics)
     with pytest.raises(ValueError, match="burn_in"):
         gibbs_expectations(beta, batch, GAMMA, 8, 8, torch.Generator())
-

@@ -82,7 +82,9 @@ def wikitext_records() -> tuple[dict[str, str], ...]:
     """The 98 raw-wikitext articles of the JSON-lines shards (the dump's usable articles)."""
     require_corpora()
     return tuple(
-        record for shard in SHARDS for record in read_jsonl(shard)
+        record
+        for shard in SHARDS
+        for record in read_jsonl(shard)
         if record.get("format") == "wikitext"
     )
 

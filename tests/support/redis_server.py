@@ -55,14 +55,29 @@ class RedisServer:
         if self.running:
             return
         args = [
-            self.executable, "--port", str(self.port), "--bind", "127.0.0.1",
-            "--dir", str(self.directory), "--save", "", "--appendonly", "yes",
-            "--appendfsync", "everysec", "--logfile", "redis.log", "--daemonize", "no",
+            self.executable,
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            str(self.directory),
+            "--save",
+            "",
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            "everysec",
+            "--logfile",
+            "redis.log",
+            "--daemonize",
+            "no",
         ]
         self.process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + START_TIMEOUT_S
-        probe = redis.Redis(host="127.0.0.1", port=self.port, socket_connect_timeout=0.5,
-                            socket_timeout=0.5)
+        probe = redis.Redis(
+            host="127.0.0.1", port=self.port, socket_connect_timeout=0.5, socket_timeout=0.5
+        )
         try:
             while True:
                 try:
@@ -70,7 +85,7 @@ class RedisServer:
                     return
                 except (redis.ConnectionError, redis.TimeoutError):
                     if self.process.poll() is not None or time.monotonic() > deadline:
-                        log = (self.directory / "redis.log")
+                        log = self.directory / "redis.log"
                         tail = log.read_text()[-2000:] if log.exists() else ""
                         self.kill()
                         raise RuntimeError(

@@ -103,8 +103,9 @@ class FakeWikipediaAPI:
 
     def start(self) -> FakeWikipediaAPI:
         """Serve in a background thread."""
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True,
-                                        kwargs={"poll_interval": 0.05})
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, daemon=True, kwargs={"poll_interval": 0.05}
+        )
         self._thread.start()
         return self
 
@@ -147,8 +148,10 @@ class FakeWikipediaAPI:
     def good_pages(self) -> list[RawPage]:
         """Servable pages that are articles: not redirects, not disambiguation pages."""
         return [
-            p for p in self.servable()
-            if not p.redirect and not p.wikitext.lstrip().upper().startswith("#REDIRECT")
+            p
+            for p in self.servable()
+            if not p.redirect
+            and not p.wikitext.lstrip().upper().startswith("#REDIRECT")
             and not is_disambiguation_page(p)
         ]
 
@@ -165,8 +168,9 @@ class FakeWikipediaAPI:
     def _deal(self, count: int, allow_redirects: bool) -> list[RawPage]:
         with self._lock:
             dealt: list[RawPage] = []
-            candidates = [p for p in self.pages if p.ns == 0 and (allow_redirects or not
-                                                                     p.redirect)]
+            candidates = [
+                p for p in self.pages if p.ns == 0 and (allow_redirects or not p.redirect)
+            ]
             if not candidates:
                 return dealt
             while len(dealt) < count:
@@ -199,8 +203,9 @@ class FakeWikipediaAPI:
             item["pageprops"] = {"disambiguation": ""}
         return item
 
-    def answer(self, params: dict[str, str], record: RequestRecord) -> tuple[int, dict[str,
-                                                                                     str], bytes]:
+    def answer(
+        self, params: dict[str, str], record: RequestRecord
+    ) -> tuple[int, dict[str, str], bytes]:
         """Status, headers and body for one request (faults aside)."""
         problem = _check_params(params)
         if problem is not None:
@@ -228,8 +233,12 @@ class FakeWikipediaAPI:
 def _check_params(params: dict[str, str]) -> tuple[str, str] | None:
     """The API's complaint about a request this stand-in cannot answer, if any."""
     required = {
-        "action": "query", "format": "json", "formatversion": "2", "generator": "random",
-        "rvslots": "main", "grnnamespace": "0",
+        "action": "query",
+        "format": "json",
+        "formatversion": "2",
+        "generator": "random",
+        "rvslots": "main",
+        "grnnamespace": "0",
     }
     for name, value in required.items():
         if params.get(name) != value:
@@ -246,8 +255,12 @@ def _broken_pages() -> list[dict[str, Any]]:
     return [
         {"pageid": 990_000_001, "ns": 0, "title": "Empty revision list", "revisions": []},
         {"pageid": 990_000_002, "ns": 0, "title": "No revisions key"},
-        {"pageid": 990_000_003, "ns": 0, "title": "Hidden text",
-         "revisions": [{"revid": 1, "slots": {"main": {"texthidden": True}}}]},
+        {
+            "pageid": 990_000_003,
+            "ns": 0,
+            "title": "Hidden text",
+            "revisions": [{"revid": 1, "slots": {"main": {"texthidden": True}}}],
+        },
         {"ns": 0, "title": "Missing page", "missing": True},
     ]
 
@@ -275,17 +288,35 @@ def _handler_class(api: FakeWikipediaAPI) -> type[BaseHTTPRequestHandler]:
                 time.sleep(api.slow_seconds)
                 self._send(200, {}, b'{"batchcomplete": true, "query": {"pages": []}}')
             elif fault == "429":
-                self._send(429, {"Retry-After": str(api.retry_after),
-                                 "Content-Type": "text/plain"}, b"Too many requests")
+                self._send(
+                    429,
+                    {"Retry-After": str(api.retry_after), "Content-Type": "text/plain"},
+                    b"Too many requests",
+                )
             elif fault == "503":
-                self._send(503, {"Content-Type": "text/html"},
-                           b"<html><body>Service Temporarily Unavailable</body></html>")
+                self._send(
+                    503,
+                    {"Content-Type": "text/html"},
+                    b"<html><body>Service Temporarily Unavailable</body></html>",
+                )
             elif fault == "maxlag":
-                error = {"code": "maxlag", "info": "Waiting for db1: 7 seconds lagged",
-                         "host": "db1", "lag": 7, "type": "db"}
+                error = {
+                    "code": "maxlag",
+                    "info": "Waiting for db1: 7 seconds lagged",
+                    "host": "db1",
+                    "lag": 7,
+                    "type": "db",
+                }
                 lag = {"error": error, "servedby": "stand-in"}
-                self._send(200, {"Retry-After": str(api.retry_after), "X-Database-Lag": "7",
-                                 "MediaWiki-API-Error": "maxlag"}, json.dumps(lag).encode())
+                self._send(
+                    200,
+                    {
+                        "Retry-After": str(api.retry_after),
+                        "X-Database-Lag": "7",
+                        "MediaWiki-API-Error": "maxlag",
+                    },
+                    json.dumps(lag).encode(),
+                )
             elif fault == "malformed":
                 self._send(200, {}, b'{"batchcomplete": true, "query": {"pages": [{"pageid": 1')
             else:
@@ -308,8 +339,9 @@ def _handler_class(api: FakeWikipediaAPI) -> type[BaseHTTPRequestHandler]:
         def _reset(self) -> None:
             self.close_connection = True
             try:
-                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
-                                           struct.pack("ii", 1, 0))
+                self.connection.setsockopt(
+                    socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+                )
                 self.connection.close()
             except OSError:
                 pass

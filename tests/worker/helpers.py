@@ -106,12 +106,20 @@ class WorkerProcess:
     def __init__(self, redis_url: str, data_dir: Path, log: Path, **env: str) -> None:
         self.log = log
         self.offset = log.stat().st_size if log.exists() else 0  # the log may be shared
-        environment = {**os.environ, **WORKER_ENV, "STREAMLDA_REDIS_URL": redis_url,
-                       "STREAMLDA_DATA_DIR": str(data_dir), **env}
+        environment = {
+            **os.environ,
+            **WORKER_ENV,
+            "STREAMLDA_REDIS_URL": redis_url,
+            "STREAMLDA_DATA_DIR": str(data_dir),
+            **env,
+        }
         self.handle = log.open("ab")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "service.cli", "worker"], cwd=REPO, env=environment,
-            stdout=self.handle, stderr=subprocess.STDOUT,
+            [sys.executable, "-m", "service.cli", "worker"],
+            cwd=REPO,
+            env=environment,
+            stdout=self.handle,
+            stderr=subprocess.STDOUT,
         )
 
     def output(self) -> str:

@@ -63,8 +63,18 @@ def alive(pid: int) -> bool:
 def start_up(data_dir: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
     env = {**os.environ, **UP_ENV}
     env.pop("STREAMLDA_REDIS_URL", None)
-    command = [sys.executable, "-m", "service", "up", "--source", f"jsonl:{SHARDS[0]}",
-               "--port", str(port), "--data-dir", str(data_dir)]
+    command = [
+        sys.executable,
+        "-m",
+        "service",
+        "up",
+        "--source",
+        f"jsonl:{SHARDS[0]}",
+        "--port",
+        str(port),
+        "--data-dir",
+        str(data_dir),
+    ]
     with log.open("ab") as out:
         return subprocess.Popen(command, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
 
@@ -94,8 +104,10 @@ def test_up_serves_topics_and_perplexity_then_stops_cleanly_and_resumes(tmp_path
         status, topics = get(port, "/topics?top=5")
         assert status == 200 and set(topics) == {"docs_seen", "updated_at", "sampler", "topics"}
         assert [t["id"] for t in topics["topics"]] == list(range(TOPICS))
-        assert all(len(t["words"]) == 5 and set(t["words"][0]) == {"word", "weight"}
-                   for t in topics["topics"])
+        assert all(
+            len(t["words"]) == 5 and set(t["words"][0]) == {"word", "weight"}
+            for t in topics["topics"]
+        )
         status, one = get(port, "/topics/2?top=3")
         assert status == 200 and one["id"] == 2 and len(one["words"]) == 3
         assert get(port, f"/topics/{TOPICS}")[0] == 404

@@ -27,19 +27,23 @@ def test_kill_9_then_restart_resumes_from_the_checkpoint_and_acknowledges_everyt
     client = redis_server.client()
     data_dir = tmp_path / "data"
     queue_articles(client, 0, 150)
-    worker = WorkerProcess(redis_server.url, data_dir, tmp_path / "worker.log",
-                           STREAMLDA_CHECKPOINT_EVERY_S="0.5")
+    worker = WorkerProcess(
+        redis_server.url, data_dir, tmp_path / "worker.log", STREAMLDA_CHECKPOINT_EVERY_S="0.5"
+    )
     try:
-        wait_until(lambda: (data_dir / CHECKPOINT_NAME).exists() and docs_seen(client) >= 60,
-                   "a checkpoint and 60 trained documents")
+        wait_until(
+            lambda: (data_dir / CHECKPOINT_NAME).exists() and docs_seen(client) >= 60,
+            "a checkpoint and 60 trained documents",
+        )
         worker.kill()
     finally:
         worker.ensure_dead()
     floor = checkpoint_docs(data_dir)
     assert not drained(client), "the crash left work behind (else the test proves nothing)"
     queue_articles(client, 150, 50)
-    restarted = WorkerProcess(redis_server.url, data_dir, tmp_path / "worker.log",
-                              STREAMLDA_CHECKPOINT_EVERY_S="0.5")
+    restarted = WorkerProcess(
+        redis_server.url, data_dir, tmp_path / "worker.log", STREAMLDA_CHECKPOINT_EVERY_S="0.5"
+    )
     try:
         seen: list[int] = []
 
@@ -82,8 +86,10 @@ def test_sigterm_checkpoints_and_leaves_only_entries_that_are_redelivered(
     assert snap is not None and snap.docs_seen == stopped_at, "the checkpoint has the last update"
     restarted = WorkerProcess(redis_server.url, data_dir, tmp_path / "worker.log", **env)
     try:
-        wait_until(lambda: docs_seen(client) + HELDOUT >= 120 - _empty(client),
-                   "every remaining article trained after the restart")
+        wait_until(
+            lambda: docs_seen(client) + HELDOUT >= 120 - _empty(client),
+            "every remaining article trained after the restart",
+        )
         assert restarted.terminate() == 0
     finally:
         restarted.ensure_dead()
@@ -100,8 +106,9 @@ def test_redis_outage_mid_run_is_waited_out(redis_server: RedisServer, tmp_path:
     client = redis_server.client()
     data_dir = tmp_path / "data"
     queue_articles(client, 0, 80)
-    worker = WorkerProcess(redis_server.url, data_dir, tmp_path / "worker.log",
-                           STREAMLDA_CHECKPOINT_EVERY_S="0.5")
+    worker = WorkerProcess(
+        redis_server.url, data_dir, tmp_path / "worker.log", STREAMLDA_CHECKPOINT_EVERY_S="0.5"
+    )
     try:
         wait_until(lambda: docs_seen(client) >= 30, "30 trained documents")
         redis_server.stop()
@@ -110,8 +117,10 @@ def test_redis_outage_mid_run_is_waited_out(redis_server: RedisServer, tmp_path:
         redis_server.start()
         client = redis_server.client()
         queue_articles(client, 80, 40)
-        wait_until(lambda: drained(client) and docs_seen(client) + HELDOUT + _empty(client) >= 120,
-                   "the stream drained after the outage")
+        wait_until(
+            lambda: drained(client) and docs_seen(client) + HELDOUT + _empty(client) >= 120,
+            "the stream drained after the outage",
+        )
         assert worker.terminate() == 0
     finally:
         worker.ensure_dead()
