@@ -22,6 +22,7 @@ from lda.model import NonFiniteError, StreamingLDA, resolve_device
 from lda.perplexity import HeldoutSet
 from lda.vocab import Vocabulary, build_vocabulary
 from service.cli import CommandError
+from service.learner_flags import add_learner_flags
 from service.model_store import (
     CHECKPOINT_NAME,
     export_model,
@@ -41,28 +42,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``train`` subcommand."""
     p = subparsers.add_parser("train", help="learn topics offline from a source")
     p.add_argument("--source", required=True, help="jsonl:PATH, dump:PATH or wikipedia")
-    vocab = p.add_mutually_exclusive_group()
-    vocab.add_argument("--vocab", type=Path, help="vocabulary file, one word per line")
-    vocab.add_argument("--vocab-size", type=int, help="build a vocabulary of W words")
-    p.add_argument("--sampler", choices=["sgld", "sghmc", "sgrld", "sgrhmc"])
-    p.add_argument("--topics", type=int, help="number of topics K")
-    p.add_argument("--batch-size", type=int, help="documents per minibatch")
-    p.add_argument("--sweeps", type=int, help="Gibbs sweeps per minibatch")
-    p.add_argument("--burn-in", type=int, help="sweeps discarded (default: half)")
-    p.add_argument("--gibbs", choices=["exact", "rao-blackwell"])
-    p.add_argument("--step-size", type=float, help="step size (schedule's a)")
-    p.add_argument("--corpus-size", type=float, help="corpus size N")
-    p.add_argument(
-        "--corpus-growth", action="store_true", default=None, help="N grows with the documents seen"
-    )
-    p.add_argument("--alpha", type=float, help="topic-word Dirichlet prior")
-    p.add_argument("--gamma", type=float, help="document-topic Dirichlet prior")
+    add_learner_flags(p)
     p.add_argument("--docs", type=int, required=True, help="documents to train on")
-    p.add_argument("--heldout", type=int, help="first H documents held out")
-    p.add_argument("--eval-every", type=int, help="evaluate every M trained documents")
-    p.add_argument("--device", choices=["auto", "cpu", "cuda"])
-    p.add_argument("--threads", type=int, help="CPU threads")
-    p.add_argument("--seed", type=int)
     p.add_argument("--out", type=Path, required=True, help="output directory")
     p.add_argument("--json", action="store_true", help="one JSON object per evaluation")
     p.set_defaults(func=run)

@@ -9,13 +9,13 @@ import signal
 import threading
 from pathlib import Path
 from types import FrameType
-from typing import get_args
 
 from lda.model import resolve_device
 from service.errors import CommandError
+from service.learner_flags import add_learner_flags
 from service.queue import connect
 from service.runtime import set_threads
-from service.settings import DeviceName, GibbsMethod, SamplerName, Settings
+from service.settings import Settings
 from service.worker import Worker
 
 log = logging.getLogger(__name__)
@@ -31,25 +31,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.add_argument("--redis", dest="redis_url", metavar="URL", help="Redis URL")
     p.add_argument("--data-dir", type=Path, help="where checkpoints are written")
-    vocab = p.add_mutually_exclusive_group()
-    vocab.add_argument("--vocab", type=Path, help="vocabulary file, one word per line")
-    vocab.add_argument("--vocab-size", type=int, help="build a vocabulary of W words")
+    add_learner_flags(p)
     p.add_argument("--vocab-docs", type=int, help="documents read to build the vocabulary")
-    p.add_argument("--sampler", choices=get_args(SamplerName))
-    p.add_argument("--topics", type=int, help="number of topics K")
-    p.add_argument("--batch-size", type=int, help="documents per minibatch")
-    p.add_argument("--sweeps", type=int, help="Gibbs sweeps per minibatch")
-    p.add_argument("--burn-in", type=int, help="sweeps discarded (default: half)")
-    p.add_argument("--gibbs", choices=get_args(GibbsMethod))
-    p.add_argument("--step-size", type=float, help="step size (schedule's a)")
-    p.add_argument("--corpus-size", type=float, help="corpus size N")
-    p.add_argument(
-        "--corpus-growth", action="store_true", default=None, help="N grows with the documents seen"
-    )
-    p.add_argument("--alpha", type=float, help="topic-word Dirichlet prior")
-    p.add_argument("--gamma", type=float, help="document-topic Dirichlet prior")
-    p.add_argument("--heldout", type=int, help="first H documents held out")
-    p.add_argument("--eval-every", type=int, help="evaluate every M trained documents")
     p.add_argument(
         "--checkpoint-every",
         dest="checkpoint_every_s",
@@ -57,9 +40,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="seconds between checkpoints",
     )
     p.add_argument("--consumer", dest="consumer_name", help="consumer name in the group")
-    p.add_argument("--device", choices=get_args(DeviceName))
-    p.add_argument("--threads", type=int, help="CPU threads")
-    p.add_argument("--seed", type=int)
     p.set_defaults(func=run)
 
 
