@@ -67,13 +67,3 @@ def collapsed_gibbs(
                             out[j, k] += weights[k] / total
                     else:
                         out[j, k_new] += 1.0
-
-
-@numba.njit(cache=True)
-def add_rows_by_word(words: np.ndarray, rows: np.ndarray, total: np.ndarray) -> None:
-    """total[w] += rows[j] for every token j of word w (total is W x K)."""
-    n_topics = rows.shape[1]
-    for j in range(words.shape[0]):
-        w = words[j]
-        for k in range(n_topics):
-            total[w, k] += rows[j, k]
