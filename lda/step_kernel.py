@@ -13,6 +13,17 @@ import numba
 import numpy as np
 
 
+@numba.njit(cache=True, inline="always")
+def _row_totals(theta: np.ndarray, topic_word: np.ndarray, k: int) -> tuple[float, float]:
+    """(theta_k., E[n_k.]): the row sums both steps read at time t."""
+    row_sum = 0.0
+    topic_total = 0.0
+    for w in range(theta.shape[1]):
+        row_sum += theta[k, w]
+        topic_total += topic_word[k, w]
+    return row_sum, topic_total
+
+
 @numba.njit(parallel=True, cache=True)
 def sgrld_step(
     theta: np.ndarray,  # (K, W) float64, updated in place
@@ -25,11 +36,7 @@ def sgrld_step(
     n_topics, n_words = theta.shape
     reflected = np.zeros(n_topics, dtype=np.int64)
     for k in numba.prange(n_topics):
-        row_sum = 0.0
-        topic_total = 0.0
-        for w in range(n_words):
-            row_sum += theta[k, w]
-            topic_total += topic_word[k, w]
+        row_sum, topic_total = _row_totals(theta, topic_word, k)
         for w in range(n_words):
             t = theta[k, w]
             data = topic_word[k, w] - (t / row_sum) * topic_total
@@ -59,11 +66,7 @@ def sgrhmc_split_step(
     tiny = np.finfo(np.float64).tiny
     turned_count = np.zeros(n_topics, dtype=np.int64)
     for k in numba.prange(n_topics):
-        row_sum = 0.0
-        topic_total = 0.0
-        for w in range(n_words):
-            row_sum += theta[k, w]
-            topic_total += topic_word[k, w]
+        row_sum, topic_total = _row_totals(theta, topic_word, k)
         lam = 1.0 + scale * topic_total / row_sum
         for w in range(n_words):
             t = theta[k, w]
