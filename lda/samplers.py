@@ -129,48 +129,110 @@ def sgrhmc_split(
     eps: float,
     noise: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """SGRHMC integrated by splitting its drift into three exactly handled parts.
+    """SGRHMC integrated by splitting its drift into three parts, the singular one exactly.
 
     With phi = sqrt(theta) the SDE's drift is, per coordinate,
       d phi = r/2,  dr = c/phi - lambda phi - theta r  (+ noise sqrt(2 theta) dW),
     c = alpha - 1/2 + (N/n) E[n_kw], lambda = 1 + (N/n) E[n_k.]/theta_k.  (the expanded SGRHMC
-    drift of DESIGN §2). One step, with theta_k. and c, lambda fixed at time t:
-      1. r -= eps lambda phi                                 (smooth force, Euler)
-      2. r <- exp(-eps theta) r + sqrt(1 - exp(-2 eps theta)) xi  (friction and noise, exact OU)
-      3. phi += eps r / 2 + eps^2 c / (4 phi) (second-order Taylor move of the singular part
-         phi' = r/2, r' = c/phi, capped at eps sqrt(|c| (1 + log(1 + eps sqrt|c| / phi))), the
-         distance its exact flow covers from rest near zero; the cap vanishes as eps -> 0),
-         then r from that part's conserved energy r^2/4 - c ln phi:
-         the 1/phi force is never applied as an Euler kick to r, so near-zero coordinates
-         cannot blow up (r grows only like sqrt(log phi)). A particle that cannot reach its
-         new position stops at its turning point; one that falls through zero is reflected.
-    Each part is a consistent discretisation of its piece, so the composition (Lie splitting)
-    is a first-order integrator of the same SDE, with the same stationary law as eps -> 0.
+    drift of DESIGN §2). One step, with theta_k., c and lambda fixed at time t:
+      1. r -= eps lambda phi                                       (smooth force, Euler)
+      2. r <- exp(-eps theta) r + sqrt(1 - exp(-2 eps theta)) xi   (friction and noise, exact OU)
+      3. the singular flow phi' = r/2, r' = c/phi for time eps (:func:`singular_flow`): exact
+         where c < 0 (no data: the posterior piles up at zero on every scale), a Taylor move
+         closed by its conserved energy where c >= 0 (data repel from zero; no mass there).
+    ``noise`` is (2, K, W): xi, and the draw :func:`singular_flow` needs. Each part preserves
+    its piece of the target (steps 2 and 3 exactly where c < 0), so the composition is a
+    first-order integrator of the same SDE whose error does not grow near zero.
     Returns the reflected state directly.
     """
     assert r is not None, "SGRHMC needs a momentum"
-    dtype = theta.dtype
-    tiny = torch.finfo(dtype).tiny
+    friction_noise, phase_noise = noise[0], noise[1]
     phi = safe(theta).sqrt()
     c = hyper.alpha - 0.5 + stats.scale * stats.topic_word
     lam = 1.0 + stats.scale * stats.topic_totals / theta.sum(dim=1, keepdim=True)
     r = r - eps * lam * phi
     decay = torch.exp(-eps * theta)
-    r = decay * r + (1.0 - decay * decay).clamp_min(0).sqrt() * noise
-    reach = eps * (c.abs() * (1.0 + torch.log1p(eps * c.abs().sqrt() / phi))).sqrt()
-    taylor = (0.25 * eps * eps * c / phi).clamp(min=-reach, max=reach)
-    moved = phi + 0.5 * eps * r + taylor
-    crossing = moved < 0
-    phi_1 = moved.abs().clamp_min(tiny)
-    direction = torch.where(crossing, torch.ones_like(r), (moved - phi).sign())
-    log_ratio = phi_1.log() - phi.log()
-    energy = r * r + 4.0 * c * log_ratio
-    turned = (crossing & (c > 0)) | (energy < 0)
-    safe_c = torch.where(c == 0, torch.ones_like(c), c)
-    turning_point = torch.exp(phi.log() - r * r / (4.0 * safe_c))
-    new_phi = torch.where(turned, turning_point, phi_1)
-    new_r = torch.where(turned, torch.zeros_like(r), direction * energy.clamp_min(0).sqrt())
+    r = decay * r + (1.0 - decay * decay).clamp_min(0).sqrt() * friction_noise
+    new_phi, new_r = singular_flow(phi, r, c, eps, phase_noise)
     return new_phi * new_phi, new_r
+
+
+def singular_flow(
+    phi: torch.Tensor, r: torch.Tensor, c: torch.Tensor, eps: float, z: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Move (phi, r) along phi' = r/2, r' = c/phi for time eps; z ~ N(0, 1) of the same shape.
+
+    Both cases conserve the energy r^2/4 - c ln phi.
+    c = -a < 0: the orbit falls to zero, bounces (theta <- |theta| flips r) and rises to
+      phi_max = phi exp(x^2/2), x = |r|/sqrt(2a). The time since (or until) the bounce is
+      T erfc(x/sqrt 2) with T = phi_max sqrt(pi/a), linear in time, so the exact position
+      after eps is one inverse normal CDF away. An orbit whose period 2T is shorter than eps
+      is put at a uniformly drawn time of its orbit instead (x = |z|, r's sign that of z):
+      either move keeps the flow's invariant density phi^(2c) exp(-r^2/2) on every energy
+      shell, so neither biases the target, however close to zero phi is.
+    c >= 0: second-order Taylor move phi + eps r/2 + eps^2 c/(4 phi), capped at
+      eps sqrt(c (1 + log(1 + eps sqrt(c)/phi))) (the distance the exact flow covers from rest
+      near zero), then r from the energy; a particle that cannot reach its new position stops
+      at its turning point, one that would cross zero stops there too (the 1/phi force repels).
+    """
+    tiny = torch.finfo(phi.dtype).tiny
+    attracted = c < 0
+    # --- c < 0: exact.
+    a = (-c).clamp_min(tiny)
+    x = r.abs() / (2.0 * a).sqrt()
+    log_max = phi.log() + 0.5 * x * x
+    rate = (a / torch.pi).sqrt()
+    since = phi / rate * torch.special.erfcx(x / 2.0**0.5)  # time since/until the bounce
+    half_period = torch.exp(log_max) / rate
+    s = torch.where(r > 0, since, -since) + eps
+    s = torch.where(s > half_period, s - 2.0 * half_period, s)
+    # erfc(x'/sqrt 2) = |s| / half_period, in logs: fast orbits overflow exp(log_max).
+    log_fraction = (s.abs().clamp_min(tiny).log() + rate.log() - log_max).clamp_max(0.0)
+    x_exact = inverse_log_erfc(log_fraction)
+    r_exact = torch.where(s >= 0, 1.0, -1.0) * (2.0 * a).sqrt() * x_exact
+    drawn = eps >= 2.0 * half_period
+    x_new = torch.where(drawn, z.abs(), x_exact)
+    r_attracted = torch.where(drawn, (2.0 * a).sqrt() * z, r_exact)
+    phi_attracted = torch.exp(log_max - 0.5 * x_new * x_new)
+    # --- c >= 0: Taylor move closed by the energy.
+    cp = c.clamp_min(0)
+    reach = eps * (cp * (1.0 + torch.log1p(eps * cp.sqrt() / phi))).sqrt()
+    taylor = (0.25 * eps * eps * cp / phi).clamp(max=reach)
+    moved = phi + 0.5 * eps * r + taylor
+    phi_1 = moved.clamp_min(tiny)
+    energy = r * r + 4.0 * cp * (phi_1.log() - phi.log())
+    free = cp == 0  # c = 0 exactly: free flight, reflected at zero
+    turned = ~free & ((moved <= 0) | (energy < 0))
+    safe_c = torch.where(free, torch.ones_like(cp), cp)
+    turning_point = torch.exp(phi.log() - r * r / (4.0 * safe_c))
+    direction = (moved - phi).sign()
+    phi_repelled = torch.where(turned, turning_point, phi_1)
+    r_repelled = torch.where(turned, torch.zeros_like(r), direction * energy.clamp_min(0).sqrt())
+    phi_repelled = torch.where(free, moved.abs().clamp_min(tiny), phi_repelled)
+    r_repelled = torch.where(free, torch.where(moved < 0, -r, r), r_repelled)
+    return (
+        torch.where(attracted, phi_attracted, phi_repelled),
+        torch.where(attracted, r_attracted, r_repelled),
+    )
+
+
+def inverse_log_erfc(log_y: torch.Tensor) -> torch.Tensor:
+    """x >= 0 with log erfc(x / sqrt 2) = log_y <= 0 (twice the upper normal tail), for any log_y.
+
+    ndtri down to log_y = -600; below, the asymptotic tail, refined by Newton in log space.
+    """
+    direct = -torch.special.ndtri(0.5 * torch.exp(log_y.clamp_min(_LOG_TAIL)))
+    deep = log_y.clamp_max(_LOG_TAIL)
+    x = (-2.0 * deep).sqrt()
+    for _ in range(3):
+        x = (-2.0 * deep - 2.0 * (x * (torch.pi / 2.0) ** 0.5).log()).sqrt()
+    for _ in range(2):
+        scaled = torch.special.erfcx(x / 2.0**0.5)
+        x = x + (scaled.log() - 0.5 * x * x - deep) * scaled * (torch.pi / 2.0) ** 0.5
+    return torch.where(log_y > _LOG_TAIL, direct, x)
+
+
+_LOG_TAIL = -600.0
 
 
 # --- the samplers --------------------------------------------------------------------------
@@ -188,6 +250,7 @@ class SamplerSpec:
     gamma: float
     schedule: StepSchedule
     reflects_itself: bool = False
+    noise_draws: int = 1  # standard normal (K, W) draws per step; > 1 stacks them
 
 
 SAMPLERS: dict[str, SamplerSpec] = {
@@ -221,6 +284,7 @@ SAMPLERS: dict[str, SamplerSpec] = {
         0.01,
         StepSchedule(0.02),
         reflects_itself=True,
+        noise_draws=2,
     ),
 }
 
@@ -267,8 +331,9 @@ def step(
     if noise is None:
         # float32 draws: torch's float64 normal sampler is ~20x slower on the CPU, and the
         # injected noise needs no more than single precision.
+        shape = theta.shape if spec.noise_draws == 1 else (spec.noise_draws, *theta.shape)
         noise = torch.randn(
-            theta.shape, generator=generator, device=theta.device, dtype=torch.float32
+            shape, generator=generator, device=theta.device, dtype=torch.float32
         ).to(theta.dtype)
     zeros = int((theta == 0).sum())
     if _fusable(name, theta, stats):

@@ -81,10 +81,14 @@ def test_split_sgrhmc_is_a_consistent_integrator(problem):
     """Without noise, the split step and the direct step differ by O(eps^2) per step."""
     theta, momentum, stats, hyper = problem
     zero = torch.zeros(K, W, dtype=torch.float64)
+    assert (stats.topic_word == 0).any() and (stats.topic_word > 0).any()  # c < 0 and c > 0
     gaps = []
     for eps in (1e-2, 1e-3):
         split = torch.cat(
-            [t.reshape(-1) for t in sgrhmc_split(theta, momentum, stats, hyper, eps, zero)]
+            [
+                t.reshape(-1)
+                for t in sgrhmc_split(theta, momentum, stats, hyper, eps, torch.stack([zero, zero]))
+            ]
         )
         euler = torch.cat(
             [t.reshape(-1) for t in sgrhmc_euler(theta, momentum, stats, hyper, eps, zero)]
@@ -123,7 +127,8 @@ def test_fused_cpu_step_equals_closed_form(name):
     counts = (torch.rand(4, 30, generator=g) < 0.3).to(torch.float64) * 2.0
     stats = MinibatchStatistics(counts, scale=50.0)
     hyper = Hyper(1e-4, 0.01)
-    noise = torch.randn(4, 30, generator=g, dtype=torch.float64)
+    draws = SAMPLERS[name].noise_draws
+    noise = torch.randn(draws, 4, 30, generator=g, dtype=torch.float64).squeeze(0)
     r = momentum if SAMPLERS[name].uses_momentum else None
     fused, _ = step(name, SamplerState(theta, r), stats, hyper, 0.02, noise=noise)
     expected_theta, expected_r = SAMPLERS[name].update(theta, r, stats, hyper, 0.02, noise)
