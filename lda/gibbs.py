@@ -78,12 +78,6 @@ def _expectations(
     )
 
 
-def _longest_first(offsets: torch.Tensor) -> np.ndarray:
-    """Document indices, longest first: with dynamic scheduling, threads finish together."""
-    lengths = (offsets[1:] - offsets[:-1]).to("cpu")
-    return torch.argsort(lengths, descending=True, stable=True).numpy()
-
-
 def _run_kernel(
     beta: torch.Tensor,
     words: torch.Tensor,
@@ -94,16 +88,18 @@ def _run_kernel(
     burn_in: int,
     rao_blackwell: bool,
 ) -> torch.Tensor:
-    from lda.gibbs_kernel import collapsed_gibbs
+    from lda.gibbs_kernel import balanced_schedule, collapsed_gibbs
 
     beta_t = beta.detach().T.to("cpu", torch.float64).contiguous().numpy()
     z_np = z.to("cpu").numpy().copy()
     out = torch.zeros(words.numel(), beta.shape[0], dtype=torch.float64)
-    previous = numba.set_parallel_chunksize(1)  # hand out documents one at a time
+    offsets_np = offsets.to("cpu").numpy()
+    schedule, bounds = balanced_schedule(np.diff(offsets_np), numba.get_num_threads())
     collapsed_gibbs(
         words.to("cpu").numpy(),
-        offsets.to("cpu").numpy(),
-        _longest_first(offsets),
+        offsets_np,
+        schedule,
+        bounds,
         beta_t,
         float(gamma),
         z_np,
@@ -112,7 +108,6 @@ def _run_kernel(
         rao_blackwell,
         out.numpy(),
     )
-    numba.set_parallel_chunksize(previous)
     return out.to(beta.device)
 
 

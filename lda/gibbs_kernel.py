@@ -23,7 +23,8 @@ def _total(weights: np.ndarray) -> float:
 def collapsed_gibbs(
     words: np.ndarray,  # (T,) int64
     offsets: np.ndarray,  # (n+1,) int64
-    order: np.ndarray,  # (n,) int64: documents longest first, for load balance
+    schedule: np.ndarray,  # (n,) int64: documents grouped by thread (see balanced_schedule)
+    bounds: np.ndarray,  # (threads+1,) int64: thread b runs schedule[bounds[b]:bounds[b+1]]
     beta_t: np.ndarray,  # (W, K) float64, beta transposed for contiguous rows
     gamma: float,
     z: np.ndarray,  # (T,) int64 initial assignments, updated in place
@@ -32,38 +33,73 @@ def collapsed_gibbs(
     rao_blackwell: bool,
     out: np.ndarray,  # (T, K) float64 zeros: summed indicators (or conditionals) of kept sweeps
 ) -> None:
+    for b in numba.prange(bounds.shape[0] - 1):
+        for i in range(bounds[b], bounds[b + 1]):
+            _sample_document(
+                words, offsets, schedule[i], beta_t, gamma, z, uniforms, burn_in, rao_blackwell, out
+            )
+
+
+def balanced_schedule(lengths: np.ndarray, threads: int) -> tuple[np.ndarray, np.ndarray]:
+    """Documents in ``threads`` groups of near-equal token counts, longest first, each to the
+    lightest group. numba's prange hands out iterations statically (its chunk size setting did
+    not change that here), so one group per thread is how the load gets balanced."""
+    loads = np.zeros(threads, dtype=np.int64)
+    groups: list[list[int]] = [[] for _ in range(threads)]
+    for d in np.argsort(-lengths, kind="stable"):
+        b = int(np.argmin(loads))
+        groups[b].append(int(d))
+        loads[b] += lengths[d]
+    bounds = np.zeros(threads + 1, dtype=np.int64)
+    bounds[1:] = np.cumsum([len(g) for g in groups])
+    schedule = np.array([d for g in groups for d in g], dtype=np.int64)
+    return schedule, bounds
+
+
+@numba.njit(cache=True, inline="always")
+def _sample_document(
+    words: np.ndarray,
+    offsets: np.ndarray,
+    d: int,
+    beta_t: np.ndarray,
+    gamma: float,
+    z: np.ndarray,
+    uniforms: np.ndarray,
+    burn_in: int,
+    rao_blackwell: bool,
+    out: np.ndarray,
+) -> None:
+    """All sweeps of document d (inlined into the parallel loop: as a call it ran 1.8x slower)."""
     n_topics = beta_t.shape[1]
     sweeps = uniforms.shape[0]
-    for i in numba.prange(order.shape[0]):
-        d = order[i]
-        start = offsets[d]
-        end = offsets[d + 1]
-        counts = np.zeros(n_topics, dtype=np.float64)
-        weights = np.empty(n_topics, dtype=np.float64)
+    start = offsets[d]
+    end = offsets[d + 1]
+    counts = np.zeros(n_topics, dtype=np.float64)
+    weights = np.empty(n_topics, dtype=np.float64)
+    for j in range(start, end):
+        counts[z[j]] += 1.0
+    for s in range(sweeps):
+        keep = s >= burn_in
         for j in range(start, end):
-            counts[z[j]] += 1.0
-        for s in range(sweeps):
-            keep = s >= burn_in
-            for j in range(start, end):
-                row = beta_t[words[j]]
-                counts[z[j]] -= 1.0
-                for k in range(n_topics):
-                    weights[k] = (gamma + counts[k]) * row[k]
-                total = _total(weights)
-                u = uniforms[s, j] * total
-                # The first topic whose running sum exceeds u (as torch.searchsorted, right).
-                k_new = n_topics - 1
-                running = 0.0
-                for k in range(n_topics - 1):
-                    running += weights[k]
-                    if running > u:
-                        k_new = k
-                        break
-                z[j] = k_new
-                counts[k_new] += 1.0
-                if keep:
-                    if rao_blackwell:
-                        for k in range(n_topics):
-                            out[j, k] += weights[k] / total
-                    else:
-                        out[j, k_new] += 1.0
+            row = beta_t[words[j]]
+            counts[z[j]] -= 1.0
+            for k in range(n_topics):
+                weights[k] = (gamma + counts[k]) * row[k]
+            total = _total(weights)
+            u = uniforms[s, j] * total
+            # The first topic whose running sum exceeds u (as torch.searchsorted, right).
+            k_new = n_topics - 1
+            running = 0.0
+            for k in range(n_topics - 1):
+                running += weights[k]
+                if running > u:
+                    k_new = k
+                    break
+            z[j] = k_new
+            counts[k_new] += 1.0
+            if keep:
+                if rao_blackwell:
+                    for k in range(n_topics):
+                        out[j, k] += weights[k] / total
+                else:
+                    out[j, k_new] += 1.0
