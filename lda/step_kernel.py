@@ -12,6 +12,8 @@ import math
 import numba
 import numpy as np
 
+from lda.samplers import SMOOTH
+
 
 @numba.njit(cache=True, inline="always")
 def _row_totals(theta: np.ndarray, topic_word: np.ndarray, k: int) -> tuple[float, float]:
@@ -89,6 +91,13 @@ def _singular_flow(
     """lda.samplers.singular_flow for one coordinate: (phi, r, 1 if stopped at a turn)."""
     if c < 0.0:
         a = -c
+        if eps * (abs(r) + math.sqrt(a)) <= SMOOTH * phi:
+            glide = phi + 0.5 * eps * r - 0.25 * eps * eps * a / phi
+            energy = r * r - 4.0 * a * math.log1p((glide - phi) / phi)
+            if energy >= 0.0:
+                delta = glide - phi
+                direction = 1.0 if delta > 0.0 else (-1.0 if delta < 0.0 else 0.0)
+                return glide, direction * math.sqrt(energy), 0
         x = abs(r) / math.sqrt(2.0 * a)
         log_max = math.log(phi) + 0.5 * x * x
         rate = math.sqrt(a / math.pi)
