@@ -46,13 +46,18 @@ def sgrld(dim: int) -> tuple[MatrixField, MatrixField]:
     return (lambda z: torch.diag(z)), (lambda z: torch.zeros(dim, dim, dtype=z.dtype))
 
 
-def sgrhmc(dim: int) -> tuple[MatrixField, MatrixField]:
-    """D = [[0, 0], [0, G^-1]], Q = [[0, -G^-1/2], [G^-1/2, 0]] on z = (theta, r)."""
+def sgrhmc(dim: int, friction: float = 1.0) -> tuple[MatrixField, MatrixField]:
+    """D = [[0, 0], [0, C G^-1]], Q = [[0, -G^-1/2], [G^-1/2, 0]] on z = (theta, r).
+
+    The paper's SGRHMC is C = 1. Any C > 0 keeps D positive semi-definite and leaves Gamma
+    unchanged (D's momentum block does not depend on r), so it targets the same posterior;
+    a larger C damps the momentum noise that stochastic gradients add (Chen et al. 2014)."""
 
     def D(z: torch.Tensor) -> torch.Tensor:
         theta, _ = _split(z)
         zero = torch.zeros(dim, dim, dtype=z.dtype)
-        return torch.cat([torch.cat([zero, zero], 1), torch.cat([zero, torch.diag(theta)], 1)], 0)
+        block = friction * torch.diag(theta)
+        return torch.cat([torch.cat([zero, zero], 1), torch.cat([zero, block], 1)], 0)
 
     def Q(z: torch.Tensor) -> torch.Tensor:
         theta, _ = _split(z)

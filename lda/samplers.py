@@ -112,12 +112,13 @@ def sgrhmc_euler(
     noise: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The direct step: theta + eps sqrt(theta) r ;
-    r + eps sqrt(theta) g + eps / (2 sqrt(theta)) - eps theta r + N(0, 2 eps theta)."""
+    r + eps sqrt(theta) g + eps / (2 sqrt(theta)) - eps C theta r + N(0, 2 eps C theta)."""
     assert r is not None, "SGRHMC needs a momentum"
     root = safe(theta).sqrt()
     g = log_posterior_gradient(theta, stats, hyper.alpha)
-    new_r = r + eps * root * g + eps / (2.0 * root) - eps * theta * r
-    new_r = new_r + (2.0 * eps * theta).sqrt() * noise
+    c = hyper.friction
+    new_r = r + eps * root * g + eps / (2.0 * root) - eps * c * theta * r
+    new_r = new_r + (2.0 * eps * c * theta).sqrt() * noise
     return theta + eps * root * r, new_r
 
 
@@ -132,11 +133,11 @@ def sgrhmc_split(
     """SGRHMC integrated by splitting its drift into three parts, the singular one exactly.
 
     With phi = sqrt(theta) the SDE's drift is, per coordinate,
-      d phi = r/2,  dr = c/phi - lambda phi - theta r  (+ noise sqrt(2 theta) dW),
+      d phi = r/2,  dr = c/phi - lambda phi - C theta r  (+ noise sqrt(2 C theta) dW),
     c = alpha - 1/2 + (N/n) E[n_kw], lambda = 1 + (N/n) E[n_k.]/theta_k.  (the expanded SGRHMC
     drift of DESIGN §2). One step, with theta_k., c and lambda fixed at time t:
       1. r -= eps lambda phi                                       (smooth force, Euler)
-      2. r <- exp(-eps theta) r + sqrt(1 - exp(-2 eps theta)) xi   (friction and noise, exact OU)
+      2. r <- exp(-eps C theta) r + sqrt(1 - exp(-2 eps C theta)) xi  (friction, noise: exact OU)
       3. the singular flow phi' = r/2, r' = c/phi for time eps (:func:`singular_flow`): exact
          where c < 0 (no data: the posterior piles up at zero on every scale), a Taylor move
          closed by its conserved energy where c >= 0 (data repel from zero; no mass there).
@@ -151,7 +152,7 @@ def sgrhmc_split(
     c = hyper.alpha - 0.5 + stats.scale * stats.topic_word
     lam = 1.0 + stats.scale * stats.topic_totals / theta.sum(dim=1, keepdim=True)
     r = r - eps * lam * phi
-    decay = torch.exp(-eps * theta)
+    decay = torch.exp(-eps * hyper.friction * theta)
     r = decay * r + (1.0 - decay * decay).clamp_min(0).sqrt() * friction_noise
     new_phi, new_r = singular_flow(phi, r, c, eps, phase_noise)
     return new_phi * new_phi, new_r
@@ -292,7 +293,7 @@ SAMPLERS: dict[str, SamplerSpec] = {
     "sgrhmc": SamplerSpec(
         "sgrhmc",
         True,
-        lambda d, h: diffusions.sgrhmc(d),
+        lambda d, h: diffusions.sgrhmc(d, h.friction),
         sgrhmc_split,
         1e-4,
         0.01,
@@ -398,7 +399,14 @@ def _fused_step(
     assert state.momentum is not None, "SGRHMC needs a momentum"
     momentum = state.momentum.clone()
     turned = step_kernel.sgrhmc_split_step(
-        theta.numpy(), momentum.numpy(), topic_word, noise_np, hyper.alpha, stats.scale, step_size
+        theta.numpy(),
+        momentum.numpy(),
+        topic_word,
+        noise_np,
+        hyper.alpha,
+        stats.scale,
+        step_size,
+        hyper.friction,
     )
     info = StepInfo(reflected=0, zero_guarded=zeros, turned=turned)
     return replace(state, theta=theta, momentum=momentum, step=state.step + 1), info

@@ -63,6 +63,7 @@ def sgrhmc_split_step(
     alpha: float,
     scale: float,
     eps: float,
+    friction: float,
 ) -> int:
     n_topics, n_words = theta.shape
     tiny = np.finfo(np.float64).tiny
@@ -75,7 +76,7 @@ def sgrhmc_split_step(
             phi = math.sqrt(max(t, tiny))
             c = alpha - 0.5 + scale * topic_word[k, w]
             r = momentum[k, w] - eps * lam * phi
-            decay = math.exp(-eps * t)
+            decay = math.exp(-eps * friction * t)
             r = decay * r + math.sqrt(max(1.0 - decay * decay, 0.0)) * noise[0, k, w]
             phi_new, r_new, turned = _singular_flow(phi, r, c, eps, noise[1, k, w], tiny)
             turned_count[k] += turned

@@ -43,7 +43,9 @@ class Settings(BaseSettings):
         None, gt=0, description="Schedule a(1+t/b)^-c: b (unset: constant)"
     )
     step_c: float = Field(0.55, ge=0, description="Schedule a(1+t/b)^-c: c")
-    friction: float = Field(1.0, gt=0, description="SGHMC friction C")
+    friction: float = Field(
+        1.0, gt=0, description="friction C: SGHMC D = C I, SGRHMC D = C diag(theta) (paper: 1)"
+    )
     corpus_size: float = Field(10_000, gt=0, description="Corpus size N in the gradient's N/n")
     corpus_growth: bool = Field(
         False, description="N grows with the documents seen (N = max(corpus_size, seen))"
