@@ -92,7 +92,10 @@ def _run_kernel(
 
     beta_t = beta.detach().T.to("cpu", torch.float64).contiguous().numpy()
     z_np = z.to("cpu").numpy().copy()
-    out = torch.zeros(words.numel(), beta.shape[0], dtype=torch.float64)
+    # Indicator counts as uint16: a 2-byte row per token keeps the kept sweeps' writes in cache.
+    kept = uniforms.shape[0] - burn_in
+    dtype = np.float64 if rao_blackwell or kept > np.iinfo(np.uint16).max else np.uint16
+    out = np.zeros((words.numel(), beta.shape[0]), dtype=dtype)
     offsets_np = offsets.to("cpu").numpy()
     schedule, bounds = balanced_schedule(np.diff(offsets_np), numba.get_num_threads())
     collapsed_gibbs(
@@ -106,9 +109,9 @@ def _run_kernel(
         uniforms.to("cpu").numpy(),
         burn_in,
         rao_blackwell,
-        out.numpy(),
+        out,
     )
-    return out.to(beta.device)
+    return torch.from_numpy(out.astype(np.float64, copy=False)).to(beta.device)
 
 
 def _run_torch(

@@ -31,7 +31,7 @@ def collapsed_gibbs(
     uniforms: np.ndarray,  # (sweeps, T) float32
     burn_in: int,
     rao_blackwell: bool,
-    out: np.ndarray,  # (T, K) float64 zeros: summed indicators (or conditionals) of kept sweeps
+    out: np.ndarray,  # (T, K) zeros: kept-sweep indicator counts (uint16) or conditionals (float)
 ) -> None:
     for b in numba.prange(bounds.shape[0] - 1):
         for i in range(bounds[b], bounds[b + 1]):
@@ -102,4 +102,4 @@ def _sample_document(
                     for k in range(n_topics):
                         out[j, k] += weights[k] / total
                 else:
-                    out[j, k_new] += 1.0
+                    out[j, k_new] += 1
