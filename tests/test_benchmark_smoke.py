@@ -1,4 +1,4 @@
-"""Keeps benchmarks/learner.py from rotting: an ultra-quick run of its main function."""
+"""Keeps the benchmark scripts from rotting: ultra-quick runs of their main functions."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "learner.py"
 CORPUS = SCRIPT.parent.parent.parent / "shared" / "corpora"
 
 
-def _load_benchmark() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("benchmark_learner", SCRIPT)
+def _load_benchmark(script: Path = SCRIPT) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"benchmark_{script.stem}", script)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up
@@ -46,3 +46,10 @@ def test_benchmark_runs_end_to_end(tmp_path: Path) -> None:
             assert point["tokens_per_s"] > 0 and point["train_s"] > 0
             assert 1 < point["perplexity"] < 7702 * 2 and math.isfinite(point["perplexity_avg"])
     assert set(result["targets"]) == {"sgrld", "sgrhmc"}
+
+
+@pytest.mark.parametrize("check", ["gamma", "row"])
+def test_sgrhmc_integrator_checks_run(check: str, capsys: pytest.CaptureFixture[str]) -> None:
+    script = SCRIPT.parent / "sgrhmc_integrator.py"
+    _load_benchmark(script).main([check, "--chains", "200", "--steps", "40", "--alpha", "0.3"])
+    assert "truth" in capsys.readouterr().out
