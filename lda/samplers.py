@@ -13,6 +13,7 @@ explodes on near-zero coordinates; the shipped SGRHMC integrates the same SDE by
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -234,17 +235,19 @@ def singular_flow(
 def inverse_log_erfc(log_y: torch.Tensor) -> torch.Tensor:
     """x >= 0 with log erfc(x / sqrt 2) = log_y <= 0 (twice the upper normal tail), for any log_y.
 
-    ndtri down to log_y = -600; below, the asymptotic tail, refined by Newton in log space.
+    ndtri down to log_y = -600 (float64; -74 in float32, before exp underflows); below, the
+    asymptotic tail, refined by Newton in log space.
     """
-    direct = -torch.special.ndtri(0.5 * torch.exp(log_y.clamp_min(_LOG_TAIL)))
-    deep = log_y.clamp_max(_LOG_TAIL)
+    tail = max(_LOG_TAIL, 0.85 * math.log(torch.finfo(log_y.dtype).tiny))  # float32: -74
+    direct = -torch.special.ndtri(0.5 * torch.exp(log_y.clamp_min(tail)))
+    deep = log_y.clamp_max(tail)
     x = (-2.0 * deep).sqrt()
     for _ in range(3):
         x = (-2.0 * deep - 2.0 * (x * (torch.pi / 2.0) ** 0.5).log()).sqrt()
     for _ in range(2):
         scaled = torch.special.erfcx(x / 2.0**0.5)
         x = x + (scaled.log() - 0.5 * x * x - deep) * scaled * (torch.pi / 2.0) ** 0.5
-    return torch.where(log_y > _LOG_TAIL, direct, x)
+    return torch.where(log_y > tail, direct, x)
 
 
 _LOG_TAIL = -600.0

@@ -22,23 +22,25 @@ from lda.samplers import Hyper, SamplerState, step
 CHAINS, STEPS, EPS, BOUND = 40_000, 500, 0.02, 0.012
 
 
-def _ks_after_steps(alpha: float, drift_alpha: float) -> tuple[float, float]:
+def _ks_after_steps(
+    alpha: float, drift_alpha: float, dtype: torch.dtype = torch.float64
+) -> tuple[float, float]:
     g = torch.Generator().manual_seed(3)
     torch.manual_seed(3)
     shape = torch.full((CHAINS, 1), alpha, dtype=torch.float64)
-    theta = torch.distributions.Gamma(shape, 1.0).sample()
-    momentum = torch.randn(CHAINS, 1, generator=g, dtype=torch.float64)
+    theta = torch.distributions.Gamma(shape, 1.0).sample().to(dtype)
+    momentum = torch.randn(CHAINS, 1, generator=g, dtype=torch.float64).to(dtype)
     state = SamplerState(theta, momentum)
-    stats = MinibatchStatistics(torch.zeros(CHAINS, 1, dtype=torch.float64), scale=1.0)
+    stats = MinibatchStatistics(torch.zeros(CHAINS, 1, dtype=dtype), scale=1.0)
     hyper = Hyper(drift_alpha, 0.01)
     for _ in range(STEPS):
         state, _ = step("sgrhmc", state, stats, hyper, EPS, g)
-    x = state.theta[:, 0].sort().values
+    x = state.theta[:, 0].to(torch.float64).sort().values
     cdf = torch.special.gammainc(torch.tensor(alpha, dtype=torch.float64), x)
     n = torch.arange(1, CHAINS + 1, dtype=torch.float64) / CHAINS
     ks = float(torch.maximum(n - cdf, cdf - (n - 1.0 / CHAINS)).max())
     assert state.momentum is not None
-    return ks, float((state.momentum**2).mean())
+    return ks, float((state.momentum.to(torch.float64) ** 2).mean())
 
 
 @pytest.mark.parametrize("alpha", [0.1, 0.3, 1.0])
@@ -51,3 +53,26 @@ def test_split_sgrhmc_keeps_the_gamma_posterior(alpha):
 def test_dropping_gamma_term_fails_the_same_bound():
     ks, _ = _ks_after_steps(1.0, 0.5)  # c = alpha - 1 instead of alpha - 1/2
     assert ks > BOUND, ks
+
+
+def test_float32_torch_path_keeps_the_law_and_stays_finite_on_fast_orbits():
+    """float32 runs the torch closed form (the fused kernel is float64): same law, and a stiff
+    minibatch (large N/n, huge momenta, exp(x^2/2) beyond float32's range) stays finite."""
+    ks, r2 = _ks_after_steps(0.3, 0.3, torch.float32)
+    assert ks < BOUND, ks
+    assert abs(r2 - 1.0) < 0.04, r2
+    g = torch.Generator().manual_seed(0)
+    for dtype in (torch.float32, torch.float64):
+        theta = -torch.log1p(-torch.rand(4, 40, generator=g, dtype=dtype))
+        momentum = torch.randn(4, 40, generator=g, dtype=dtype)
+        counts = (torch.rand(4, 40, generator=g) < 0.3).to(dtype) * 2.0
+        state, _ = step(
+            "sgrhmc",
+            SamplerState(theta, momentum),
+            MinibatchStatistics(counts, scale=2000.0),
+            Hyper(1e-4, 0.01),
+            0.02,
+            g,
+        )
+        assert state.momentum is not None
+        assert bool(torch.isfinite(state.theta).all() and torch.isfinite(state.momentum).all())
