@@ -103,3 +103,13 @@ def _sample_document(
                         out[j, k] += weights[k] / total
                 else:
                     out[j, k_new] += 1
+
+
+@numba.njit(cache=True)
+def add_by_word(words: np.ndarray, summed: np.ndarray, kept: int, out: np.ndarray) -> None:
+    """out[k, w] += summed[j, k] / kept over the tokens j of word w, in token order."""
+    for j in range(words.shape[0]):
+        w = words[j]
+        for k in range(summed.shape[1]):
+            if summed[j, k] != 0:
+                out[k, w] += summed[j, k] / kept
