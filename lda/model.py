@@ -84,6 +84,12 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
+def _all_finite(x: torch.Tensor) -> bool:
+    """Every entry finite. A finite sum proves it (NaN and inf propagate) at a twentieth of the
+    cost of isfinite(x).all(); only a non-finite sum, or one that overflowed, is checked fully."""
+    return bool(torch.isfinite(x.sum())) or bool(torch.isfinite(x).all())
+
+
 class StreamingLDA:
     """Expanded-mean LDA learned online from minibatches with an SG-MCMC sampler."""
 
@@ -135,8 +141,8 @@ class StreamingLDA:
         new_state, info = step(
             cfg.sampler, self.state, stats, cfg.hyper, self.step_size, self.generator
         )
-        if not bool(torch.isfinite(new_state.theta).all()) or (
-            new_state.momentum is not None and not bool(torch.isfinite(new_state.momentum).all())
+        if not _all_finite(new_state.theta) or (
+            new_state.momentum is not None and not _all_finite(new_state.momentum)
         ):
             raise NonFiniteError(f"non-finite theta after step {self.state.step + 1}")
         self.state = new_state
