@@ -140,10 +140,11 @@ def sgrhmc_split(
       1. r -= eps lambda phi                                       (smooth force, Euler)
       2. r <- exp(-eps C theta) r + sqrt(1 - exp(-2 eps C theta)) xi  (friction, noise: exact OU)
       3. the singular flow phi' = r/2, r' = c/phi for time eps (:func:`singular_flow`): exact
-         where c < 0 (no data: the posterior piles up at zero on every scale), a Taylor move
-         closed by its conserved energy where c >= 0 (data repel from zero; no mass there).
+         near zero where c < 0 (no data: the posterior piles up at zero on every scale), a
+         Taylor move closed by its conserved energy elsewhere and where c >= 0 (data repel
+         from zero; no mass there).
     ``noise`` is (2, K, W): xi, and the draw :func:`singular_flow` needs. Each part preserves
-    its piece of the target (steps 2 and 3 exactly where c < 0), so the composition is a
+    its piece of the target (steps 2 and 3 exactly near zero), so the composition is a
     first-order integrator of the same SDE whose error does not grow near zero.
     Returns the reflected state directly.
     """
