@@ -160,7 +160,7 @@ def sgrhmc_split(
     return new_phi * new_phi, new_r
 
 
-SMOOTH = 0.1  # singular_flow's exact solution is used where eps (|r| + sqrt|c|) > SMOOTH phi
+SMOOTH = 0.2  # singular_flow's exact solution is used where eps (|r| + sqrt|c|) > SMOOTH phi
 
 
 def singular_flow(
@@ -411,6 +411,7 @@ def _fused_step(
         stats.scale,
         step_size,
         hyper.friction,
+        SMOOTH,
     )
     info = StepInfo(reflected=0, zero_guarded=zeros, turned=turned)
     return replace(state, theta=theta, momentum=momentum, step=state.step + 1), info

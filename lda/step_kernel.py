@@ -12,8 +12,6 @@ import math
 import numba
 import numpy as np
 
-from lda.samplers import SMOOTH
-
 
 @numba.njit(cache=True, inline="always")
 def _row_totals(theta: np.ndarray, topic_word: np.ndarray, k: int) -> tuple[float, float]:
@@ -64,6 +62,7 @@ def sgrhmc_split_step(
     scale: float,
     eps: float,
     friction: float,
+    smooth: float,  # lda.samplers.SMOOTH (an argument: numba's cache would freeze a global)
 ) -> int:
     n_topics, n_words = theta.shape
     tiny = np.finfo(np.float64).tiny
@@ -78,7 +77,7 @@ def sgrhmc_split_step(
             r = momentum[k, w] - eps * lam * phi
             decay = math.exp(-eps * friction * t)
             r = decay * r + math.sqrt(max(1.0 - decay * decay, 0.0)) * noise[0, k, w]
-            phi_new, r_new, turned = _singular_flow(phi, r, c, eps, noise[1, k, w], tiny)
+            phi_new, r_new, turned = _singular_flow(phi, r, c, eps, noise[1, k, w], tiny, smooth)
             turned_count[k] += turned
             theta[k, w] = phi_new * phi_new
             momentum[k, w] = r_new
@@ -87,12 +86,12 @@ def sgrhmc_split_step(
 
 @numba.njit(cache=True, inline="always")
 def _singular_flow(
-    phi: float, r: float, c: float, eps: float, z: float, tiny: float
+    phi: float, r: float, c: float, eps: float, z: float, tiny: float, smooth: float
 ) -> tuple[float, float, int]:
     """lda.samplers.singular_flow for one coordinate: (phi, r, 1 if stopped at a turn)."""
     if c < 0.0:
         a = -c
-        if eps * (abs(r) + math.sqrt(a)) <= SMOOTH * phi:
+        if eps * (abs(r) + math.sqrt(a)) <= smooth * phi:
             glide = phi + 0.5 * eps * r - 0.25 * eps * eps * a / phi
             energy = r * r - 4.0 * a * math.log1p((glide - phi) / phi)
             if energy >= 0.0:
