@@ -137,12 +137,17 @@ def sgrhmc_split(
       d phi = r/2,  dr = c/phi - lambda phi - C theta r  (+ noise sqrt(2 C theta) dW),
     c = alpha - 1/2 + (N/n) E[n_kw], lambda = 1 + (N/n) E[n_k.]/theta_k.  (the expanded SGRHMC
     drift of DESIGN §2). One step, with theta_k., c and lambda fixed at time t:
-      1. r -= eps lambda phi                                       (smooth force, Euler)
-      2. r <- exp(-eps C theta) r + sqrt(1 - exp(-2 eps C theta)) xi  (friction, noise: exact OU)
+      1. r <- exp(-eps C theta) r + sqrt(1 - exp(-2 eps C theta)) xi  (friction, noise: exact OU)
+      2. r -= eps/2 lambda phi                                     (smooth force, half kick)
       3. the singular flow phi' = r/2, r' = c/phi for time eps (:func:`singular_flow`): exact
          near zero where c < 0 (no data: the posterior piles up at zero on every scale), a
          Taylor move closed by its conserved energy elsewhere and where c >= 0 (data repel
          from zero; no mass there).
+      4. r -= eps/2 lambda_new phi_new                 (second half kick, lambda at the new theta)
+    The kicks sit between the friction and the move, so both forces reach the position even
+    where eps C theta >> 1 (large counts): there the step is Euler-Maruyama for the overdamped
+    limit in phi, phi += eps^2/4 (c/phi - lambda phi) + eps/2 xi, which keeps the target (with
+    friction applied after a full kick, that kick was erased and theta lost its restoring force).
     ``noise`` is (2, K, W): xi, and the draw :func:`singular_flow` needs. Each part preserves
     its piece of the target (steps 2 and 3 exactly near zero), so the composition is a
     first-order integrator of the same SDE whose error does not grow near zero.
@@ -152,12 +157,14 @@ def sgrhmc_split(
     friction_noise, phase_noise = noise[0], noise[1]
     phi = safe(theta).sqrt()
     c = hyper.alpha - 0.5 + stats.scale * stats.topic_word
-    lam = 1.0 + stats.scale * stats.topic_totals / theta.sum(dim=1, keepdim=True)
-    r = r - eps * lam * phi
+    lam = 1.0 + stats.scale * stats.topic_totals / safe(theta.sum(dim=1, keepdim=True))
     decay = torch.exp(-eps * hyper.friction * theta)
     r = decay * r + (1.0 - decay * decay).clamp_min(0).sqrt() * friction_noise
+    r = r - 0.5 * eps * lam * phi
     new_phi, new_r = singular_flow(phi, r, c, eps, phase_noise)
-    return new_phi * new_phi, new_r
+    new_theta = new_phi * new_phi
+    lam = 1.0 + stats.scale * stats.topic_totals / safe(new_theta.sum(dim=1, keepdim=True))
+    return new_theta, new_r - 0.5 * eps * lam * new_phi
 
 
 SMOOTH = 0.2  # singular_flow's exact solution is used where eps (|r| + sqrt|c|) > SMOOTH phi

@@ -69,18 +69,22 @@ def sgrhmc_split_step(
     turned_count = np.zeros(n_topics, dtype=np.int64)
     for k in numba.prange(n_topics):
         row_sum, topic_total = _row_totals(theta, topic_word, k)
-        lam = 1.0 + scale * topic_total / row_sum
+        lam = 1.0 + scale * topic_total / max(row_sum, tiny)
         for w in range(n_words):
             t = theta[k, w]
             phi = math.sqrt(max(t, tiny))
             c = alpha - 0.5 + scale * topic_word[k, w]
-            r = momentum[k, w] - eps * lam * phi
             decay = math.exp(-eps * friction * t)
-            r = decay * r + math.sqrt(max(1.0 - decay * decay, 0.0)) * noise[0, k, w]
+            r = decay * momentum[k, w] + math.sqrt(max(1.0 - decay * decay, 0.0)) * noise[0, k, w]
+            r -= 0.5 * eps * lam * phi
             phi_new, r_new, turned = _singular_flow(phi, r, c, eps, noise[1, k, w], tiny, smooth)
             turned_count[k] += turned
             theta[k, w] = phi_new * phi_new
             momentum[k, w] = r_new
+        new_sum, _ = _row_totals(theta, topic_word, k)
+        lam = 1.0 + scale * topic_total / max(new_sum, tiny)
+        for w in range(n_words):
+            momentum[k, w] -= 0.5 * eps * lam * math.sqrt(theta[k, w])
     return int(turned_count.sum())
 
 
