@@ -45,6 +45,7 @@ from lda.perplexity import (
     test_token_probabilities,
 )
 from lda.samplers import SAMPLERS
+from lda.schedules import StepSchedule
 from lda.vocab import Vocabulary
 
 REPO = Path(__file__).resolve().parent.parent
@@ -225,6 +226,9 @@ def run_sampler(
         sweeps=args.sweeps,
         gibbs=args.gibbs,
         dtype=args.dtype,
+        alpha=args.alpha,
+        schedule=None if args.step_size is None else StepSchedule(args.step_size),
+        friction=args.friction,
     )
     assert config.gamma is not None
     settings = config.to_dict()
@@ -414,6 +418,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "or the documents seen so far (default), as a stream of update() calls",
     )
     p.add_argument("--gibbs", choices=["exact", "rao-blackwell"], default="exact")
+    p.add_argument("--alpha", type=float, default=None, help="topic prior (default: sampler's)")
+    p.add_argument("--step-size", type=float, default=None, help="constant eps (sampler's)")
+    p.add_argument("--friction", type=float, default=1.0, help="friction C of SGHMC/SGRHMC")
     p.add_argument("--corpus-size", type=float, default=10_000.0, help="N in the gradient")
     p.add_argument("--corpus-growth", action="store_true", help="N = max(N, documents seen)")
     p.add_argument("--dtype", choices=["float64", "float32"], default="float64")

@@ -9,6 +9,7 @@ half of the run.
 
     .venv/bin/python benchmarks/sgrhmc_integrator.py gamma --alpha 0.1 --eps 0.02 --steps 2000
     .venv/bin/python benchmarks/sgrhmc_integrator.py row --alpha 0.3 --eps 0.01 --steps 8000
+    .venv/bin/python benchmarks/sgrhmc_integrator.py row --alpha 1 --friction 1000 --steps 3000
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ QUANTILES = (0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.99, 0.999)
 ROW_STATISTICS = (2.0, 0.5, 0.0)
 
 
-def gamma_check(alpha: float, eps: float, steps: int, chains: int, start: str) -> None:
+def gamma_check(
+    alpha: float, eps: float, steps: int, chains: int, start: str, friction: float
+) -> None:
     """Quantiles of theta against Gamma(alpha, 1) every quarter of the run."""
     torch.manual_seed(0)
     g = torch.Generator().manual_seed(1)
@@ -41,13 +44,15 @@ def gamma_check(alpha: float, eps: float, steps: int, chains: int, start: str) -
     print("quantiles", " ".join(f"{q:g}" for q in QUANTILES))
     print("truth     ", " ".join(f"{x:.3g}" for x in torch.quantile(truth, qs).tolist()))
     for i in range(steps):
-        state, _ = step("sgrhmc", state, stats, Hyper(alpha, 0.01), eps, g)
+        state, _ = step("sgrhmc", state, stats, Hyper(alpha, 0.01, friction), eps, g)
         if (i + 1) % max(steps // 4, 1) == 0:
             values = torch.quantile(state.theta[:, 0], qs).tolist()
             print(f"step {i + 1:6d}", " ".join(f"{x:.3g}" for x in values))
 
 
-def row_check(alpha: float, eps: float, steps: int, chains: int, start: str) -> None:
+def row_check(
+    alpha: float, eps: float, steps: int, chains: int, start: str, friction: float
+) -> None:
     """E[beta], E[theta_k.] over the second half against the Dirichlet and Gamma laws."""
     torch.manual_seed(1)
     g = torch.Generator().manual_seed(0)
@@ -68,7 +73,7 @@ def row_check(alpha: float, eps: float, steps: int, chains: int, start: str) -> 
     row_sum = 0.0
     kept = 0
     for i in range(steps):
-        state, _ = step("sgrhmc", state, stats, Hyper(alpha, 0.01), eps, g)
+        state, _ = step("sgrhmc", state, stats, Hyper(alpha, 0.01, friction), eps, g)
         if i >= steps // 2:
             rows = state.theta.sum(dim=1)
             beta_sum += (state.theta / rows[:, None]).mean(dim=0)
@@ -88,11 +93,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--chains", type=int, default=None, help="200,000 (gamma) or 4,000 (row)")
     parser.add_argument("--start", choices=["target", "away"], default="target")
+    parser.add_argument("--friction", type=float, default=1.0, help="C in D = C diag(theta)")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     run = gamma_check if args.check == "gamma" else row_check
     chains = args.chains or (200_000 if args.check == "gamma" else 4_000)
-    run(args.alpha, args.eps, args.steps, chains, args.start)
+    run(args.alpha, args.eps, args.steps, chains, args.start, args.friction)
 
 
 if __name__ == "__main__":
