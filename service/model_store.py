@@ -54,7 +54,7 @@ def save_model(
     payload = {
         "model": model.state_dict(),
         "vocabulary": vocabulary.words,
-        "settings": settings.model_dump(mode="json"),
+        "settings": settings.recorded(),
         "extra": extra or {},
     }
     save_checkpoint(path, payload)

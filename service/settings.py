@@ -7,7 +7,7 @@ table is generated from these descriptions (``streamlda settings``).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -15,6 +15,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 SamplerName = Literal["sgld", "sghmc", "sgrld", "sgrhmc"]
 DeviceName = Literal["auto", "cpu", "cuda"]
 GibbsMethod = Literal["exact", "rao-blackwell"]
+SECRET_FIELDS = {"admin_token", "redis_url"}  # never written to checkpoints
 
 
 class Settings(BaseSettings):
@@ -154,6 +155,11 @@ class Settings(BaseSettings):
         2.0, gt=0, description="Seconds before an API call to Redis fails (then 503)"
     )
     page_refresh_s: float = Field(5.0, gt=0, description="Seconds between refreshes of the page /")
+
+    def recorded(self) -> dict[str, Any]:
+        """The settings as stored with a model: everything but secrets (tokens, Redis URLs
+        that may carry a password), since checkpoints get copied around."""
+        return self.model_dump(mode="json", exclude=SECRET_FIELDS)
 
     @model_validator(mode="after")
     def _check(self) -> Settings:

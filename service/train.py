@@ -10,12 +10,15 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import math
 import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
+
+import torch
 
 from lda.batch import Batch
 from lda.model import NonFiniteError, StreamingLDA, resolve_device
@@ -64,8 +67,8 @@ class Report:
         busy = max(self.learner_seconds, 1e-9)
         record = {
             "docs_seen": model.docs_seen,
-            "perplexity": round(perplexity, 3),
-            "perplexity_avg": round(averaged, 3),
+            "perplexity": _number(perplexity),
+            "perplexity_avg": _number(averaged),
             "docs_per_second": round(model.docs_seen / busy, 3),
             "tokens_per_second": round(model.tokens_seen / busy, 1),
             "elapsed_s": round(time.perf_counter() - self.started, 3),
@@ -88,6 +91,11 @@ class Report:
             file=self.stream,
             flush=True,
         )
+
+
+def _number(value: float) -> float | None:
+    """A perplexity for JSON: null when undefined (no held-out test tokens), never NaN."""
+    return round(value, 3) if math.isfinite(value) else None
 
 
 def _progress(done: int, total: int) -> None:
@@ -138,16 +146,13 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     set_threads(settings.threads)
     out_dir: Path = args.out
     try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise CommandError(f"cannot create output directory {out_dir}: {exc}") from exc
-    try:
         source = open_source(settings.source, settings=settings)
         vocabulary, articles = _vocabulary(settings, iter(source))
+        _make_output_directory(out_dir)
         skipped = [0]
         documents = _encoded(articles, vocabulary, skipped)
         heldout_docs = list(itertools.islice(documents, settings.heldout))
-        model = StreamingLDA(learner_config(settings, len(vocabulary)), device, settings.seed)
+        model = _new_model(settings, len(vocabulary), device)
         report = Report(sys.stdout, args.json, settings.sampler)
         heldout = HeldoutSet.from_documents(heldout_docs, device) if heldout_docs else None
         _train(model, documents, heldout, settings, args.docs, report)
@@ -157,16 +162,43 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         raise CommandError(f"{exc}; try a smaller --step-size") from exc
     if sys.stderr.isatty():
         print(file=sys.stderr)
+    if model.docs_seen == 0:
+        raise CommandError(
+            f"no documents left to train on: the source gave {len(heldout_docs)} with "
+            f"in-vocabulary words and --heldout takes the first {settings.heldout}"
+        )
     if model.docs_seen < args.docs:
         print(
             f"note: the source ran out after {model.docs_seen} training documents",
             file=sys.stderr,
         )
     extra = {"skipped_no_vocabulary_words": skipped[0], "source_skips": dict(source.skipped.counts)}
-    save_model(out_dir / CHECKPOINT_NAME, model, vocabulary, settings, extra)
-    export_model(out_dir, model, vocabulary, TOP_WORDS_EXPORTED)
+    try:
+        save_model(out_dir / CHECKPOINT_NAME, model, vocabulary, settings, extra)
+        export_model(out_dir, model, vocabulary, TOP_WORDS_EXPORTED)
+    except OSError as exc:
+        raise CommandError(f"cannot write the model to {out_dir}: {exc}") from exc
     _print_topics(model, vocabulary, sys.stderr if args.json else sys.stdout)
     return 0
+
+
+def _make_output_directory(out_dir: Path) -> None:
+    """Create ``--out`` once the source and vocabulary are known to be readable."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CommandError(f"cannot create output directory {out_dir}: {exc}") from exc
+
+
+def _new_model(settings: Settings, n_words: int, device: torch.device) -> StreamingLDA:
+    """The learner, or one error line when K x W does not fit in memory."""
+    try:
+        return StreamingLDA(learner_config(settings, n_words), device, settings.seed)
+    except (RuntimeError, MemoryError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise CommandError(
+            f"cannot allocate the model ({settings.topics} topics x {n_words} words): {first}"
+        ) from exc
 
 
 def _train(

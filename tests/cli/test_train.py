@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 import pytest
+import torch
 
 from service.cli import main
 from tests.support.corpora import CORPORA
@@ -136,3 +137,67 @@ def test_bad_arguments_give_one_line_and_exit_2(tmp_path, args, message):
     assert message in result.stderr
     assert "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def _write_jsonl(path, texts):
+    path.write_text(
+        "".join(json.dumps({"title": f"t{i}", "text": t}) + "\n" for i, t in enumerate(texts))
+    )
+    return path
+
+
+def _run_train(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "service.cli", "train", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_a_source_used_up_by_the_heldout_set_is_an_error_not_random_topics(tmp_path):
+    source = _write_jsonl(tmp_path / "tiny.jsonl", ["history of the river city"] * 3)
+    out = tmp_path / "run"
+    result = _run_train(
+        "--source", f"jsonl:{source}", "--vocab", str(VOCAB), "--heldout", "5", "--docs", "10",
+        "--out", str(out),
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "no documents left to train on" in result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert not (out / "checkpoint.pt").exists()
+
+
+def test_a_model_too_large_for_memory_is_one_error_line(tmp_path):
+    result = _run_train(
+        "--source", f"jsonl:{DEV}", "--vocab", str(VOCAB), "--topics", "100000000",
+        "--docs", "5", "--heldout", "0", "--out", str(tmp_path),
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "cannot allocate the model" in result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_undefined_perplexity_is_json_null_and_secrets_stay_out_of_the_checkpoint(
+    tmp_path, capsys, monkeypatch
+):
+    """Held-out documents under 10 tokens have no test tokens: perplexity is undefined."""
+    monkeypatch.setenv("STREAMLDA_ADMIN_TOKEN", "s3cret")
+    monkeypatch.setenv("STREAMLDA_REDIS_URL", "redis://:pa55@localhost:6379/0")
+    words = "history river city music album football season church village"
+    source = _write_jsonl(tmp_path / "short.jsonl", [words] * 2 + [(words + " ") * 6] * 8)
+    out = tmp_path / "run"
+    code = main(
+        [
+            "train", "--source", f"jsonl:{source}", "--vocab", str(VOCAB), "--topics", "2",
+            "--sweeps", "2", "--batch-size", "4", "--docs", "8", "--heldout", "2",
+            "--eval-every", "4", "--threads", "1", "--out", str(out), "--json",
+        ]
+    )  # fmt: skip
+    assert code == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert rows and all(r["perplexity"] is None and r["perplexity_avg"] is None for r in rows)
+    stored = torch.load(out / "checkpoint.pt", weights_only=False)["settings"]
+    assert stored["topics"] == 2
+    assert "admin_token" not in stored and "redis_url" not in stored
+    assert b"s3cret" not in (out / "checkpoint.pt").read_bytes()
