@@ -417,7 +417,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="gensim's corpus size: all D documents, as one LdaModel(corpus) call, "
         "or the documents seen so far (default), as a stream of update() calls",
     )
-    p.add_argument("--gibbs", choices=["exact", "rao-blackwell"], default="exact")
+    p.add_argument("--gibbs", choices=["exact", "rao-blackwell", "uncollapsed"], default="exact")
     p.add_argument("--alpha", type=float, default=None, help="topic prior (default: sampler's)")
     p.add_argument("--step-size", type=float, default=None, help="constant eps (sampler's)")
     p.add_argument("--friction", type=float, default=1.0, help="friction C of SGHMC/SGRHMC")

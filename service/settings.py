@@ -1,7 +1,8 @@
 """One Settings object for every command: environment variables prefixed STREAMLDA_, flags override.
 
 Every tunable of the service lives here with its default and meaning; the README's settings
-table is generated from these descriptions (``streamlda settings``).
+table is generated from these descriptions (``python -m service.settings``; a test keeps the
+README in step).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 SamplerName = Literal["sgld", "sghmc", "sgrld", "sgrhmc"]
 DeviceName = Literal["auto", "cpu", "cuda"]
-GibbsMethod = Literal["exact", "rao-blackwell"]
+GibbsMethod = Literal["exact", "rao-blackwell", "uncollapsed"]
 SECRET_FIELDS = {"admin_token", "redis_url"}  # never written to checkpoints
 
 
@@ -54,7 +55,9 @@ class Settings(BaseSettings):
     batch_size: int = Field(50, ge=1, description="Documents per minibatch n")
     sweeps: int = Field(50, ge=1, description="Gibbs sweeps per minibatch")
     burn_in: int | None = Field(None, ge=0, description="Sweeps discarded (default: half)")
-    gibbs: GibbsMethod = Field("exact", description="Gibbs expectation: exact or rao-blackwell")
+    gibbs: GibbsMethod = Field(
+        "exact", description="Gibbs expectation: exact, rao-blackwell or uncollapsed (pi drawn)"
+    )
     heldout: int = Field(1000, ge=0, description="First H documents kept as the held-out set")
     eval_every: int = Field(1000, ge=1, description="Evaluate perplexity every M trained documents")
     eval_sweeps: int = Field(50, ge=2, description="Gibbs sweeps when scoring held-out documents")
@@ -171,3 +174,22 @@ class Settings(BaseSettings):
     def kept_burn_in(self) -> int:
         """Sweeps discarded before averaging (half of them unless set)."""
         return self.sweeps // 2 if self.burn_in is None else self.burn_in
+
+
+def settings_table() -> str:
+    """The README's settings table: variable, default and meaning of every setting."""
+    lines = ["| environment variable | default | meaning |", "|---|---|---|"]
+    for name, info in Settings.model_fields.items():
+        default = info.get_default(call_default_factory=True)
+        if default is None:
+            shown = "unset"
+        elif isinstance(default, float) and default.is_integer() and default >= 1000:
+            shown = f"`{int(default)}`"
+        else:
+            shown = f"`{default}`"
+        lines.append(f"| `STREAMLDA_{name.upper()}` | {shown} | {info.description} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(settings_table())

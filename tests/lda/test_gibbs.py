@@ -39,7 +39,7 @@ def problem() -> tuple[torch.Tensor, list[list[int]]]:
     return beta, docs
 
 
-@pytest.mark.parametrize("method", ["exact", "rao-blackwell"])
+@pytest.mark.parametrize("method", ["exact", "rao-blackwell", "uncollapsed"])
 def test_expectations_match_enumeration(problem, method):
     beta, docs = problem
     sweeps, burn_in = 20_000, 200
