@@ -23,7 +23,9 @@ def add_learner_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sweeps", type=int, help="Gibbs sweeps per minibatch")
     p.add_argument("--burn-in", type=int, help="sweeps discarded (default: half)")
     p.add_argument("--gibbs", choices=get_args(GibbsMethod))
-    p.add_argument("--step-size", type=float, help="step size (schedule's a)")
+    p.add_argument("--step-size", type=float, help="step size: the schedule's a")
+    p.add_argument("--step-b", type=float, help="schedule a(1+t/b)^-c: b")
+    p.add_argument("--step-c", type=float, help="schedule a(1+t/b)^-c: c (0: constant)")
     p.add_argument("--corpus-size", type=float, help="corpus size N")
     p.add_argument(
         "--corpus-growth", action="store_true", default=None, help="N grows with the documents seen"

@@ -14,6 +14,7 @@ import torch
 
 from lda.checkpoint import load_checkpoint, save_checkpoint
 from lda.model import LearnerConfig, StreamingLDA
+from lda.samplers import SAMPLERS
 from lda.schedules import StepSchedule
 from lda.vocab import Vocabulary
 from service.settings import Settings
@@ -23,9 +24,12 @@ CHECKPOINT_NAME = "checkpoint.pt"
 
 def learner_config(settings: Settings, n_words: int) -> LearnerConfig:
     """The learner's configuration from the settings (unset values take the sampler's)."""
-    schedule = None
-    if settings.step_size is not None:
-        schedule = StepSchedule(settings.step_size, settings.step_b, settings.step_c)
+    default = SAMPLERS[settings.sampler].schedule
+    schedule = StepSchedule(
+        default.a if settings.step_size is None else settings.step_size,
+        default.b if settings.step_b is None else settings.step_b,
+        default.c if settings.step_c is None else settings.step_c,
+    )
     return LearnerConfig(
         n_topics=settings.topics,
         n_words=n_words,
