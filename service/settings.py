@@ -39,12 +39,14 @@ class Settings(BaseSettings):
         None, gt=0, description="Dirichlet prior on documents (default: sampler's)"
     )
     step_size: float | None = Field(
-        None, gt=0, description="Step size a / eps (default: sampler's)"
+        None, gt=0, description="Step size: the schedule's a (default: sampler's)"
     )
     step_b: float | None = Field(
-        None, gt=0, description="Schedule a(1+t/b)^-c: b (unset: constant)"
+        None, gt=0, description="Schedule a(1+t/b)^-c: b (default: sampler's; none: constant)"
     )
-    step_c: float = Field(0.55, ge=0, description="Schedule a(1+t/b)^-c: c")
+    step_c: float | None = Field(
+        None, ge=0, description="Schedule a(1+t/b)^-c: c (default: sampler's; 0: constant)"
+    )
     friction: float = Field(
         1.0, gt=0, description="friction C: SGHMC D = C I, SGRHMC D = C diag(theta) (paper: 1)"
     )
@@ -56,7 +58,9 @@ class Settings(BaseSettings):
     sweeps: int = Field(50, ge=1, description="Gibbs sweeps per minibatch")
     burn_in: int | None = Field(None, ge=0, description="Sweeps discarded (default: half)")
     gibbs: GibbsMethod = Field(
-        "exact", description="Gibbs expectation: exact, rao-blackwell or uncollapsed (pi drawn)"
+        "exact",
+        description="Gibbs expectation: exact (collapsed), rao-blackwell, or uncollapsed "
+        "(pi drawn, all tokens at once: for GPUs)",
     )
     heldout: int = Field(1000, ge=0, description="First H documents kept as the held-out set")
     eval_every: int = Field(1000, ge=1, description="Evaluate perplexity every M trained documents")
