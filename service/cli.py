@@ -34,6 +34,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         for name, value in vars(args).items()
         if name in Settings.model_fields and value is not None
     }
+    if "vocab_size" in overrides and "vocab" not in overrides:
+        overrides["vocab"] = None  # --vocab-size on the command line beats STREAMLDA_VOCAB
     return Settings(**overrides)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 
@@ -25,6 +26,14 @@ class Article:
 
 class SourceError(Exception):
     """A source cannot be opened or read (bad spec, missing or unreadable file)."""
+
+
+def require_file(path: Path) -> None:
+    """Raise a SourceError naming what ``path`` is when it is not a readable file."""
+    if path.is_dir():
+        raise SourceError(f"cannot read {path}: it is a directory, not a file")
+    if not path.is_file():
+        raise SourceError(f"cannot read {path}: no such file")
 
 
 @dataclass

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import IO
 
 from service.cleaning import clean_wikitext, skip_reason
-from service.sources import Article, SkipCounter, SourceError
+from service.sources import Article, SkipCounter, SourceError, require_file
 
 
 def _local(tag: str) -> str:
@@ -43,8 +43,7 @@ class DumpSource:
         self.path = Path(path)
         self.name = f"dump:{self.path}"
         self.skipped = SkipCounter()
-        if not self.path.is_file():
-            raise SourceError(f"cannot read {self.path}: no such file")
+        require_file(self.path)
 
     def _open(self) -> IO[bytes]:
         if self.path.suffix == ".bz2":

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import IO
 
 from service.cleaning import clean_wikitext, skip_reason
-from service.sources import Article, SkipCounter, SourceError
+from service.sources import Article, SkipCounter, SourceError, require_file
 
 
 class JsonlSource:
@@ -24,8 +24,7 @@ class JsonlSource:
         self.path = Path(path)
         self.name = f"jsonl:{self.path}"
         self.skipped = SkipCounter()
-        if not self.path.is_file():
-            raise SourceError(f"cannot read {self.path}: no such file")
+        require_file(self.path)
 
     def _open(self) -> IO[str]:
         if self.path.suffix == ".gz":

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
 
 from lda.schedules import StepSchedule
+from service.cli import settings_from_args
 from service.model_store import learner_config
 from service.settings import Settings
 
@@ -31,3 +34,10 @@ def test_schedule_from_settings(sampler, overrides, schedule):
     assert config.schedule == schedule
     if overrides.get("step_c") == 0.0:
         assert {config.schedule(t) for t in (0, 10, 10_000)} == {schedule.a}
+
+
+def test_vocab_size_flag_beats_a_vocabulary_file_from_the_environment(monkeypatch):
+    monkeypatch.setenv("STREAMLDA_VOCAB", "/from/env/vocab.txt")
+    assert str(settings_from_args(argparse.Namespace()).vocab) == "/from/env/vocab.txt"
+    settings = settings_from_args(argparse.Namespace(vocab_size=300))
+    assert settings.vocab is None and settings.vocab_size == 300

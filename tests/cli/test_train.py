@@ -111,6 +111,7 @@ def test_train_builds_a_vocabulary_and_prints_a_table(tmp_path, capsys):
     ("args", "message"),
     [
         (["--source", "jsonl:/no/such/file.gz"], "cannot read /no/such/file.gz"),
+        (["--source", f"jsonl:{CORPORA}"], "is a directory, not a file"),
         (["--source", "ftp:x"], "unknown source"),
         (["--source", f"jsonl:{DEV}", "--topics", "0"], "topics"),
         (["--source", f"jsonl:{DEV}", "--vocab", "/no/vocab.txt"], "cannot read vocabulary"),
