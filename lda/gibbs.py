@@ -179,18 +179,20 @@ def _run_torch(
             weight = active.to(torch.float64)[:, None]
             k_old = pad_z[:, j : j + 1]
             counts.scatter_add_(1, k_old, -weight)
-            cumulative = torch.cumsum((gamma + counts) * beta_t[pad_words[:, j]], dim=1)
-            total = cumulative[:, -1:]
+            weights = (gamma + counts) * beta_t[pad_words[:, j]]
+            total = weights.sum(dim=1, keepdim=True)
             u = u_sweep[flat[:, j]][:, None] * total
-            k_new = torch.searchsorted(cumulative, u, right=True).clamp_(max=n_topics - 1)
-            k_new = torch.where(active[:, None], k_new, k_old)
+            # The kernel's order: the current topic first, then the others in turn.
+            w_old = weights.gather(1, k_old)
+            others = torch.cumsum(weights.scatter(1, k_old, 0.0), dim=1)
+            k_moved = torch.searchsorted(others, u - w_old, right=True).clamp_(max=n_topics - 1)
+            k_new = torch.where(active[:, None] & (u >= w_old), k_moved, k_old)
             counts.scatter_add_(1, k_new, weight)
             pad_z[:, j : j + 1] = k_new
             if keep:
                 rows = flat[active, j]
                 if rao_blackwell:
-                    probs = torch.diff(cumulative, dim=1, prepend=torch.zeros_like(total)) / total
-                    out[rows] += probs[active]
+                    out[rows] += (weights / total)[active]
                 else:
                     out[rows, k_new[active, 0]] += 1.0
     return out

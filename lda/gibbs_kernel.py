@@ -82,19 +82,29 @@ def _sample_document(
         keep = s >= burn_in
         for j in range(start, end):
             row = beta_t[words[j]]
-            counts[z[j]] -= 1.0
+            k_old = z[j]
+            counts[k_old] -= 1.0
             for k in range(n_topics):
                 weights[k] = (gamma + counts[k]) * row[k]
             total = _total(weights)
             u = uniforms[s, j] * total
-            # The first topic whose running sum exceeds u (as torch.searchsorted, right).
-            k_new = n_topics - 1
-            running = 0.0
-            for k in range(n_topics - 1):
-                running += weights[k]
-                if running > u:
-                    k_new = k
-                    break
+            # Inverse CDF with the current topic first: most tokens keep their topic, and then
+            # one comparison replaces the walk. Then the first other topic whose running sum
+            # exceeds the rest of u (as torch.searchsorted, right). Exact either way.
+            w_old = weights[k_old]
+            if u < w_old:
+                k_new = k_old
+            else:
+                u -= w_old
+                weights[k_old] = 0.0
+                k_new = n_topics - 1
+                running = 0.0
+                for k in range(n_topics - 1):
+                    running += weights[k]
+                    if running > u:
+                        k_new = k
+                        break
+                weights[k_old] = w_old
             z[j] = k_new
             counts[k_new] += 1.0
             if keep:
