@@ -53,3 +53,13 @@ def test_sgrhmc_integrator_checks_run(check: str, capsys: pytest.CaptureFixture[
     script = SCRIPT.parent / "sgrhmc_integrator.py"
     _load_benchmark(script).main([check, "--chains", "200", "--steps", "40", "--alpha", "0.3"])
     assert "truth" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(not (CORPUS / "vocab-7702.txt").is_file(), reason="DEV corpus not present")
+def test_gibbs_kernel_timing_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    script = SCRIPT.parent / "gibbs_kernel.py"
+    _load_benchmark(script).main(
+        ["--corpus-dir", str(CORPUS), "--threads", "1", "--warm", "50", "--batches", "1",
+         "--rounds", "1", "--sweeps", "4"]
+    )  # fmt: skip
+    assert "ns per token-sweep" in capsys.readouterr().out
