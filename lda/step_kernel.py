@@ -70,6 +70,7 @@ def sgrhmc_split_step(
     for k in numba.prange(n_topics):
         row_sum, topic_total = _row_totals(theta, topic_word, k)
         lam = 1.0 + scale * topic_total / max(row_sum, tiny)
+        new_sum = 0.0
         for w in range(n_words):
             t = theta[k, w]
             phi = math.sqrt(max(t, tiny))
@@ -81,7 +82,7 @@ def sgrhmc_split_step(
             turned_count[k] += turned
             theta[k, w] = phi_new * phi_new
             momentum[k, w] = r_new
-        new_sum, _ = _row_totals(theta, topic_word, k)
+            new_sum += theta[k, w]
         lam = 1.0 + scale * topic_total / max(new_sum, tiny)
         for w in range(n_words):
             momentum[k, w] -= 0.5 * eps * lam * math.sqrt(theta[k, w])
