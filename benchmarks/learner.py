@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import mwparserfromhell
 import numba
@@ -417,7 +417,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="gensim's corpus size: all D documents, as one LdaModel(corpus) call, "
         "or the documents seen so far (default), as a stream of update() calls",
     )
-    p.add_argument("--gibbs", choices=["exact", "rao-blackwell", "uncollapsed"], default="exact")
+    p.add_argument("--gibbs", choices=get_args(Method), default="exact")
     p.add_argument("--alpha", type=float, default=None, help="topic prior (default: sampler's)")
     p.add_argument("--step-size", type=float, default=None, help="constant eps (sampler's)")
     p.add_argument("--friction", type=float, default=1.0, help="friction C of SGHMC/SGRHMC")
