@@ -3,6 +3,8 @@
 Keys, all prefixed ``streamlda:``:
 
 * ``streamlda:snapshot``   JSON of :class:`Snapshot`, replaced after every update.
+* ``streamlda:snapshot:version`` a random token replaced in the same MULTI as the snapshot, so a
+  reader can tell a new snapshot from one small GET instead of reading the whole JSON.
 * ``streamlda:heartbeat``  unix time the worker was last alive (also set while it idles).
 * ``streamlda:perplexity`` sorted set scored by docs_seen; members are JSON
   :class:`PerplexityPoint` (one per docs_seen, the newest wins).
@@ -21,6 +23,7 @@ which needs raw bytes: use :func:`connect`.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import time
@@ -35,6 +38,7 @@ import torch
 
 PREFIX = "streamlda:"
 SNAPSHOT_KEY = PREFIX + "snapshot"
+SNAPSHOT_VERSION_KEY = PREFIX + "snapshot:version"
 HEARTBEAT_KEY = PREFIX + "heartbeat"
 PERPLEXITY_KEY = PREFIX + "perplexity"
 MODEL_KEY = PREFIX + "model"
@@ -120,6 +124,7 @@ def publish_snapshot(client: redis.Redis, snapshot: Snapshot) -> None:
         _finite(getattr(snapshot, name), name)
     pipe = client.pipeline(transaction=True)
     pipe.set(SNAPSHOT_KEY, snapshot.to_json())
+    pipe.set(SNAPSHOT_VERSION_KEY, uuid.uuid4().hex)
     pipe.set(HEARTBEAT_KEY, repr(snapshot.updated_at))
     pipe.execute()
 
@@ -128,6 +133,29 @@ def read_snapshot(client: redis.Redis) -> Snapshot | None:
     """The latest snapshot, or None before the worker's first update."""
     raw = client.get(SNAPSHOT_KEY)
     return None if raw is None else Snapshot.from_json(raw)
+
+
+def read_snapshot_version(client: redis.Redis) -> str | None:
+    """The current snapshot's version token (one small GET), or None when there is none.
+
+    A snapshot written before version tokens existed has none: :func:`read_versioned_snapshot`
+    then names it by a hash of its text.
+    """
+    raw = client.get(SNAPSHOT_VERSION_KEY)
+    return None if raw is None else _text(raw)
+
+
+def read_versioned_snapshot(client: redis.Redis) -> tuple[str, Snapshot] | None:
+    """(version, snapshot) read together in one MULTI, or None before the first update."""
+    pipe = client.pipeline(transaction=True)
+    pipe.get(SNAPSHOT_VERSION_KEY)
+    pipe.get(SNAPSHOT_KEY)
+    version, raw = pipe.execute()
+    if raw is None:
+        return None
+    text = raw if isinstance(raw, bytes) else raw.encode("utf-8")
+    name = _text(version) if version is not None else "sha256:" + hashlib.sha256(text).hexdigest()
+    return name, Snapshot.from_json(text)
 
 
 def beat(client: redis.Redis, at: float | None = None) -> None:
@@ -176,6 +204,16 @@ def read_perplexity(client: redis.Redis, since: int | None = None) -> list[Perpl
     low = "-inf" if since is None else f"({since}"
     raw: list[Any] = client.zrangebyscore(PERPLEXITY_KEY, low, "+inf")
     return [PerplexityPoint(**json.loads(m)) for m in raw]
+
+
+def perplexity_signature(client: redis.Redis) -> tuple[int, bytes | str | None]:
+    """(number of points, newest member): changes whenever a point is added, replaced or dropped
+    by :func:`append_perplexity` or :func:`truncate_perplexity`; two cheap commands."""
+    pipe = client.pipeline(transaction=True)
+    pipe.zcard(PERPLEXITY_KEY)
+    pipe.zrange(PERPLEXITY_KEY, -1, -1)
+    count, newest = pipe.execute()
+    return int(count), (newest[0] if newest else None)
 
 
 def latest_perplexity(client: redis.Redis) -> PerplexityPoint | None:
