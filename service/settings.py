@@ -154,6 +154,21 @@ class Settings(BaseSettings):
     perplexity_history: int = Field(
         10_000, ge=1, description="Perplexity points kept in Redis (oldest dropped)"
     )
+    infer_concurrency: int = Field(
+        4, ge=1, description="/infer requests taken at once (its threads); more get 503 at once"
+    )
+    infer_retry_after_s: int = Field(
+        1, ge=0, description="Retry-After (s) of a /infer refused because too many are running"
+    )
+    api_refresh_s: float = Field(
+        0.25,
+        gt=0,
+        description="Seconds between the API's checks of Redis: how stale topics, perplexity, "
+        "stats and metrics may be",
+    )
+    render_cache: int = Field(
+        256, ge=1, description="Responses kept rendered per snapshot (distinct ?top= and topic ids)"
+    )
     infer_iterations: int = Field(100, ge=1, description="Fixed-point iterations of /infer")
     infer_tolerance: float = Field(
         1e-6, gt=0, description="/infer stops once no topic proportion moves more than this"

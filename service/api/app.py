@@ -2,40 +2,78 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
 from service.api import docs, errors
+from service.api.admission import ConcurrencyLimitMiddleware
 from service.api.limits import BodyLimitMiddleware
 from service.api.model_cache import ModelCache
 from service.api.routes import admin, health, infer, metrics, page, perplexity, stats, topics
+from service.api.view import View
 from service.settings import Settings
 from service.snapshot import connect
 
 DESCRIPTION = (
     "Topics learned online from a stream of Wikipedia articles with SG-MCMC LDA. "
-    "Reads Redis only: run as many instances as needed."
+    "Reads Redis only: run as many instances as needed. Topics, perplexity, stats and metrics "
+    "are served from memory, refreshed every STREAMLDA_API_REFRESH_S seconds, with ETags."
 )
+
+
+@asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """Read Redis once before serving, refresh in the background, stop both pools at exit."""
+    view: View = app.state.view
+    await asyncio.to_thread(view.refresh)
+    view.start()
+    try:
+        yield
+    finally:
+        await asyncio.to_thread(view.stop)
+        app.state.infer_pool.shutdown(wait=False, cancel_futures=True)
 
 
 def create_app(settings: Settings) -> FastAPI:
     """The API app; it connects to ``settings.redis_url`` lazily, on the first request."""
     if not settings.redis_url:
         raise ValueError("the API needs a Redis URL (--redis or STREAMLDA_REDIS_URL)")
-    app = FastAPI(title="streamlda", description=DESCRIPTION, docs_url=None, redoc_url=None)
+    app = FastAPI(
+        title="streamlda",
+        description=DESCRIPTION,
+        docs_url=None,
+        redoc_url=None,
+        lifespan=_lifespan,
+    )
     app.state.settings = settings
     app.state.redis = connect(settings.redis_url, timeout=settings.redis_timeout)
     app.state.model_cache = ModelCache()
+    app.state.view = View(app.state.redis, settings)
+    app.state.infer_pool = ThreadPoolExecutor(settings.infer_concurrency, "infer")
     errors.install(app)
     docs.install(app)
-    for module in (topics, perplexity, stats, infer, health, metrics, admin, page):
+    app.include_router(topics.router(settings))
+    for module in (perplexity, stats, infer, health, metrics, admin, page):
         app.include_router(module.router)
+    # The last added is the outermost: the concurrency cap decides before the body limit reads.
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_infer_bytes, paths={"/infer"})
+    app.add_middleware(
+        ConcurrencyLimitMiddleware,
+        limit=settings.infer_concurrency,
+        retry_after_s=settings.infer_retry_after_s,
+        paths={"/infer"},
+    )
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,
             allow_origins=settings.cors_origins,
             allow_methods=["GET", "POST"],
-            allow_headers=["Authorization", "Content-Type"],
+            allow_headers=["Authorization", "Content-Type", "If-None-Match"],
+            expose_headers=["ETag"],
         )
     return app

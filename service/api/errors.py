@@ -1,4 +1,7 @@
-"""Every error is JSON ``{"detail": "..."}`` with a message a person can act on."""
+"""Every error is JSON ``{"detail": "..."}`` with a message a person can act on.
+
+422s add ``errors``: the schema of both is :class:`service.api.schemas.ValidationErrorOut`.
+"""
 
 from __future__ import annotations
 
@@ -50,13 +53,17 @@ async def _http(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": exc.detail}, exc.status_code, headers=exc.headers)
 
 
-async def _redis(request: Request, exc: Exception) -> JSONResponse:
-    url = redact(request.app.state.settings.redis_url)
+def redis_failure(url: str | None, exc: Exception) -> str:
+    """The 503 message for a failed Redis call: unreachable (connection, timeout) or an error."""
     if isinstance(exc, redis.ConnectionError | redis.TimeoutError):
-        detail = f"Redis is unreachable at {url}: {exc}"
-    else:
+        return f"Redis is unreachable at {redact(url)}: {exc}"
+    return f"Redis error at {redact(url)}: {exc}"
+
+
+async def _redis(request: Request, exc: Exception) -> JSONResponse:
+    if not isinstance(exc, redis.ConnectionError | redis.TimeoutError):
         log.warning("Redis error on %s: %s", request.url.path, exc)
-        detail = f"Redis error at {url}: {exc}"
+    detail = redis_failure(request.app.state.settings.redis_url, exc)
     return JSONResponse({"detail": detail}, status.HTTP_503_SERVICE_UNAVAILABLE)
 
 

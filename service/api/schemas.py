@@ -16,6 +16,19 @@ class ErrorOut(BaseModel):
     detail: str = Field(description="What went wrong, for a person")
 
 
+class ValidationItemOut(BaseModel):
+    loc: list[str | int] = Field(description='Where: e.g. ["query", "top"]')
+    msg: str
+    type: str
+
+
+class ValidationErrorOut(BaseModel):
+    """The body of every 422 (service/api/errors.py)."""
+
+    detail: str = Field(description="Every problem in one sentence, for a person")
+    errors: list[ValidationItemOut]
+
+
 class WordOut(BaseModel):
     word: str
     weight: float = Field(description="beta[k, w], the word's probability in the topic")
@@ -103,10 +116,19 @@ class HealthOut(BaseModel):
 
 class ReadyOut(BaseModel):
     status: str
-    model_version: str
-    docs_seen: int
+    model_version: str | None = Field(description="Model /infer uses; null before the first")
+    docs_seen: int = Field(description="Documents seen by the snapshot being served")
 
 
 class AdminOut(BaseModel):
     paused: bool
     checkpoint_seq: int
+
+
+# Documented error responses, shared by the routes (every one of them can really happen).
+INVALID: dict[int | str, dict[str, object]] = {
+    422: {"model": ValidationErrorOut, "description": "Invalid parameters or body"}
+}
+UNAVAILABLE: dict[int | str, dict[str, object]] = {
+    503: {"model": ErrorOut, "description": "Redis is unreachable, or nothing published yet"}
+}

@@ -61,9 +61,25 @@ def settings(redis_client: redis.Redis, redis_server: Any) -> Settings:
     )
 
 
+FRESH_TIMEOUT_S = 10.0
+
+
+class FreshClient(TestClient):
+    """A client whose every request first waits for one refresh of the API's view.
+
+    The API serves from memory, refreshed every ``api_refresh_s``; waiting for a refresh that
+    began after the test's writes makes each request see them (tests/service/test_view.py
+    checks the refresh itself).
+    """
+
+    def request(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        assert self.app.state.view.wait_fresh(FRESH_TIMEOUT_S), "the view did not refresh"  # type: ignore[attr-defined]
+        return super().request(*args, **kwargs)
+
+
 @pytest.fixture
 def api(settings: Settings) -> Iterator[TestClient]:
-    with TestClient(create_app(settings)) as client:
+    with FreshClient(create_app(settings)) as client:
         yield client
 
 
@@ -126,5 +142,5 @@ def published(redis_client: redis.Redis) -> Published:
 def down_api(settings: Settings) -> Iterator[TestClient]:
     """An API whose Redis URL points at a port where nothing listens."""
     dead = settings.model_copy(update={"redis_url": f"redis://127.0.0.1:{free_port()}/0"})
-    with TestClient(create_app(dead)) as client:
+    with FreshClient(create_app(dead)) as client:
         yield client

@@ -9,7 +9,13 @@ from fastapi.testclient import TestClient
 
 from service.api.model_cache import ModelCache
 from service.settings import Settings
-from service.snapshot import PerplexityPoint, append_perplexity, publish_model
+from service.snapshot import (
+    SNAPSHOT_KEY,
+    PerplexityPoint,
+    append_perplexity,
+    publish_model,
+    publish_snapshot,
+)
 from tests.service.conftest import Published
 
 
@@ -114,9 +120,21 @@ def test_health_and_readiness(api: TestClient, published: Published) -> None:
     assert body == {"status": "ready", "model_version": published.version, "docs_seen": 3000}
 
 
-def test_readyz_is_503_before_a_model(api: TestClient) -> None:
+def test_readyz_is_503_before_a_snapshot(api: TestClient) -> None:
     response = api.get("/readyz")
-    assert response.status_code == 503 and "not published a model" in response.json()["detail"]
+    assert response.status_code == 503 and "first snapshot" in response.json()["detail"]
+
+
+def test_readyz_follows_topics_not_the_model(
+    api: TestClient, redis_client: redis.Redis, published: Published
+) -> None:
+    """The worker publishes its model at 0 documents, before any topics: not ready yet."""
+    redis_client.delete(SNAPSHOT_KEY)
+    assert api.get("/topics").status_code == 503
+    response = api.get("/readyz")
+    assert response.status_code == 503 and "first snapshot" in response.json()["detail"]
+    publish_snapshot(redis_client, published.snapshot)
+    assert api.get("/topics").status_code == 200 and api.get("/readyz").status_code == 200
 
 
 def test_admin_sets_the_control_keys(api: TestClient, settings: Settings) -> None:

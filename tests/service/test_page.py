@@ -59,7 +59,8 @@ def dump_dom(url: str, profile: Path) -> str:
     return result.stdout
 
 
-def test_page_shows_topics_and_plot(served: str, published: Published, tmp_path: Path) -> None:
+def test_page_shows_topics_and_plot(published: Published, served: str, tmp_path: Path) -> None:
+    # published first: the app reads Redis once before it serves, so the first fetch sees it.
     dom = dump_dom(served, tmp_path / "profile")
     rows = re.findall(r'<tr class="topic">(.*?)</tr>', dom, flags=re.S)
     assert len(rows) == 3, dom[:3000]

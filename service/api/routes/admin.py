@@ -9,16 +9,21 @@ from __future__ import annotations
 import secrets
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Header, HTTPException, status
+from fastapi import APIRouter, Depends, HTTPException, Request, status
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from service.api.deps import RedisDep, SettingsDep
 from service.api.schemas import AdminOut, ErrorOut
 from service.snapshot import read_control, request_checkpoint, set_paused
 
+# auto_error=False: a missing or non-bearer header comes here as None, so the 404 (admin off)
+# and 401 (wrong token) below stay ours.
+bearer = HTTPBearer(auto_error=False, description="The setting admin_token")
+
 
 def require_admin(
     settings: SettingsDep,
-    authorization: Annotated[str | None, Header(description="Bearer <admin_token>")] = None,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
 ) -> None:
     """404 while admin is off, 401 without the right bearer token."""
     if not settings.admin_token:
@@ -26,10 +31,8 @@ def require_admin(
             status.HTTP_404_NOT_FOUND,
             "admin endpoints are off: set STREAMLDA_ADMIN_TOKEN to enable them",
         )
-    scheme, _, token = (authorization or "").partition(" ")
-    if scheme.lower() != "bearer" or not secrets.compare_digest(
-        token.strip().encode(), settings.admin_token.encode()
-    ):
+    token = "" if credentials is None else credentials.credentials
+    if not secrets.compare_digest(token.strip().encode(), settings.admin_token.encode()):
         raise HTTPException(
             status.HTTP_401_UNAUTHORIZED,
             "admin endpoints need the header 'Authorization: Bearer <admin token>'",
@@ -41,31 +44,37 @@ router = APIRouter(
     prefix="/admin",
     tags=["admin"],
     dependencies=[Depends(require_admin)],
-    responses={401: {"model": ErrorOut}, 404: {"model": ErrorOut}},
+    responses={
+        401: {"model": ErrorOut, "description": "Missing or wrong bearer token"},
+        404: {"model": ErrorOut, "description": "Admin endpoints are off (no admin_token)"},
+        503: {"model": ErrorOut, "description": "Redis is unreachable"},
+    },
 )
 
 
-def _state(client: RedisDep) -> AdminOut:
+def _state(client: RedisDep, request: Request) -> AdminOut:
+    """The control state now, once the view has seen it (so /stats already shows it)."""
+    request.app.state.view.wait_fresh(request.app.state.settings.redis_timeout)
     control = read_control(client)
     return AdminOut(paused=control.paused, checkpoint_seq=control.checkpoint_seq)
 
 
 @router.post("/pause", response_model=AdminOut)
-def pause(client: RedisDep) -> AdminOut:
+def pause(client: RedisDep, request: Request) -> AdminOut:
     """The worker stops taking minibatches (it still beats and answers checkpoints)."""
     set_paused(client, True)
-    return _state(client)
+    return _state(client, request)
 
 
 @router.post("/resume", response_model=AdminOut)
-def resume(client: RedisDep) -> AdminOut:
+def resume(client: RedisDep, request: Request) -> AdminOut:
     """The worker takes minibatches again."""
     set_paused(client, False)
-    return _state(client)
+    return _state(client, request)
 
 
 @router.post("/checkpoint", response_model=AdminOut)
-def checkpoint(client: RedisDep) -> AdminOut:
+def checkpoint(client: RedisDep, request: Request) -> AdminOut:
     """The worker writes a checkpoint at its next opportunity."""
     request_checkpoint(client)
-    return _state(client)
+    return _state(client, request)

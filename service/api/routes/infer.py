@@ -1,32 +1,37 @@
-"""``POST /infer``: topic proportions of a new text under the published beta."""
+"""``POST /infer``: topic proportions of a new text under the published beta.
+
+Runs in the app's own pool of ``infer_concurrency`` threads; ConcurrencyLimitMiddleware refuses
+more requests than that (503, Retry-After) before reading their bodies, so memory stays bounded
+and nothing else (``/healthz`` included) waits for it.
+"""
 
 from __future__ import annotations
 
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+
+import redis
 import torch
-from fastapi import APIRouter, HTTPException, status
+from fastapi import APIRouter, HTTPException, Request, status
 
 from lda.vocab import tokenize
 from service.api.deps import ModelCacheDep, RedisDep, SettingsDep
 from service.api.inference import infer_topics
-from service.api.schemas import ErrorOut, InferIn, InferOut, TopicWeightOut
+from service.api.model_cache import ModelCache
+from service.api.schemas import INVALID, ErrorOut, InferIn, InferOut, TopicWeightOut
+from service.settings import Settings
 
 router = APIRouter(tags=["infer"])
 
 
-@router.post(
-    "/infer",
-    response_model=InferOut,
-    responses={413: {"model": ErrorOut}, 503: {"model": ErrorOut}},
-)
-def infer(body: InferIn, client: RedisDep, cache: ModelCacheDep, settings: SettingsDep) -> InferOut:
-    """Tokenised as the learner does; words outside the vocabulary are ignored (and counted)."""
+def _infer(text: str, client: redis.Redis, cache: ModelCache, settings: Settings) -> InferOut:
     loaded = cache.get(client)
     if loaded is None:
         raise HTTPException(
             status.HTTP_503_SERVICE_UNAVAILABLE,
             "no model yet: the worker has not published its first model",
         )
-    tokens = tokenize(body.text)
+    tokens = tokenize(text)
     index = loaded.vocabulary.index
     ids = [index[t] for t in tokens if t in index]
     proportions = infer_topics(
@@ -45,3 +50,30 @@ def infer(body: InferIn, client: RedisDep, cache: ModelCacheDep, settings: Setti
         proportions=proportions,
         topics=[TopicWeightOut(id=k, weight=proportions[k]) for k in ranked],
     )
+
+
+@router.post(
+    "/infer",
+    response_model=InferOut,
+    responses={
+        400: {"model": ErrorOut, "description": "Content-Length is not a number"},
+        413: {"model": ErrorOut, "description": "Body larger than the setting max_infer_bytes"},
+        **INVALID,
+        503: {
+            "model": ErrorOut,
+            "description": "Redis is unreachable, no model yet, or too many /infer requests "
+            "in progress (then with Retry-After)",
+        },
+    },
+)
+async def infer(
+    body: InferIn,
+    request: Request,
+    client: RedisDep,
+    cache: ModelCacheDep,
+    settings: SettingsDep,
+) -> InferOut:
+    """Tokenised as the learner does; words outside the vocabulary are ignored (and counted)."""
+    pool: ThreadPoolExecutor = request.app.state.infer_pool
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(pool, _infer, body.text, client, cache, settings)

@@ -1,62 +1,63 @@
-"""``GET /topics`` and ``GET /topics/{id}``: the top words of each topic."""
+"""``GET /topics`` and ``GET /topics/{id}``: the top words of each topic, served from memory.
 
-from __future__ import annotations
+Built per app by :func:`router`, because the bound of ``top`` (the setting topic_words) belongs
+in the OpenAPI schema. (No ``from __future__ import annotations`` here: the signatures use
+the local bound ``most``, which string annotations could not resolve.)
+"""
 
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Path, Query, status
+from fastapi import APIRouter, HTTPException, Path, Query, Response, status
 
-from service.api.deps import SettingsDep, SnapshotDep, check_top
-from service.api.schemas import ErrorOut, OneTopicOut, TopicOut, TopicsOut, WordOut, timestamp
-from service.snapshot import WordWeight
-
-router = APIRouter(tags=["topics"])
+from service.api.conditional import NOT_MODIFIED, respond
+from service.api.deps import IfNoneMatch, StateDep
+from service.api.schemas import INVALID, UNAVAILABLE, ErrorOut, OneTopicOut, TopicsOut
+from service.settings import Settings
 
 _TOP = "Words per topic, most probable first (at most the setting topic_words)"
 
 
-def _words(words: list[WordWeight], top: int) -> list[WordOut]:
-    return [WordOut(word=w.word, weight=w.weight) for w in words[:top]]
+def router(settings: Settings) -> APIRouter:
+    """The topics routes, ``top`` bounded by ``settings.topic_words``."""
+    most = settings.topic_words
+    routes = APIRouter(tags=["topics"])
 
-
-@router.get("/topics", response_model=TopicsOut, responses={503: {"model": ErrorOut}})
-def list_topics(
-    snapshot: SnapshotDep,
-    settings: SettingsDep,
-    top: Annotated[int, Query(description=_TOP)] = 10,
-) -> TopicsOut:
-    """Every topic with its ``top`` most probable words."""
-    check_top(top, settings)
-    return TopicsOut(
-        docs_seen=snapshot.docs_seen,
-        updated_at=timestamp(snapshot.updated_at),  # type: ignore[arg-type]
-        sampler=snapshot.sampler,
-        topics=[TopicOut(id=i, words=_words(w, top)) for i, w in enumerate(snapshot.topics)],
+    @routes.get(
+        "/topics",
+        response_model=TopicsOut,
+        responses={304: NOT_MODIFIED, **INVALID, **UNAVAILABLE},
     )
+    async def list_topics(
+        state: StateDep,
+        top: Annotated[int, Query(ge=1, le=most, description=_TOP)] = min(10, most),
+        if_none_match: IfNoneMatch = None,
+    ) -> Response:
+        """Every topic with its ``top`` most probable words."""
+        return respond(state.require_topics().all(top), if_none_match)
 
-
-@router.get(
-    "/topics/{topic_id}",
-    response_model=OneTopicOut,
-    responses={404: {"model": ErrorOut}, 503: {"model": ErrorOut}},
-)
-def get_topic(
-    snapshot: SnapshotDep,
-    settings: SettingsDep,
-    topic_id: Annotated[int, Path(description="Topic id, 0 to K-1")],
-    top: Annotated[int, Query(description=_TOP)] = 20,
-) -> OneTopicOut:
-    """One topic with its ``top`` most probable words; 404 for an id outside 0..K-1."""
-    check_top(top, settings)
-    if not 0 <= topic_id < snapshot.num_topics:
-        raise HTTPException(
-            status.HTTP_404_NOT_FOUND,
-            f"no topic {topic_id}: topic ids are 0 to {snapshot.num_topics - 1}",
-        )
-    return OneTopicOut(
-        id=topic_id,
-        words=_words(snapshot.topics[topic_id], top),
-        docs_seen=snapshot.docs_seen,
-        updated_at=timestamp(snapshot.updated_at),  # type: ignore[arg-type]
-        sampler=snapshot.sampler,
+    @routes.get(
+        "/topics/{topic_id}",
+        response_model=OneTopicOut,
+        responses={
+            304: NOT_MODIFIED,
+            404: {"model": ErrorOut, "description": "No topic with this id"},
+            **INVALID,
+            **UNAVAILABLE,
+        },
     )
+    async def get_topic(
+        state: StateDep,
+        topic_id: Annotated[int, Path(description="Topic id, 0 to K-1")],
+        top: Annotated[int, Query(ge=1, le=most, description=_TOP)] = min(20, most),
+        if_none_match: IfNoneMatch = None,
+    ) -> Response:
+        """One topic with its ``top`` most probable words; 404 for an id outside 0..K-1."""
+        topics = state.require_topics()
+        k = topics.snapshot.num_topics
+        if not 0 <= topic_id < k:
+            raise HTTPException(
+                status.HTTP_404_NOT_FOUND, f"no topic {topic_id}: topic ids are 0 to {k - 1}"
+            )
+        return respond(topics.one(topic_id, top), if_none_match)
+
+    return routes

@@ -1,0 +1,48 @@
+"""Bodies rendered once with a content ETag, and conditional GETs answered from them (304).
+
+``Cache-Control: no-cache`` lets browsers and proxies keep a copy but ask again each time; the
+question (``If-None-Match``) is answered 304 without a body while the content is unchanged. The
+ETag hashes the body, so every API instance gives the same tag for the same content.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from fastapi import Response, status
+
+CACHE_CONTROL = "no-cache"
+JSON = "application/json"
+NOT_MODIFIED = {
+    "description": "Not modified: If-None-Match names the current ETag (no body)",
+    "content": None,
+}
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """A response body and its strong ETag."""
+
+    body: bytes
+    etag: str
+
+    @classmethod
+    def of(cls, body: bytes) -> Rendered:
+        return cls(body, '"' + hashlib.blake2b(body, digest_size=16).hexdigest() + '"')
+
+
+def matches(if_none_match: str | None, etag: str) -> bool:
+    """Whether an If-None-Match header names ``etag`` (weak comparison, ``*`` matches all)."""
+    if not if_none_match:
+        return False
+    tags = [tag.strip() for tag in if_none_match.split(",")]
+    return "*" in tags or any(tag.removeprefix("W/") == etag for tag in tags)
+
+
+def respond(rendered: Rendered, if_none_match: str | None, media_type: str = JSON) -> Response:
+    """200 with the body, or 304 when the client already holds this version."""
+    headers = {"ETag": rendered.etag, "Cache-Control": CACHE_CONTROL}
+    if matches(if_none_match, rendered.etag):
+        return Response(status_code=status.HTTP_304_NOT_MODIFIED, headers=headers)
+    return Response(rendered.body, media_type=media_type, headers=headers)

@@ -1,0 +1,160 @@
+"""What ``/stats`` and ``/metrics`` report, read from Redis at every refresh of the view.
+
+Heartbeat, control, queue, scraper counters and the model summary are a few small reads, so the
+refresher takes them every ``api_refresh_s``; the bodies are rendered then, once per refresh.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import redis
+
+from service.api.prometheus import Metric, metric_name
+from service.api.schemas import QueueOut, StatsOut, timestamp
+from service.settings import Settings
+from service.snapshot import (
+    Control,
+    PerplexityPoint,
+    QueueStats,
+    Snapshot,
+    read_control,
+    read_heartbeat,
+    read_model_summary,
+    read_queue,
+    read_scraper_counters,
+)
+
+# Scraper counters "<kind>:<what>" of these kinds are articles or requests lost.
+_ERROR_KINDS = ("skipped", "error", "errors")
+_SCRAPER_UPDATED = "updated_at"
+
+
+@dataclass(frozen=True)
+class Live:
+    """The small, fast-changing values, read at ``at`` (unix time)."""
+
+    at: float
+    heartbeat: float | None
+    control: Control
+    queue: QueueStats
+    scraper: dict[str, int | float]
+    model: tuple[str, int] | None  # (version, docs_seen) of the model /infer uses
+
+
+def read_live(client: redis.Redis, settings: Settings, at: float) -> Live:
+    """Every live value, read now."""
+    return Live(
+        at=at,
+        heartbeat=read_heartbeat(client),
+        control=read_control(client),
+        queue=read_queue(client, settings.stream, settings.group),
+        scraper=read_scraper_counters(client, settings.counters_key),
+        model=read_model_summary(client),
+    )
+
+
+def stats(snapshot: Snapshot | None, live: Live, settings: Settings) -> StatsOut:
+    """The body of ``/stats`` (worker fields are null before the first snapshot)."""
+    s = snapshot
+    return StatsOut(
+        docs_seen=0 if s is None else s.docs_seen,
+        docs_per_s=None if s is None else s.docs_per_s,
+        tokens_per_s=None if s is None else s.tokens_per_s,
+        sampler=None if s is None else s.sampler,
+        step_size=None if s is None else s.step_size,
+        device=None if s is None else s.device,
+        topics=None if s is None else s.num_topics,
+        vocab_size=None if s is None else s.vocab_size,
+        updated_at=None if s is None else timestamp(s.updated_at),
+        heartbeat_at=timestamp(live.heartbeat),
+        heartbeat_age_s=None if live.heartbeat is None else max(0.0, live.at - live.heartbeat),
+        paused=live.control.paused,
+        checkpoint_seq=live.control.checkpoint_seq,
+        worker={} if s is None else s.counters,
+        queue=QueueOut(
+            stream=settings.stream,
+            group=settings.group,
+            length=live.queue.length,
+            pending=live.queue.pending,
+        ),
+        scraper=live.scraper,
+    )
+
+
+def redis_up(up: bool) -> Metric:
+    """``streamlda_redis_up``: 1 when the API's last read of Redis worked."""
+    return Metric("streamlda_redis_up", "1 when the API can read Redis").add(int(up))
+
+
+def _scraper_metrics(counters: dict[str, int | float]) -> list[Metric]:
+    """streamlda_scrape_errors_total{kind} plus one streamlda_scraper_<name>_total per counter."""
+    errors = Metric(
+        "streamlda_scrape_errors_total", "Articles or requests lost, by kind", "counter"
+    )
+    metrics = [errors]
+    for name, value in counters.items():
+        kind, _, what = name.partition(":")
+        if name == _SCRAPER_UPDATED:
+            metrics.append(
+                Metric(
+                    "streamlda_scraper_last_update_timestamp_seconds",
+                    "Unix time the scrapers last published their counters",
+                ).add(value)
+            )
+        elif what and kind in _ERROR_KINDS:
+            errors.add(value, kind=what if kind == "skipped" else name)
+        elif not what:
+            family = metric_name("streamlda", "scraper", name, "total")
+            metrics.append(Metric(family, f"Scraper counter {name}", "counter").add(value))
+    return metrics
+
+
+def metrics(snapshot: Snapshot | None, point: PerplexityPoint | None, live: Live) -> list[Metric]:
+    """Every metric family of ``/metrics`` while Redis answers."""
+    families = [
+        redis_up(True),
+        Metric("streamlda_queue_length", "Entries in the article stream").add(live.queue.length),
+        Metric("streamlda_queue_pending", "Entries delivered and not acknowledged").add(
+            live.queue.pending
+        ),
+        Metric("streamlda_worker_paused", "1 while an operator paused the worker").add(
+            int(live.control.paused)
+        ),
+        Metric("streamlda_model_published", "1 once a model is available to /infer").add(
+            int(live.model is not None)
+        ),
+    ]
+    if snapshot is not None:
+        families += [
+            Metric("streamlda_docs_seen", "Documents trained on").add(snapshot.docs_seen),
+            Metric("streamlda_docs_per_second", "Training throughput").add(snapshot.docs_per_s),
+            Metric("streamlda_tokens_per_second", "Training throughput").add(snapshot.tokens_per_s),
+            Metric("streamlda_step_size", "Current sampler step size").add(snapshot.step_size),
+            Metric("streamlda_topics", "Number of topics K").add(snapshot.num_topics),
+            Metric("streamlda_vocabulary_size", "Vocabulary size W").add(snapshot.vocab_size),
+            Metric("streamlda_last_update_timestamp_seconds", "Unix time of the last update").add(
+                snapshot.updated_at
+            ),
+        ]
+        for name, value in snapshot.counters.items():
+            family = metric_name("streamlda", "worker", name, "total")
+            families.append(Metric(family, f"Worker counter {name}", "counter").add(value))
+    if live.heartbeat is not None:
+        families.append(
+            Metric("streamlda_heartbeat_age_seconds", "Seconds since the worker's heartbeat").add(
+                max(0.0, live.at - live.heartbeat)
+            )
+        )
+    if point is not None:
+        families.append(
+            Metric("streamlda_perplexity", "Latest held-out perplexity")
+            .add(point.perplexity, estimate="sample")
+            .add(point.perplexity_avg, estimate="averaged")
+        )
+        families.append(
+            Metric("streamlda_perplexity_docs_seen", "Documents seen at the latest evaluation").add(
+                point.docs_seen
+            )
+        )
+    return families + _scraper_metrics(live.scraper)
