@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import redis
-from fastapi import Depends, Header, Request
+from fastapi import Depends, Request
 
 from service.api.model_cache import ModelCache
 from service.api.view import State
@@ -40,6 +40,3 @@ SettingsDep = Annotated[Settings, Depends(get_settings)]
 RedisDep = Annotated[redis.Redis, Depends(get_redis)]
 ModelCacheDep = Annotated[ModelCache, Depends(get_model_cache)]
 StateDep = Annotated[State, Depends(get_state)]
-IfNoneMatch = Annotated[
-    str | None, Header(description="An ETag from an earlier answer: 304 while it is current")
-]

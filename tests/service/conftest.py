@@ -6,14 +6,18 @@ The Redis server is the shared ``redis_server`` fixture of ``tests/conftest.py``
 from __future__ import annotations
 
 import socket
+import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 import redis
 import torch
+import uvicorn
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from service.api import create_app
@@ -144,3 +148,32 @@ def down_api(settings: Settings) -> Iterator[TestClient]:
     dead = settings.model_copy(update={"redis_url": f"redis://127.0.0.1:{free_port()}/0"})
     with FreshClient(create_app(dead)) as client:
         yield client
+
+
+START_TIMEOUT_S = 10.0
+
+
+@contextmanager
+def serve(app: FastAPI) -> Iterator[str]:
+    """``app`` served by uvicorn on 127.0.0.1 in a thread (real HTTP); yields its base URL."""
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while not server.started:
+        assert time.monotonic() < deadline, "uvicorn did not start"
+        assert thread.is_alive(), "uvicorn exited"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=START_TIMEOUT_S)
+
+
+@pytest.fixture
+def served(settings: Settings) -> Iterator[str]:
+    """The app served over real HTTP; yields its base URL."""
+    with serve(create_app(settings)) as url:
+        yield url

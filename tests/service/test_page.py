@@ -5,44 +5,20 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-import threading
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import uvicorn
 
-from service.api import create_app
 from service.settings import Settings
-from tests.service.conftest import Published, free_port
+from tests.service.conftest import Published
 
 CHROMIUM = shutil.which("chromium")
-START_TIMEOUT_S = 10.0
 CHROMIUM_TIMEOUT_S = 60
 VIRTUAL_TIME_MS = 5000
 
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)"
 )
-
-
-@pytest.fixture
-def served(settings: Settings) -> Iterator[str]:
-    """The app served by uvicorn in a thread; yields its base URL."""
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while not server.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{port}/"
-    server.should_exit = True
-    thread.join(timeout=START_TIMEOUT_S)
 
 
 def dump_dom(url: str, profile: Path) -> str:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Query, Request, Response
 
-from service.api.conditional import NOT_MODIFIED, respond
-from service.api.deps import IfNoneMatch, StateDep
+from service.api.conditional import IF_NONE_MATCH, NOT_MODIFIED, respond
+from service.api.deps import StateDep
 from service.api.schemas import INVALID, UNAVAILABLE, PerplexityOut
 
 router = APIRouter(tags=["perplexity"])
@@ -17,14 +17,15 @@ router = APIRouter(tags=["perplexity"])
     "/perplexity",
     response_model=PerplexityOut,
     responses={304: NOT_MODIFIED, **INVALID, **UNAVAILABLE},
+    openapi_extra=IF_NONE_MATCH,
 )
 async def perplexity(
+    request: Request,
     state: StateDep,
     since: Annotated[
         int | None,
         Query(ge=0, description="Only points after this many documents (incremental polling)"),
     ] = None,
-    if_none_match: IfNoneMatch = None,
 ) -> Response:
     """The latest point and the history (empty before the first evaluation)."""
-    return respond(state.require_perplexity().since(since), if_none_match)
+    return respond(state.require_perplexity().since(since), request)

@@ -6,16 +6,21 @@ Rendered by the view's refresher, so its live values (queue, heartbeat age) are 
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Request, Response
 
-from service.api.conditional import NOT_MODIFIED, respond
-from service.api.deps import IfNoneMatch, StateDep
+from service.api.conditional import IF_NONE_MATCH, NOT_MODIFIED, respond
+from service.api.deps import StateDep
 from service.api.schemas import UNAVAILABLE, StatsOut
 
 router = APIRouter(tags=["stats"])
 
 
-@router.get("/stats", response_model=StatsOut, responses={304: NOT_MODIFIED, **UNAVAILABLE})
-async def stats(state: StateDep, if_none_match: IfNoneMatch = None) -> Response:
+@router.get(
+    "/stats",
+    response_model=StatsOut,
+    responses={304: NOT_MODIFIED, **UNAVAILABLE},
+    openapi_extra=IF_NONE_MATCH,
+)
+async def stats(request: Request, state: StateDep) -> Response:
     """Answers before the first update too (worker fields are then null)."""
-    return respond(state.require_stats(), if_none_match)
+    return respond(state.require_stats(), request)

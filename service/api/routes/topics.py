@@ -7,10 +7,10 @@ the local bound ``most``, which string annotations could not resolve.)
 
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Path, Query, Response, status
+from fastapi import APIRouter, HTTPException, Path, Query, Request, Response, status
 
-from service.api.conditional import NOT_MODIFIED, respond
-from service.api.deps import IfNoneMatch, StateDep
+from service.api.conditional import IF_NONE_MATCH, NOT_MODIFIED, respond
+from service.api.deps import StateDep
 from service.api.schemas import INVALID, UNAVAILABLE, ErrorOut, OneTopicOut, TopicsOut
 from service.settings import Settings
 
@@ -26,14 +26,15 @@ def router(settings: Settings) -> APIRouter:
         "/topics",
         response_model=TopicsOut,
         responses={304: NOT_MODIFIED, **INVALID, **UNAVAILABLE},
+        openapi_extra=IF_NONE_MATCH,
     )
     async def list_topics(
+        request: Request,
         state: StateDep,
         top: Annotated[int, Query(ge=1, le=most, description=_TOP)] = min(10, most),
-        if_none_match: IfNoneMatch = None,
     ) -> Response:
         """Every topic with its ``top`` most probable words."""
-        return respond(state.require_topics().all(top), if_none_match)
+        return respond(state.require_topics().all(top), request)
 
     @routes.get(
         "/topics/{topic_id}",
@@ -44,12 +45,13 @@ def router(settings: Settings) -> APIRouter:
             **INVALID,
             **UNAVAILABLE,
         },
+        openapi_extra=IF_NONE_MATCH,
     )
     async def get_topic(
+        request: Request,
         state: StateDep,
         topic_id: Annotated[int, Path(description="Topic id, 0 to K-1")],
         top: Annotated[int, Query(ge=1, le=most, description=_TOP)] = min(20, most),
-        if_none_match: IfNoneMatch = None,
     ) -> Response:
         """One topic with its ``top`` most probable words; 404 for an id outside 0..K-1."""
         topics = state.require_topics()
@@ -58,6 +60,6 @@ def router(settings: Settings) -> APIRouter:
             raise HTTPException(
                 status.HTTP_404_NOT_FOUND, f"no topic {topic_id}: topic ids are 0 to {k - 1}"
             )
-        return respond(topics.one(topic_id, top), if_none_match)
+        return respond(topics.one(topic_id, top), request)
 
     return routes

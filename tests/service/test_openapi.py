@@ -1,0 +1,65 @@
+"""The OpenAPI schema tells the truth: schemathesis runs all its checks against the real app
+(uvicorn, a real Redis holding a published snapshot, perplexity and model) and finds nothing."""
+
+from __future__ import annotations
+
+import schemathesis
+from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given
+from hypothesis import settings as settings_
+from hypothesis import strategies as st
+from schemathesis import GenerationMode
+
+from service.api import create_app
+from service.settings import Settings
+from tests.service.conftest import ADMIN_TOKEN, TOPIC_WORDS, Published, serve
+
+EXAMPLES = 25  # per operation: ~10 operations stay well under 30 s
+
+
+def test_api_conforms_to_its_schema(settings: Settings, published: Published) -> None:
+    """Every operation, valid and invalid inputs, every check; with the admin token so the
+    admin endpoints' 200s are exercised too (ignored_auth checks the 401 without it)."""
+    auth = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    with serve(create_app(settings)) as base:
+        schema = schemathesis.openapi.from_url(base + "openapi.json")
+        operations = [result.ok() for result in schema.get_all_operations()]
+        assert len(operations) == 11
+        for operation in operations:
+            cases = st.one_of([operation.as_strategy(mode) for mode in GenerationMode])
+
+            @given(case=cases)
+            @settings_(
+                max_examples=EXAMPLES,
+                derandomize=True,
+                database=None,
+                deadline=None,
+                suppress_health_check=list(HealthCheck),
+            )
+            def conforms(case: schemathesis.Case) -> None:
+                case.call_and_validate(headers=auth)
+
+            conforms()
+
+
+def test_schema_documents_the_real_bodies_and_bounds(api: TestClient) -> None:
+    spec = api.get("/openapi.json").json()
+    topics = spec["paths"]["/topics"]["get"]
+    top = next(p for p in topics["parameters"] if p["name"] == "top")["schema"]
+    assert top["minimum"] == 1 and top["maximum"] == TOPIC_WORDS
+    invalid = topics["responses"]["422"]["content"]["application/json"]["schema"]["$ref"]
+    assert invalid.endswith("/ValidationErrorOut")
+    assert "HTTPValidationError" not in spec["components"]["schemas"]
+    pause = spec["paths"]["/admin/pause"]["post"]
+    assert pause["security"] == [{"HTTPBearer": []}]
+    assert spec["components"]["securitySchemes"]["HTTPBearer"]["scheme"] == "bearer"
+    assert not any(p["name"].lower() == "authorization" for p in pause.get("parameters", []))
+
+
+def test_top_bound_follows_the_setting(settings: Settings) -> None:
+    with TestClient(create_app(settings.model_copy(update={"topic_words": 7}))) as api:
+        spec = api.get("/openapi.json").json()
+        top = spec["paths"]["/topics/{topic_id}"]["get"]["parameters"]
+        bound = next(p for p in top if p["name"] == "top")["schema"]
+        assert bound["maximum"] == 7 and bound["default"] == 7
+        assert api.get("/topics", params={"top": 8}).status_code == 422
