@@ -1,0 +1,279 @@
+"""Load the API the way dashboards do while the worker learns, and say what it costs the worker.
+
+Starts ``streamlda up`` (embedded Redis, replayed corpus, worker, API) in a temporary data
+directory, waits until topics are served, measures the worker's docs/s for ``--baseline``
+seconds, then runs ``--clients`` clients that each GET /topics and /perplexity once a second
+(open loop: a slow answer does not delay the next request; latency counts from the scheduled
+send) for ``--duration`` seconds, and prints requests sent/answered, errors, p50/p95/p99 and the
+worker's docs/s during the load against just before. Last, a closed loop of ``--max-clients``
+clients GETs /topics back to back for ``--max-duration`` seconds: the maximum requests/s.
+
+    .venv/bin/python benchmarks/api_load.py            # 200 clients, 30 s (the issue's figures)
+    .venv/bin/python benchmarks/api_load.py --quick    # a short check that it all runs
+
+Goal: p99 < 20 ms, 0 errors, worker docs/s during load >= 0.9 x before. Run on a quiet machine:
+the load generator shares the CPU with the service it measures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import httpx
+import numpy as np
+
+CORPORA = Path(__file__).resolve().parent.parent.parent / "shared" / "corpora"
+GOAL_P99_MS = 20.0
+GOAL_WORKER_RATIO = 0.9
+STOP_TIMEOUT_S = 90.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start_up(args: argparse.Namespace, data_dir: Path, port: int, log: Path) -> subprocess.Popen:
+    """``streamlda up`` on ``port``, its output in ``log``."""
+    env = dict(os.environ)
+    if args.vocab and "STREAMLDA_VOCAB" not in env:
+        env["STREAMLDA_VOCAB"] = str(args.vocab)
+    if args.quick:  # evaluate sooner so /perplexity has points within the short run
+        env.setdefault("STREAMLDA_HELDOUT", "100")
+        env.setdefault("STREAMLDA_EVAL_EVERY", "200")
+    command = [sys.executable, "-m", "service.cli", "up", "--source", args.source]
+    command += ["--data-dir", str(data_dir), "--port", str(port)]
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+
+
+def stop_up(process: subprocess.Popen) -> int:
+    """Ctrl-C (``up`` checkpoints and stops its children), killed if it takes too long."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)
+        try:
+            return process.wait(STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+    return process.wait()
+
+
+async def wait_for_topics(client: httpx.AsyncClient, up: subprocess.Popen, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        if up.poll() is not None:
+            raise SystemExit(f"streamlda up exited with code {up.returncode}")
+        try:
+            if (await client.get("/topics?top=1")).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if time.monotonic() > deadline:
+            raise SystemExit(f"no topics served after {timeout:.0f} s")
+        await asyncio.sleep(0.5)
+
+
+@dataclass
+class WorkerRate:
+    """The worker's progress, sampled from /stats: (updated_at, docs_seen) of each snapshot."""
+
+    seen: list[tuple[float, int]] = field(default_factory=list)
+
+    async def sample(self, client: httpx.AsyncClient, seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            stats = (await client.get("/stats")).json()
+            if stats["updated_at"] is not None:
+                at = datetime.fromisoformat(stats["updated_at"]).timestamp()
+                point = (at, int(stats["docs_seen"]))
+                if not self.seen or self.seen[-1] != point:
+                    self.seen.append(point)
+            await asyncio.sleep(0.5)
+
+    def docs_per_s(self) -> float | None:
+        """Documents per second between the first and last snapshot seen (None if < 2)."""
+        if len(self.seen) < 2 or self.seen[-1][0] <= self.seen[0][0]:
+            return None
+        (t0, d0), (t1, d1) = self.seen[0], self.seen[-1]
+        return (d1 - d0) / (t1 - t0)
+
+
+@dataclass
+class Results:
+    sent: int = 0
+    answered: int = 0
+    errors: dict[str, int] = field(default_factory=dict)
+    latencies_ms: list[float] = field(default_factory=list)
+
+    def error(self, kind: str) -> None:
+        self.errors[kind] = self.errors.get(kind, 0) + 1
+
+
+async def one_request(
+    client: httpx.AsyncClient, path: str, scheduled: float, results: Results, etags: dict[str, str]
+) -> None:
+    """GET ``path``; latency from ``scheduled`` (the open loop's send time) to the answer."""
+    results.sent += 1
+    headers = {"If-None-Match": etags[path]} if path in etags else {}
+    try:
+        response = await client.get(path, headers=headers)
+    except httpx.HTTPError as exc:
+        results.error(type(exc).__name__)
+        return
+    results.latencies_ms.append((time.perf_counter() - scheduled) * 1000)
+    if response.status_code in (200, 304):
+        results.answered += 1
+        if "etag" in response.headers:
+            etags[path] = response.headers["etag"]
+    else:
+        results.error(f"HTTP {response.status_code}")
+
+
+async def dashboard(
+    client: httpx.AsyncClient, duration: float, results: Results, use_etags: bool
+) -> None:
+    """One client: /topics and /perplexity once a second at a random phase, never waiting."""
+    tasks: list[asyncio.Task[None]] = []
+    etags: dict[str, str] = {}
+    start = time.perf_counter() + random.random()
+    tick = 0
+    while (scheduled := start + tick) < start + duration:
+        await asyncio.sleep(max(0.0, scheduled - time.perf_counter()))
+        for path in ("/topics", "/perplexity"):
+            cache = etags if use_etags else {}
+            tasks.append(asyncio.create_task(one_request(client, path, scheduled, results, cache)))
+        tick += 1
+    await asyncio.gather(*tasks)
+
+
+async def closed_loop(client: httpx.AsyncClient, duration: float) -> tuple[int, list[float]]:
+    """GET /topics back to back until ``duration`` is over: (answers, latencies in ms)."""
+    answers, latencies = 0, []
+    end = time.perf_counter() + duration
+    while (now := time.perf_counter()) < end:
+        response = await client.get("/topics")
+        latencies.append((time.perf_counter() - now) * 1000)
+        answers += response.status_code == 200
+    return answers, latencies
+
+
+def percentiles(values: list[float]) -> str:
+    if not values:
+        return "no answers"
+    p50, p95, p99 = np.percentile(values, [50, 95, 99])
+    return f"p50 {p50:.2f} ms, p95 {p95:.2f} ms, p99 {p99:.2f} ms, max {max(values):.2f} ms"
+
+
+def rate(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f}"
+
+
+async def measure(args: argparse.Namespace, base: str, up: subprocess.Popen) -> bool:
+    limits = httpx.Limits(max_connections=args.clients * 2 + 8, max_keepalive_connections=None)
+    timeout = httpx.Timeout(args.request_timeout)
+    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=timeout) as client:
+        print(f"waiting for topics at {base} ...", flush=True)
+        await wait_for_topics(client, up, args.ready_timeout)
+        before = WorkerRate()
+        print(f"worker alone for {args.baseline:.0f} s ...", flush=True)
+        await before.sample(client, args.baseline)
+
+        print(f"{args.clients} clients for {args.duration:.0f} s ...", flush=True)
+        results, during = Results(), WorkerRate()
+        clients = [
+            dashboard(client, args.duration, results, args.etag) for _ in range(args.clients)
+        ]
+        await asyncio.gather(during.sample(client, args.duration + 1), *clients)
+
+        print(f"closed loop: {args.max_clients} clients for {args.max_duration:.0f} s ...")
+        started = time.perf_counter()
+        loops = await asyncio.gather(
+            *(closed_loop(client, args.max_duration) for _ in range(args.max_clients))
+        )
+        elapsed = time.perf_counter() - started
+
+    rate_before, rate_during = before.docs_per_s(), during.docs_per_s()
+    p99 = float(np.percentile(results.latencies_ms, 99)) if results.latencies_ms else float("inf")
+    ratio = None if not rate_before or rate_during is None else rate_during / rate_before
+    errors = sum(results.errors.values())
+    print()
+    print(f"open loop, {args.clients} clients x (/topics + /perplexity) per second, "
+          f"{args.duration:.0f} s{' with If-None-Match' if args.etag else ''}:")  # fmt: skip
+    print(f"  requests sent {results.sent}, answered {results.answered}, errors {errors}"
+          + (f" {results.errors}" if results.errors else ""))  # fmt: skip
+    print(f"  latency {percentiles(results.latencies_ms)}")
+    print(f"  worker docs/s: before {rate(rate_before)}, during {rate(rate_during)}"
+          + ("" if ratio is None else f" ({ratio:.2f} x)"))  # fmt: skip
+    answers = sum(n for n, _ in loops)
+    latencies = [ms for _, lat in loops for ms in lat]
+    print(f"closed loop, {args.max_clients} clients on /topics: "
+          f"{answers / elapsed:.0f} requests/s, {percentiles(latencies)}")  # fmt: skip
+    goals = {
+        f"p99 < {GOAL_P99_MS:.0f} ms": p99 < GOAL_P99_MS,
+        "0 errors": errors == 0,
+        f"worker docs/s during >= {GOAL_WORKER_RATIO} x before": ratio is not None
+        and ratio >= GOAL_WORKER_RATIO,
+    }
+    print(
+        "goals: " + ", ".join(f"{name}: {'met' if ok else 'MISSED'}" for name, ok in goals.items())
+    )
+    return all(goals.values())
+
+
+def parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--source", default=f"jsonl:{CORPORA / 'dev-00.jsonl.gz'}")
+    vocab = CORPORA / "vocab-7702.txt"
+    p.add_argument("--vocab", type=Path, default=vocab if vocab.is_file() else None)
+    p.add_argument("--clients", type=int, default=200, help="dashboards polling (open loop)")
+    p.add_argument("--duration", type=float, default=30.0, help="seconds of open-loop load")
+    p.add_argument("--baseline", type=float, default=10.0, help="seconds of worker alone")
+    p.add_argument("--max-clients", type=int, default=4, help="closed-loop clients")
+    p.add_argument("--max-duration", type=float, default=10.0, help="seconds of closed loop")
+    p.add_argument("--etag", action="store_true", help="clients send If-None-Match")
+    p.add_argument("--request-timeout", type=float, default=30.0)
+    p.add_argument("--ready-timeout", type=float, default=600.0, help="seconds to first topics")
+    p.add_argument("--data-dir", type=Path, help="default: a temporary directory")
+    p.add_argument("--quick", action="store_true", help="20 clients, 5 s load: a smoke run")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.clients, args.duration, args.baseline = min(args.clients, 20), 5.0, 4.0
+        args.max_duration = 3.0
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse(argv)
+    with tempfile.TemporaryDirectory(prefix="api-load-") as scratch:
+        data_dir = args.data_dir or Path(scratch) / "data"
+        log = Path(scratch) / "up.log"
+        port = free_port()
+        up = start_up(args, data_dir, port, log)
+        try:
+            met = asyncio.run(measure(args, f"http://127.0.0.1:{port}", up))
+        finally:
+            code = stop_up(up)
+            if code != 0:
+                print(f"streamlda up exited with code {code}; its log:\n"
+                      + log.read_text(errors="replace")[-3000:])  # fmt: skip
+    return 0 if met else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
