@@ -26,6 +26,7 @@ from typing import IO
 from service.embedded_redis import EmbeddedRedisError, start_redis
 from service.errors import CommandError
 from service.process import die_with_parent
+from service.redis_client import RedisURLError, check_url
 from service.settings import Settings
 
 # How often the supervisor looks at its children.
@@ -199,6 +200,11 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         supervisor.stop,
         lambda: supervisor.say("up", "already stopping: the worker is checkpointing"),
     )
+    if settings.redis_url:
+        try:
+            check_url(settings.redis_url)
+        except RedisURLError as exc:
+            raise CommandError(str(exc)) from None
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     if not settings.redis_url:
         try:

@@ -9,8 +9,8 @@ from service.api import docs, errors
 from service.api.limits import BodyLimitMiddleware
 from service.api.model_cache import ModelCache
 from service.api.routes import admin, health, infer, metrics, page, perplexity, stats, topics
+from service.redis_client import connect
 from service.settings import Settings
-from service.snapshot import connect
 
 DESCRIPTION = (
     "Topics learned online from a stream of Wikipedia articles with SG-MCMC LDA. "
@@ -24,7 +24,7 @@ def create_app(settings: Settings) -> FastAPI:
         raise ValueError("the API needs a Redis URL (--redis or STREAMLDA_REDIS_URL)")
     app = FastAPI(title="streamlda", description=DESCRIPTION, docs_url=None, redoc_url=None)
     app.state.settings = settings
-    app.state.redis = connect(settings.redis_url, timeout=settings.redis_timeout)
+    app.state.redis = connect(settings, timeout=settings.redis_timeout)
     app.state.model_cache = ModelCache()
     errors.install(app)
     docs.install(app)

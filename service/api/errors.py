@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import redis
 from fastapi import FastAPI, Request, status
@@ -12,19 +11,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from service.redact import redact as redact  # re-exported: the one redaction
+from service.redis_client import is_transient
+
 log = logging.getLogger(__name__)
-
-
-def redact(url: str | None) -> str:
-    """The Redis URL without its password, fit for an error message."""
-    if not url:
-        return "(unset)"
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)[1]
-    user = parts.username or ""
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
 
 
 def _describe(error: dict[str, Any]) -> str:
@@ -52,11 +42,11 @@ async def _http(request: Request, exc: Exception) -> JSONResponse:
 
 async def _redis(request: Request, exc: Exception) -> JSONResponse:
     url = redact(request.app.state.settings.redis_url)
-    if isinstance(exc, redis.ConnectionError | redis.TimeoutError):
-        detail = f"Redis is unreachable at {url}: {exc}"
+    if is_transient(exc):
+        detail = f"Redis is unreachable at {url}: {redact(str(exc))}"
     else:
-        log.warning("Redis error on %s: %s", request.url.path, exc)
-        detail = f"Redis error at {url}: {exc}"
+        log.warning("Redis error on %s: %s", request.url.path, redact(str(exc)))
+        detail = f"Redis error at {url}: {redact(str(exc))}"
     return JSONResponse({"detail": detail}, status.HTTP_503_SERVICE_UNAVAILABLE)
 
 

@@ -40,7 +40,6 @@ def _stop_scrapers() -> Iterator[None]:
     while _SCRAPERS:
         scraper = _SCRAPERS.pop()
         scraper.stop.set()
-        scraper.abort.set()
 
 
 def _scraper(
