@@ -31,7 +31,7 @@ from service.redact import configure_logging, redact
 from service.redis_client import RedisURLError, connect
 from service.redis_retry import RedisGaveUp, RedisRetry
 from service.settings import Settings
-from service.sources import Article, Source, SourceError, open_source
+from service.sources import Article, Source, SourceError, SourceStopped, open_source
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +123,10 @@ class Scraper:
         self.client = client if client is not None else connect(settings)
         self.queue = ArticleQueue(self.client, settings)
         self.limit = limit
-        self.stop = stop or threading.Event()
+        source_stop = getattr(source, "stop", None)  # the live source's waits end on it
+        if stop is None:
+            stop = source_stop if isinstance(source_stop, threading.Event) else threading.Event()
+        self.stop = stop
         # Waits out Redis outages; gives up (with the batch in hand) once ``stop`` is set.
         self.redis = RedisRetry(settings, self.stop, on_retry=self._count_reconnect)
         self.totals = Totals()
@@ -140,6 +143,8 @@ class Scraper:
                     break
         except RedisGaveUp as exc:
             log.warning("%s: up to %d fetched articles not queued", exc, len(self.unqueued))
+        except SourceStopped as exc:
+            log.info("source %s", exc)
         finally:
             self._publish()
         log.info("done: %s", self.totals.summary())
@@ -245,15 +250,15 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     limit = getattr(args, "limit", None)
     if limit is not None and limit < 1:
         raise CommandError(f"--limit must be at least 1, not {limit}")
+    stop = threading.Event()  # ends every wait: the source's, backpressure's and Redis's
     try:
-        source = open_source(settings.source, settings=settings)
+        source = open_source(settings.source, settings=settings, stop=stop)
     except SourceError as exc:
         raise CommandError(str(exc)) from exc
     try:
         client = connect(settings)
     except RedisURLError as exc:
         raise CommandError(str(exc)) from None
-    stop = threading.Event()
     _install_stop_handlers(stop)
     scraper = Scraper(settings, source, client=client, limit=limit, stop=stop)
     log.info(
