@@ -3,6 +3,7 @@
 Each command module exposes ``register(subparsers)``, which adds its parser and sets
 ``func(settings, args) -> int``. Flags whose ``dest`` names a Settings field override the
 environment; errors in arguments or settings print one line and exit 2, never a traceback.
+Whatever is printed goes through :func:`service.redact.redact`: no URL password is shown.
 """
 
 from __future__ import annotations
@@ -10,11 +11,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import traceback
 from collections.abc import Sequence
 
 from pydantic import ValidationError
 
 from service.errors import CommandError
+from service.redact import redact
 from service.settings import Settings
 
 # Modules that each add one subcommand.
@@ -70,10 +73,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(settings, args) or 0)
     except CommandError as exc:
-        print(f"streamlda {args.command}: error: {exc}", file=sys.stderr)
+        print(f"streamlda {args.command}: error: {redact(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
+    except Exception:
+        # Python would print this traceback itself; it may quote a Redis URL's password.
+        sys.stderr.write(redact(traceback.format_exc()))
+        return 1
 
 
 if __name__ == "__main__":

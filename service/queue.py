@@ -33,16 +33,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import redis
-from redis.backoff import NoBackoff
-from redis.retry import Retry
 
+from service.redis_client import connect as connect  # re-exported: queue users' client
 from service.settings import Settings
 from service.sources import Article
 
 log = logging.getLogger(__name__)
-
-# Errors after which the same command can succeed once Redis is back.
-REDIS_DOWN_ERRORS: tuple[type[Exception], ...] = (redis.ConnectionError, redis.TimeoutError)
 
 # KEYS: stream, seen-set. ARGV: high-water mark, fetched_at, then id/title/text/source per
 # article. Returns one status per article handled: 1 queued, 0 duplicate, -1 stream full
@@ -68,19 +64,6 @@ return statuses
 """
 
 QUEUED, DUPLICATE, FULL = 1, 0, -1
-
-
-def connect(settings: Settings, url: str | None = None) -> redis.Redis:
-    """A Redis client for the queue: bounded timeouts, one immediate retry, no retry storms."""
-    target = url or settings.redis_url
-    if not target:
-        raise ValueError("no Redis URL: set --redis or STREAMLDA_REDIS_URL")
-    return redis.Redis.from_url(
-        target,
-        socket_timeout=settings.queue_timeout,
-        socket_connect_timeout=settings.queue_timeout,
-        retry=Retry(NoBackoff(), 1),
-    )
 
 
 def _text(value: Any) -> str:

@@ -4,8 +4,10 @@ One log line per batch with its counts and the running totals (fetched, queued, 
 skipped by reason, requests, retries, backpressure waits); the totals are also added to the
 shared counters hash (see :mod:`service.queue`). When Redis is unavailable, at start or in the
 middle of a run, the scraper keeps the batch it holds and retries with exponential backoff
-until Redis is back: it never drops fetched articles. Several scrapers can run at once; the
-queue's atomic de-duplication keeps every page id to one entry.
+(:class:`service.redis_retry.RedisRetry`, counted as ``redis_reconnects``) until Redis is back;
+only a stop request ends that wait, and then it says how many fetched articles it did not queue.
+Several scrapers can run at once; the queue's atomic de-duplication keeps every page id to one
+entry.
 """
 
 from __future__ import annotations
@@ -20,23 +22,18 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from types import FrameType
-from typing import TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 import redis
 
 from service.errors import CommandError
-from service.queue import REDIS_DOWN_ERRORS, ArticleQueue, connect
+from service.queue import ArticleQueue
+from service.redact import configure_logging, redact
+from service.redis_client import RedisURLError, connect
+from service.redis_retry import RedisGaveUp, RedisRetry
 from service.settings import Settings
-from service.sources import Article, Source, SourceError, open_source
+from service.sources import Article, Source, SourceError, SourceStopped, open_source
 
 log = logging.getLogger(__name__)
-
-T = TypeVar("T")
-
-# Redis error replies that mean "not now" (out of memory, failing disk): wait, then retry.
-REDIS_REFUSING_WRITES = ("OOM", "MISCONF")
-RETRIED_REDIS_ERRORS: tuple[type[Exception], ...] = (*REDIS_DOWN_ERRORS, redis.ResponseError)
 
 # Totals published to the counters hash (skipped reasons are added as "skipped:<reason>").
 TOTAL_NAMES = (
@@ -77,10 +74,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     p.set_defaults(func=run)
-
-
-class ScrapeAborted(Exception):
-    """The scraper was told to give up while Redis was unavailable."""
 
 
 @dataclass
@@ -130,21 +123,28 @@ class Scraper:
         self.client = client if client is not None else connect(settings)
         self.queue = ArticleQueue(self.client, settings)
         self.limit = limit
-        self.stop = stop or threading.Event()
-        # Set to give up even with articles in hand (an operator's second Ctrl-C, tests).
-        self.abort = threading.Event()
+        source_stop = getattr(source, "stop", None)  # the live source's waits end on it
+        if stop is None:
+            stop = source_stop if isinstance(source_stop, threading.Event) else threading.Event()
+        self.stop = stop
+        # Waits out Redis outages; gives up (with the batch in hand) once ``stop`` is set.
+        self.redis = RedisRetry(settings, self.stop, on_retry=self._count_reconnect)
         self.totals = Totals()
         self._published: dict[str, float] = {}
         self.unqueued: list[Article] = []
 
     def run(self) -> Totals:
         """Scrape until ``limit`` articles are queued, the source ends, or ``stop`` is set."""
-        self._with_redis("creating the consumer group", self.queue.ensure_group)
         try:
+            self.redis("creating the consumer group", self.queue.ensure_group)
             for batch in self._batches():
                 self._queue_batch(batch)
                 if self.unqueued or self._done():
                     break
+        except RedisGaveUp as exc:
+            log.warning("%s: up to %d fetched articles not queued", exc, len(self.unqueued))
+        except SourceStopped as exc:
+            log.info("source %s", exc)
         finally:
             self._publish()
         log.info("done: %s", self.totals.summary())
@@ -177,9 +177,14 @@ class Scraper:
 
     def _queue_batch(self, batch: list[Article]) -> None:
         fetched_at = time.time()
-        result = self._with_redis(
-            "queueing a batch", lambda: self.queue.add(batch, fetched_at=fetched_at, stop=self.stop)
-        )
+        try:
+            result = self.redis(
+                "queueing a batch",
+                lambda: self.queue.add(batch, fetched_at=fetched_at, stop=self.stop),
+            )
+        except RedisGaveUp:
+            self.unqueued = batch
+            raise
         counts = self.totals.counts
         skipped_before = sum(self.totals.skipped.values())
         self.totals.skipped = Counter(self.source.skipped.counts)
@@ -212,42 +217,15 @@ class Scraper:
         """Add what changed since the last publication to the shared counters hash."""
         current = self.totals.as_counters()
         deltas = {name: value - self._published.get(name, 0) for name, value in current.items()}
-        self._with_redis("publishing counters", lambda: self.queue.publish_counters(deltas))
+        try:
+            self.redis("publishing counters", lambda: self.queue.publish_counters(deltas))
+        except RedisGaveUp:
+            log.warning("stopped while Redis was unavailable: the last counters are not published")
+            return
         self._published = current
 
-    def _with_redis(self, what: str, action: Callable[[], T]) -> T:
-        """Run ``action``, waiting and retrying with backoff for as long as Redis is down."""
-        delay = self.settings.redis_retry_first
-        while True:
-            try:
-                return action()
-            except RETRIED_REDIS_ERRORS as exc:
-                if isinstance(exc, redis.ResponseError) and not str(exc).startswith(
-                    REDIS_REFUSING_WRITES
-                ):
-                    raise
-                self.totals.counts["redis_reconnects"] += 1
-                log.warning("Redis unavailable while %s (%s); retrying in %.1f s", what, exc, delay)
-            if self.abort.wait(delay):
-                raise ScrapeAborted(f"aborted while waiting for Redis ({what})")
-            delay = min(delay * 2, self.settings.redis_retry_max)
-
-
-def _redacted(url: str) -> str:
-    """The URL without its password, fit for a log line."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)[-1]
-    user = f"{parts.username}:***@" if parts.username else ":***@"
-    return urlunsplit(parts._replace(netloc=user + netloc))
-
-
-def _configure_logging(level: str) -> None:
-    root = logging.getLogger()
-    if not root.handlers:
-        logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("service").setLevel(level)
+    def _count_reconnect(self) -> None:
+        self.totals.counts["redis_reconnects"] += 1
 
 
 def _install_stop_handlers(stop: threading.Event) -> None:
@@ -266,27 +244,27 @@ def _install_stop_handlers(stop: threading.Event) -> None:
 
 def run(settings: Settings, args: argparse.Namespace) -> int:
     """The ``scrape`` command."""
-    _configure_logging(getattr(args, "log_level", "INFO"))
+    configure_logging(getattr(args, "log_level", "INFO"))
     if not settings.redis_url:
         raise CommandError("no Redis: pass --redis URL or set STREAMLDA_REDIS_URL")
     limit = getattr(args, "limit", None)
     if limit is not None and limit < 1:
         raise CommandError(f"--limit must be at least 1, not {limit}")
+    stop = threading.Event()  # ends every wait: the source's, backpressure's and Redis's
     try:
-        source = open_source(settings.source, settings=settings)
+        source = open_source(settings.source, settings=settings, stop=stop)
     except SourceError as exc:
         raise CommandError(str(exc)) from exc
     try:
         client = connect(settings)
-    except ValueError as exc:
-        raise CommandError(f"bad Redis URL {settings.redis_url!r}: {exc}") from exc
-    stop = threading.Event()
+    except RedisURLError as exc:
+        raise CommandError(str(exc)) from None
     _install_stop_handlers(stop)
     scraper = Scraper(settings, source, client=client, limit=limit, stop=stop)
     log.info(
         "scraping %s into %s (stream %s, high-water %d)",
         source.name,
-        _redacted(settings.redis_url),
+        redact(settings.redis_url),
         settings.stream,
         settings.stream_high_water,
     )

@@ -139,6 +139,15 @@ class Settings(BaseSettings):
     redis_start_timeout_s: float = Field(
         10.0, gt=0, description="`up`: seconds the embedded Redis gets to answer PING"
     )
+    restart_delay_first_s: float = Field(
+        1.0, gt=0, description="`up`: wait (s) before restarting a crashed child; doubles per crash"
+    )
+    restart_delay_max_s: float = Field(
+        60.0,
+        gt=0,
+        description="`up`: longest wait (s) before a restart; a child that ran this long "
+        "starts again from the first wait",
+    )
 
     # --- API -------------------------------------------------------------------------------
     host: str = Field("127.0.0.1", description="API bind address")

@@ -36,6 +36,8 @@ import numpy as np
 import redis
 import torch
 
+from service.redis_client import connect as connect  # re-exported: raw bytes, as read_model needs
+
 PREFIX = "streamlda:"
 SNAPSHOT_KEY = PREFIX + "snapshot"
 SNAPSHOT_VERSION_KEY = PREFIX + "snapshot:version"
@@ -44,13 +46,6 @@ PERPLEXITY_KEY = PREFIX + "perplexity"
 MODEL_KEY = PREFIX + "model"
 CONTROL_KEY = PREFIX + "control"
 SCRAPER_COUNTERS_KEY = PREFIX + "scraper:counters"
-
-
-def connect(url: str, *, timeout: float | None = None) -> redis.Redis:
-    """A client suited to every function here (raw bytes, optional socket timeouts)."""
-    return redis.Redis.from_url(
-        url, decode_responses=False, socket_timeout=timeout, socket_connect_timeout=timeout
-    )
 
 
 def _text(value: bytes | str) -> str:

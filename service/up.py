@@ -1,11 +1,14 @@
 """``streamlda up``: the whole service on one machine — Redis, scraper, worker and API.
 
-Starts an embedded Redis (unless ``--redis``), then ``scrape``, ``worker`` and ``api`` as child
-processes of this Python (``python -m service ...``) with every setting passed as STREAMLDA_*
-variables, their output merged on stdout with a name prefix. Ctrl-C or SIGTERM stops them in
-order — scraper, worker (which checkpoints), API, Redis — each given ``stop_timeout_s`` before
-it is killed. If a child dies on its own (the scraper finishing a finite source excepted), all
-are stopped and ``up`` exits 1. Running it again with the same ``data_dir`` resumes.
+Starts an embedded Redis (unless ``--redis``; see :mod:`service.embedded_redis`), then
+``scrape``, ``worker`` and ``api`` as child processes of this Python (``python -m service ...``)
+with every setting passed as STREAMLDA_* variables, their output merged on stdout with a name
+prefix. A child that crashes (non-zero exit or a signal; the embedded Redis too) is restarted
+after an exponential backoff, and ``up`` says which, how it ended, the delay and the restart
+count; the scraper finishing a finite source (exit 0) is not restarted, and a configuration
+error (exit 2: restarting cannot help) stops everything with exit 1. Ctrl-C or SIGTERM stops
+the children in order — scraper, worker (which checkpoints), API, Redis — each given
+``stop_timeout_s`` before it is killed. Running it again with the same ``data_dir`` resumes.
 """
 
 from __future__ import annotations
@@ -17,15 +20,18 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import IO
 
-from service.embedded_redis import EmbeddedRedisError, start_redis
+from service.embedded_redis import EmbeddedRedis, EmbeddedRedisError
 from service.errors import CommandError
 from service.process import die_with_parent
+from service.redact import redact
+from service.redis_client import RedisURLError, check_url
 from service.settings import Settings
 
 # How often the supervisor looks at its children.
@@ -33,6 +39,8 @@ SUPERVISE_INTERVAL_S = 0.2
 # Exits that are a clean answer to our SIGTERM: uvicorn re-raises it, and a child still
 # importing (no handler yet, nothing to save) dies of it.
 CLEAN_EXITS = {0, -signal.SIGTERM, 128 + signal.SIGTERM}
+# The exit of a command that refused its arguments or settings: restarting cannot help.
+CONFIG_ERROR_EXIT = 2
 STOP_ORDER = ("scraper", "worker", "api", "redis")
 
 
@@ -77,21 +85,35 @@ def child_environment(settings: Settings) -> dict[str, str]:
     return env
 
 
+def describe_exit(code: int) -> str:
+    """``code 1`` or ``signal SIGKILL``: how a child ended, for people."""
+    if code < 0:
+        try:
+            return f"signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"signal {-code}"
+    return f"code {code}"
+
+
 @dataclass
 class Child:
-    """One supervised process and the thread that copies its output."""
+    """One supervised process, how to start it again, and its restart state."""
 
     name: str
-    process: subprocess.Popen[bytes]
+    launch: Callable[[], subprocess.Popen[bytes]]
+    process: subprocess.Popen[bytes] | None = None
     pump: threading.Thread | None = None
-    stopping: bool = field(default=False)
+    started_at: float = 0.0
+    restarts: int = 0  # restarts so far
+    crashes_in_a_row: int = 0  # sets the next delay; reset once a run outlasts the longest
+    restart_at: float | None = None  # monotonic time of the pending restart
 
     def clean(self, code: int) -> bool:
         return code in CLEAN_EXITS
 
 
 class Supervisor:
-    """Starts, watches and stops the children; prints their merged output."""
+    """Starts, watches, restarts and stops the children; prints their merged output."""
 
     def __init__(self, settings: Settings, out: IO[str]) -> None:
         self.settings = settings
@@ -102,7 +124,7 @@ class Supervisor:
 
     def say(self, name: str, line: str) -> None:
         with self.lock:
-            self.out.write(f"{name:<7}| {line.rstrip()}\n")
+            self.out.write(f"{name:<7}| {redact(line.rstrip())}\n")
             self.out.flush()
 
     def _pump(self, name: str, stream: IO[bytes]) -> None:
@@ -110,41 +132,96 @@ class Supervisor:
             self.say(name, raw.decode("utf-8", errors="replace"))
         stream.close()
 
-    def adopt(self, name: str, process: subprocess.Popen[bytes]) -> None:
-        child = Child(name, process)
+    def add(self, name: str, launch: Callable[[], subprocess.Popen[bytes]]) -> Child:
+        """Start a child with ``launch`` (used again for each restart)."""
+        child = Child(name, launch)
+        self.children[name] = child
+        self._launch(child)
+        return child
+
+    def _launch(self, child: Child) -> None:
+        process = child.launch()
+        child.process, child.started_at, child.restart_at = process, time.monotonic(), None
+        child.pump = None
         if process.stdout is not None:
             child.pump = threading.Thread(
-                target=self._pump, args=(name, process.stdout), daemon=True
+                target=self._pump, args=(child.name, process.stdout), daemon=True
             )
             child.pump.start()
-        self.children[name] = child
 
     def spawn(self, name: str, command: str, env: dict[str, str]) -> None:
         """``python -m service <command>`` in its own session (signals come from us only)."""
-        process = subprocess.Popen(
-            [sys.executable, "-m", "service", command],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            preexec_fn=die_with_parent(),
-        )
-        self.adopt(name, process)
-        self.say("up", f"started {name} (pid {process.pid})")
+
+        def launch() -> subprocess.Popen[bytes]:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "service", command],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=die_with_parent(),
+            )
+            self.say("up", f"started {name} (pid {process.pid})")
+            return process
+
+        self.add(name, launch)
 
     def watch(self) -> str | None:
-        """Wait until stop is requested (None) or a child dies unexpectedly (its message)."""
+        """Supervise until stop is requested (None) or a child cannot be helped (its message):
+        crashed children are restarted after their backoff delay."""
         while not self.stop.wait(SUPERVISE_INTERVAL_S):
             for child in list(self.children.values()):
-                code = child.process.poll()
-                if code is None:
-                    continue
-                if child.name == "scraper" and code == 0:
-                    self.say("up", "scraper finished its source; the others keep running")
-                    del self.children[child.name]
-                    continue
-                return f"{child.name} exited unexpectedly with code {code}"
+                failure = self._check(child)
+                if failure:
+                    return failure
         return None
+
+    def _check(self, child: Child) -> str | None:
+        if child.restart_at is not None:
+            if time.monotonic() >= child.restart_at:
+                self._restart(child)
+            return None
+        assert child.process is not None
+        code = child.process.poll()
+        if code is None:
+            return None
+        if child.name == "scraper" and code == 0:
+            self.say("up", "scraper finished its source; the others keep running")
+            del self.children[child.name]
+            return None
+        if code == CONFIG_ERROR_EXIT and child.name != "redis":
+            return f"{child.name} exited with code {code} (its settings are wrong)"
+        delay = self._next_delay(child)
+        child.restart_at = time.monotonic() + delay
+        self.say(
+            "up",
+            f"{child.name} crashed ({describe_exit(code)}): restart {child.restarts + 1} "
+            f"in {delay:.1f} s",
+        )
+        return None
+
+    def _next_delay(self, child: Child) -> float:
+        """Exponential backoff over crashes in a row; a long enough run resets it."""
+        first, longest = self.settings.restart_delay_first_s, self.settings.restart_delay_max_s
+        if time.monotonic() - child.started_at >= longest:
+            child.crashes_in_a_row = 0
+        delay = min(longest, first * 2**child.crashes_in_a_row)
+        child.crashes_in_a_row += 1
+        return delay
+
+    def _restart(self, child: Child) -> None:
+        child.restarts += 1
+        try:
+            self._launch(child)
+        except (OSError, EmbeddedRedisError) as exc:
+            delay = self._next_delay(child)
+            child.restart_at = time.monotonic() + delay
+            self.say(
+                "up",
+                f"restart {child.restarts} of {child.name} failed ({exc}): again in {delay:.1f} s",
+            )
+            return
+        self.say("up", f"restarted {child.name}: restart {child.restarts}")
 
     def stop_all(self) -> bool:
         """Stop the children in STOP_ORDER; True if each exited cleanly in time."""
@@ -161,6 +238,14 @@ class Supervisor:
 
     def _stop_one(self, child: Child) -> bool:
         process = child.process
+        assert process is not None
+        if child.restart_at is not None:  # already dead: nothing left to stop
+            self.say(
+                "up",
+                f"{child.name} is not running ({describe_exit(process.returncode)}): "
+                "its restart is cancelled",
+            )
+            return True
         if process.poll() is None:
             self.say("up", f"stopping {child.name}")
             process.send_signal(signal.SIGTERM)
@@ -192,6 +277,26 @@ def _install_stop_handlers(stop: threading.Event, on_second: Callable[[], None])
     signal.signal(signal.SIGTERM, handle)
 
 
+def _start_redis(supervisor: Supervisor, settings: Settings) -> str:
+    """Start the embedded Redis under supervision; its URL (with the password)."""
+    server = EmbeddedRedis(settings.data_dir / "redis", settings.redis_start_timeout_s)
+
+    def launch() -> subprocess.Popen[bytes]:
+        process = server.start()
+        supervisor.say(
+            "up",
+            f"started redis (pid {process.pid}) at {redact(server.url)}, "
+            f"files in {server.directory}",
+        )
+        return process
+
+    try:
+        supervisor.add("redis", launch)
+    except EmbeddedRedisError as exc:
+        raise CommandError(str(exc)) from exc
+    return server.url
+
+
 def run(settings: Settings, args: argparse.Namespace) -> int:
     """Start everything, supervise until a signal or a failure, stop everything in order."""
     supervisor = Supervisor(settings, sys.stdout)
@@ -199,18 +304,14 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         supervisor.stop,
         lambda: supervisor.say("up", "already stopping: the worker is checkpointing"),
     )
+    if settings.redis_url:
+        try:
+            check_url(settings.redis_url)
+        except RedisURLError as exc:
+            raise CommandError(str(exc)) from None
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     if not settings.redis_url:
-        try:
-            process, url = start_redis(settings.data_dir / "redis", settings.redis_start_timeout_s)
-        except EmbeddedRedisError as exc:
-            raise CommandError(str(exc)) from exc
-        supervisor.adopt("redis", process)
-        supervisor.say(
-            "up",
-            f"started redis (pid {process.pid}) at {url}, files in {settings.data_dir / 'redis'}",
-        )
-        settings = settings.model_copy(update={"redis_url": url})
+        settings = settings.model_copy(update={"redis_url": _start_redis(supervisor, settings)})
     env = child_environment(settings)
     failure: str | None = None
     try:

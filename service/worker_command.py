@@ -13,7 +13,8 @@ from types import FrameType
 from lda.model import resolve_device
 from service.errors import CommandError
 from service.learner_flags import add_learner_flags
-from service.queue import connect
+from service.redact import configure_logging
+from service.redis_client import RedisURLError, connect
 from service.runtime import set_threads
 from service.settings import Settings
 from service.worker import Worker
@@ -58,14 +59,9 @@ def _install_stop_handlers(stop: threading.Event) -> None:
     signal.signal(signal.SIGTERM, handle)
 
 
-def _configure_logging() -> None:
-    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("service").setLevel(logging.INFO)
-
-
 def run(settings: Settings, args: argparse.Namespace) -> int:
     """The ``worker`` command: learn until stopped; exit 0 after the final checkpoint."""
-    _configure_logging()
+    configure_logging()
     if not settings.redis_url:
         raise CommandError("no Redis: pass --redis URL or set STREAMLDA_REDIS_URL")
     try:
@@ -76,8 +72,8 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         raise CommandError(f"vocabulary file not found: {settings.vocab}")
     try:
         client = connect(settings)
-    except ValueError as exc:
-        raise CommandError(f"bad Redis URL: {exc}") from exc
+    except RedisURLError as exc:
+        raise CommandError(str(exc)) from None
     if settings.vocab is None and settings.vocab_docs >= settings.stream_high_water:
         log.warning(
             "vocab_docs (%d) >= stream_high_water (%d): the vocabulary's documents are "

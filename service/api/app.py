@@ -16,8 +16,8 @@ from service.api.limits import BodyLimitMiddleware
 from service.api.model_cache import ModelCache
 from service.api.routes import admin, health, infer, metrics, page, perplexity, stats, topics
 from service.api.view import View
+from service.redis_client import connect
 from service.settings import Settings
-from service.snapshot import connect
 
 DESCRIPTION = (
     "Topics learned online from a stream of Wikipedia articles with SG-MCMC LDA. "
@@ -51,7 +51,7 @@ def create_app(settings: Settings) -> FastAPI:
         lifespan=_lifespan,
     )
     app.state.settings = settings
-    app.state.redis = connect(settings.redis_url, timeout=settings.redis_timeout)
+    app.state.redis = connect(settings, timeout=settings.redis_timeout)
     app.state.model_cache = ModelCache()
     app.state.view = View(app.state.redis, settings)
     app.state.infer_pool = ThreadPoolExecutor(settings.infer_concurrency, "infer")

@@ -8,6 +8,7 @@ import uvicorn
 
 from service.api.app import create_app
 from service.cli import CommandError
+from service.redis_client import RedisURLError
 from service.settings import Settings
 
 
@@ -15,7 +16,11 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     """Serve until interrupted."""
     if not settings.redis_url:
         raise CommandError("no Redis to read: pass --redis URL or set STREAMLDA_REDIS_URL")
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info")
+    try:
+        app = create_app(settings)
+    except RedisURLError as exc:
+        raise CommandError(str(exc)) from None
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level="info")
     return 0
 
 

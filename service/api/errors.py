@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import redis
 from fastapi import FastAPI, Request, status
@@ -15,19 +14,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from service.redact import redact as redact  # re-exported: the one redaction
+from service.redis_client import is_transient
+
 log = logging.getLogger(__name__)
-
-
-def redact(url: str | None) -> str:
-    """The Redis URL without its password, fit for an error message."""
-    if not url:
-        return "(unset)"
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)[1]
-    user = parts.username or ""
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
 
 
 def _describe(error: dict[str, Any]) -> str:
@@ -54,15 +44,15 @@ async def _http(request: Request, exc: Exception) -> JSONResponse:
 
 
 def redis_failure(url: str | None, exc: Exception) -> str:
-    """The 503 message for a failed Redis call: unreachable (connection, timeout) or an error."""
-    if isinstance(exc, redis.ConnectionError | redis.TimeoutError):
-        return f"Redis is unreachable at {redact(url)}: {exc}"
-    return f"Redis error at {redact(url)}: {exc}"
+    """The 503 message for a failed Redis call: unreachable (transient) or an error; redacted."""
+    if is_transient(exc):
+        return f"Redis is unreachable at {redact(url)}: {redact(str(exc))}"
+    return f"Redis error at {redact(url)}: {redact(str(exc))}"
 
 
 async def _redis(request: Request, exc: Exception) -> JSONResponse:
-    if not isinstance(exc, redis.ConnectionError | redis.TimeoutError):
-        log.warning("Redis error on %s: %s", request.url.path, exc)
+    if not is_transient(exc):
+        log.warning("Redis error on %s: %s", request.url.path, redact(str(exc)))
     detail = redis_failure(request.app.state.settings.redis_url, exc)
     return JSONResponse({"detail": detail}, status.HTTP_503_SERVICE_UNAVAILABLE)
 

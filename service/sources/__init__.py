@@ -7,6 +7,7 @@ name them on the command line.
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -26,6 +27,10 @@ class Article:
 
 class SourceError(Exception):
     """A source cannot be opened or read (bad spec, missing or unreadable file)."""
+
+
+class SourceStopped(Exception):
+    """The source was asked to stop while it waited (backoff, Retry-After, rate limit)."""
 
 
 def require_file(path: Path) -> None:
@@ -64,6 +69,7 @@ def open_source(spec: str, **options: object) -> Source:
 
     Option ``settings`` (a :class:`service.settings.Settings`) configures the live source
     (API URL, contact, rate, timeouts, retries); without it the environment's settings apply.
+    Option ``stop`` (a :class:`threading.Event`) cuts the live source's waits short.
     """
     kind, _, arg = spec.partition(":")
     if kind == "jsonl" and arg:
@@ -81,5 +87,6 @@ def open_source(spec: str, **options: object) -> Source:
         settings = options.get("settings")
         if not isinstance(settings, Settings):
             settings = Settings.model_validate({})  # from the environment
-        return WikipediaSource(settings)
+        stop = options.get("stop")
+        return WikipediaSource(settings, stop=stop if isinstance(stop, threading.Event) else None)
     raise SourceError(f"unknown source {spec!r}: expected jsonl:PATH, dump:PATH or wikipedia")

@@ -8,6 +8,8 @@ backoff and jitter that wait at least as long as ``Retry-After`` (429, 503, maxl
 Bad pages (missing, no revision, redirect, disambiguation, not wikitext, empty) and malformed
 responses are skipped and counted by reason; only a request that still fails after
 ``max_retries`` retries, or an error that retrying cannot fix, raises :class:`SourceError`.
+Every wait ends as soon as the ``stop`` event is set (then :class:`SourceStopped`), so a
+scraper told to stop never sits out a long Retry-After or backoff.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import requests
 
 from service.cleaning import clean_wikitext, is_disambiguation, is_redirect
 from service.settings import Settings
-from service.sources import Article, SkipCounter, SourceError
+from service.sources import Article, SkipCounter, SourceError, SourceStopped
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +71,7 @@ class RateLimiter:
         self,
         rate: float,
         clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], object] = time.sleep,
     ) -> None:
         self.interval = 1.0 / rate
         self._clock = clock
@@ -107,18 +109,21 @@ class WikipediaSource:
         settings: Settings,
         *,
         session: requests.Session | None = None,
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], object] | None = None,
         seed: int | None = None,
+        stop: threading.Event | None = None,
     ) -> None:
+        """``sleep`` (tests) replaces waiting on ``stop``, which ends every wait once set."""
         self.settings = settings
         self.skipped = SkipCounter()
         self.requests = 0  # HTTP requests sent, retries included
         self.retries = 0  # attempts repeated after a failure
         self.waited_s = 0.0  # seconds spent in backoff and Retry-After waits
         self.failures: dict[str, int] = {}  # failed attempts by reason
-        self._sleep = sleep
+        self.stop = stop or threading.Event()
+        self._sleep = sleep if sleep is not None else self.stop.wait
         self._rng = random.Random(seed)
-        self._limiter = RateLimiter(self.settings.rate, sleep=sleep)
+        self._limiter = RateLimiter(self.settings.rate, sleep=self._sleep)
         self.session = session or requests.Session()
         self.session.headers["User-Agent"] = user_agent(self.settings.contact)
         self.session.headers["Accept"] = "application/json"
@@ -175,6 +180,7 @@ class WikipediaSource:
         attempt = 0
         while True:
             self._limiter.wait()
+            self._check_stop("waiting for the rate limit")
             self.requests += 1
             result = self._attempt(params)
             if not isinstance(result, _Failure):
@@ -199,6 +205,11 @@ class WikipediaSource:
             )
             self.waited_s += delay
             self._sleep(delay)
+            self._check_stop(f"waiting to retry ({result.reason})")
+
+    def _check_stop(self, what: str) -> None:
+        if self.stop.is_set():
+            raise SourceStopped(f"stopped while {what}")
 
     def _backoff(self, attempt: int) -> float:
         """Exponential backoff with 'equal jitter': half fixed, half random."""

@@ -40,7 +40,6 @@ def _stop_scrapers() -> Iterator[None]:
     while _SCRAPERS:
         scraper = _SCRAPERS.pop()
         scraper.stop.set()
-        scraper.abort.set()
 
 
 def _scraper(
@@ -320,3 +319,57 @@ def test_sigterm_finishes_the_batch_in_hand_and_exits_cleanly(
     assert "stopping after the batch in hand" in rest and "done:" in rest
     queued = int(rest.split("done: ")[1].split(" fetched, ")[1].split(" queued")[0])
     assert queued >= 20 and len(_entries(redis_server, fast_settings())) == queued
+
+
+# Seconds a stopped scraper may take beyond the 2 s bound to tear the interpreter down.
+EXIT_SLACK_S = 1.0
+
+
+@pytest.mark.parametrize(
+    ("waiting_in", "env", "ready"),
+    [
+        ("a Retry-After", {}, "retry 1/"),
+        ("the rate limit", {"STREAMLDA_RATE": "0.01"}, "batch 1:"),
+        ("an API backoff", {"STREAMLDA_RETRY_BACKOFF": "120"}, "retry 1/"),
+        ("a Redis reconnect", {"STREAMLDA_REDIS_RETRY_FIRST": "60"}, "Redis unavailable while"),
+    ],
+)
+def test_sigterm_ends_every_wait_within_two_seconds(
+    make_wikipedia_api: MakeAPI,
+    redis_server: RedisServer,
+    waiting_in: str,
+    env: dict[str, str],
+    ready: str,
+) -> None:
+    api = make_wikipedia_api(pages=_small_pool(40), retry_after=600)
+    if waiting_in == "a Retry-After":
+        api.inject("429")  # asks for 600 s
+    elif waiting_in == "an API backoff":
+        api.inject("503")
+    elif waiting_in == "a Redis reconnect":
+        redis_server.stop()
+    base = {k: v for k, v in os.environ.items() if not k.startswith("STREAMLDA_")}
+    process = subprocess.Popen(
+        [*CLI, "scrape", "--redis", redis_server.url, "--api-url", api.url],
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**base, "STREAMLDA_ARTICLES_PER_REQUEST": "10", **env},
+    )
+    try:
+        assert process.stderr is not None
+        lines = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            lines.append(process.stderr.readline())
+            if ready in lines[-1] or not lines[-1]:
+                break
+        assert ready in lines[-1], "".join(lines)
+        process.send_signal(signal.SIGTERM)
+        _out, rest = process.communicate(timeout=2.0 + EXIT_SLACK_S)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    output = "".join(lines) + rest
+    assert process.returncode == 0, output
+    assert "done: " in rest and " Redis retries" in rest, output
