@@ -16,10 +16,11 @@ import torch
 from lda.batch import Batch
 from lda.gibbs import Method, gibbs_expectations
 from lda.gradient import MinibatchStatistics
-from lda.perplexity import HeldoutSet, PosteriorAverage, perplexity_from_probabilities
+from lda.perplexity import HeldoutSet, PosteriorAverage
 from lda.perplexity import test_token_probabilities as _test_token_probabilities
 from lda.samplers import SAMPLERS, Hyper, SamplerState, StepInfo, init_state, step
 from lda.schedules import StepSchedule
+from lda.scorer import HeldoutScorer, ScorerConfig
 
 
 class NonFiniteError(ArithmeticError):
@@ -165,11 +166,20 @@ class StreamingLDA:
             cfg.eval_gibbs,
         )
 
+    @property
+    def scorer_config(self) -> ScorerConfig:
+        """The held-out estimator of this learner's configuration."""
+        cfg = self.config
+        assert cfg.gamma is not None
+        return ScorerConfig(gamma=cfg.gamma, sweeps=cfg.eval_sweeps, method=cfg.eval_gibbs)
+
+    def scorer(self) -> HeldoutScorer:
+        """A scorer over this learner's evaluation generator and posterior average (shared)."""
+        return HeldoutScorer(self.scorer_config, self.eval_generator, self.posterior_average)
+
     def evaluate(self, heldout: HeldoutSet) -> tuple[float, float]:
         """(current-sample perplexity, posterior-averaged perplexity) on ``heldout``."""
-        probabilities = self.test_token_probabilities(heldout)
-        averaged = self.posterior_average.add(probabilities)
-        return perplexity_from_probabilities(probabilities), averaged
+        return self.scorer().score(self.beta, heldout)
 
     def top_words(self, n: int) -> tuple[torch.Tensor, torch.Tensor]:
         """(K, n) word ids and their beta weights, most probable first."""

@@ -5,7 +5,8 @@ Redis keys (names are settings, defaults shown):
 * ``streamlda:docs`` (``stream``): one entry per article, fields ``id`` (page id), ``title``,
   ``text``, ``source``, ``fetched_at`` (Unix seconds). Its length is the work not yet
   acknowledged: :meth:`ArticleQueue.ack` deletes what it acknowledges, and nothing is ever
-  trimmed, so unread entries are never lost.
+  trimmed, so unread entries are never lost. Of that length, the group's pending count has
+  been read (a worker holds it until a checkpoint contains it); the rest is unread.
 * ``workers`` (``group``): the consumer group of the workers, created at id 0 (so articles
   queued before the first worker are read too).
 * ``streamlda:seen`` (``dedupe_key``): set of every page id ever queued; an id in it is never
@@ -17,8 +18,11 @@ Redis keys (names are settings, defaults shown):
   and ``updated_at`` (Unix seconds of the last update).
 
 Adding is one Lua script per batch, atomic in Redis: an article is appended only if its id is
-new *and* the stream is below the high-water mark. At the mark :meth:`ArticleQueue.add` waits
-(backpressure) instead of dropping or trimming. Reading reclaims entries another consumer has
+new *and* fewer than the high-water mark are unread (stream length minus the group's pending
+count). The mark bounds what waits to be read, not what waits for a checkpoint, so scrapers
+run as fast as the worker reads; the worker bounds the rest by acknowledging at checkpoints
+(see :mod:`service.worker`). At the mark :meth:`ArticleQueue.add` waits (backpressure)
+instead of dropping or trimming. Reading reclaims entries another consumer has
 held longer than ``claim_after_ms`` (XAUTOCLAIM), so a crashed worker's entries are redelivered;
 a consumer keeps its own unacknowledged entries alive by reading regularly.
 """
@@ -40,23 +44,32 @@ from service.sources import Article
 
 log = logging.getLogger(__name__)
 
-# KEYS: stream, seen-set. ARGV: high-water mark, fetched_at, then id/title/text/source per
-# article. Returns one status per article handled: 1 queued, 0 duplicate, -1 stream full
-# (then it stops: that article and the rest are left to the caller to retry).
+# KEYS: stream, seen-set. ARGV: high-water mark, fetched_at, group, then id/title/text/source
+# per article. Returns one status per article handled: 1 queued, 0 duplicate, -1 too many
+# unread (then it stops: that article and the rest are left to the caller to retry).
+# Unread = XLEN - the group's pending count (no group yet: everything is unread); XPENDING's
+# summary form exists in every Redis with streams (5.0+).
 _ADD_SCRIPT = """
 local high_water = tonumber(ARGV[1])
+local pending = 0
+local summary = redis.pcall('XPENDING', KEYS[1], ARGV[3])
+if type(summary) == 'table' and summary.err == nil then
+  pending = tonumber(summary[1])
+end
+local unread = redis.call('XLEN', KEYS[1]) - pending
 local statuses = {}
-for base = 3, #ARGV, 4 do
+for base = 4, #ARGV, 4 do
   local id = ARGV[base]
   if redis.call('SISMEMBER', KEYS[2], id) == 1 then
     statuses[#statuses + 1] = 0
-  elseif redis.call('XLEN', KEYS[1]) >= high_water then
+  elseif unread >= high_water then
     statuses[#statuses + 1] = -1
     return statuses
   else
     redis.call('XADD', KEYS[1], '*', 'id', id, 'title', ARGV[base + 1], 'text', ARGV[base + 2],
                'source', ARGV[base + 3], 'fetched_at', ARGV[2])
     redis.call('SADD', KEYS[2], id)
+    unread = unread + 1
     statuses[#statuses + 1] = 1
   end
 end
@@ -112,6 +125,7 @@ class ArticleQueue:
         args: list[str | float | int] = [
             self.settings.stream_high_water,
             repr(time.time() if fetched_at is None else fetched_at),
+            self.group,
         ]
         for article in articles:
             args += [article.id, article.title, article.text, article.source]
@@ -125,7 +139,8 @@ class ArticleQueue:
         fetched_at: float | None = None,
         stop: threading.Event | None = None,
     ) -> AddResult:
-        """Queue new articles, skipping known ids; wait while the stream is at its high-water mark.
+        """Queue new articles, skipping known ids; wait while the unread entries are at the
+        high-water mark.
 
         Returns early only when ``stop`` is set while waiting; the articles not queued then are
         in ``unqueued``. Redis errors propagate (the scraper reconnects and calls again: ids
@@ -150,9 +165,9 @@ class ArticleQueue:
         return result
 
     def _wait_below_high_water(self, stop: threading.Event | None) -> bool:
-        """Poll until the stream has room; True if ``stop`` was set first."""
+        """Poll until fewer than the mark are unread; True if ``stop`` was set first."""
         poll = self.settings.backpressure_poll
-        while self.length() >= self.settings.stream_high_water:
+        while self.unread() >= self.settings.stream_high_water:
             if stop is not None:
                 if stop.wait(poll):
                     return True
@@ -313,6 +328,17 @@ class ArticleQueue:
         except redis.ResponseError:
             return 0  # no stream or group yet
         return int(summary["pending"])
+
+    def unread(self) -> int:
+        """Entries queued and not yet delivered to a consumer: what the high-water mark bounds."""
+        pipe = self.client.pipeline(transaction=True)
+        pipe.xlen(self.stream)
+        pipe.xpending(self.stream, self.group)
+        length, summary = pipe.execute(raise_on_error=False)
+        if isinstance(length, Exception):
+            raise length
+        pending = 0 if isinstance(summary, Exception) else int(summary["pending"])
+        return max(0, int(length) - pending)
 
     def seen(self) -> int:
         """Page ids ever queued."""

@@ -65,6 +65,18 @@ class Settings(BaseSettings):
     heldout: int = Field(1000, ge=0, description="First H documents kept as the held-out set")
     eval_every: int = Field(1000, ge=1, description="Evaluate perplexity every M trained documents")
     eval_sweeps: int = Field(50, ge=2, description="Gibbs sweeps when scoring held-out documents")
+    eval_backlog: int = Field(
+        4,
+        ge=1,
+        description="Worker: betas waiting for held-out scoring; beyond it a point is skipped "
+        "and counted (evals_skipped)",
+    )
+    eval_stop_wait_s: float = Field(
+        30.0,
+        ge=0,
+        description="Seconds a stopping worker waits for scoring in progress (the rest is scored "
+        "after a restart)",
+    )
     device: DeviceName = Field("auto", description="auto picks CUDA when present")
     threads: int | None = Field(
         None, ge=1, description="CPU threads for torch and the Gibbs kernel"
@@ -78,7 +90,9 @@ class Settings(BaseSettings):
     # --- queue -----------------------------------------------------------------------------
     stream: str = Field("streamlda:docs", description="Redis stream of articles")
     group: str = Field("workers", description="Consumer group of the workers")
-    stream_high_water: int = Field(5000, ge=1, description="Stream length at which scrapers wait")
+    stream_high_water: int = Field(
+        5000, ge=1, description="Unread stream entries (not yet read by a worker): scrapers wait"
+    )
     claim_after_ms: int = Field(60_000, ge=100, description="Reclaim entries pending this long")
     dedupe_key: str = Field("streamlda:seen", description="Redis set of page ids ever queued")
     counters_key: str = Field(
@@ -119,6 +133,12 @@ class Settings(BaseSettings):
 
     # --- worker ----------------------------------------------------------------------------
     checkpoint_every_s: float = Field(60.0, gt=0, description="Seconds between checkpoints")
+    checkpoint_max_unacked: int = Field(
+        2000,
+        ge=1,
+        description="Trained entries held unacknowledged that trigger a checkpoint (bounds the "
+        "stream beyond the high-water mark)",
+    )
     consumer_name: str = Field(
         "worker", description="Worker's consumer name in the group (keep it across restarts)"
     )

@@ -17,8 +17,19 @@ Lifecycle of an article (a stream entry read through the consumer group):
    read, so with a second consumer those could be reclaimed (and learned twice) after
    ``claim_after_ms``.
 
-Checkpoints (atomic, ``data_dir/checkpoint.pt``) are written every ``checkpoint_every_s``, on
-an admin request, when paused, and on SIGTERM/SIGINT (after the minibatch in hand). If a step
+Checkpoints (atomic, ``data_dir/checkpoint.pt``) are written every ``checkpoint_every_s``, as
+soon as ``checkpoint_max_unacked`` trained entries wait, when the stream is found empty (so a
+finished source's tail is acknowledged at once), on an admin request, when paused, and on
+SIGTERM/SIGINT (after the minibatch in hand). Scrapers wait on unread entries only (see
+:mod:`service.queue`), so those triggers are what bound the entries held here: the vocabulary's
+documents, or fewer than ``checkpoint_max_unacked`` plus two minibatches.
+
+Held-out perplexity is scored off the learner's path (:mod:`service.evaluator`): at each
+multiple of ``eval_every`` a copy of beta goes to a scoring process; its points are published
+as they come back, in order. At most ``eval_backlog`` betas wait (a later one is skipped and
+counted in ``evals_skipped``). The checkpoint holds the scorer's state as of the last published
+point and the betas not yet scored; a restart truncates the perplexity history to that point and
+scores the rest, so the points equal an uninterrupted run's. If a step
 would make theta non-finite, the last checkpoint is restored, the count
 ``nonfinite_restores`` grows, and the documents trained since that checkpoint (including the
 failing minibatch) are dropped and acknowledged with the next checkpoint: a poison minibatch
@@ -30,10 +41,12 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import threading
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import redis
 import torch
@@ -42,6 +55,7 @@ from lda.batch import Batch
 from lda.model import NonFiniteError, StreamingLDA, resolve_device
 from lda.perplexity import HeldoutSet
 from lda.vocab import Vocabulary, build_vocabulary
+from service.evaluator import Evaluator, Scored
 from service.heldout_store import HeldoutStore
 from service.model_store import CHECKPOINT_NAME, learner_config, load_model, save_model
 from service.queue import ArticleQueue
@@ -63,7 +77,14 @@ from service.sources import Article
 log = logging.getLogger(__name__)
 
 # The worker's counters in every snapshot (zero until they happen), kept across restarts.
-COUNTERS = ("updates", "checkpoints", "nonfinite_restores", "dropped_docs", "empty_docs")
+COUNTERS = (
+    "updates",
+    "checkpoints",
+    "nonfinite_restores",
+    "dropped_docs",
+    "empty_docs",
+    "evals_skipped",
+)
 
 
 class Worker:
@@ -84,6 +105,7 @@ class Worker:
         self.vocab: Vocabulary | None = None
         self.heldout: HeldoutSet | None = None
         self.heldout_docs: list[list[int]] = []
+        self.evaluator: Evaluator | None = None
         self.vocab_articles: list[tuple[str, Article]] = []  # held until a vocabulary exists
         self.buffer: list[tuple[str, list[int]]] = []  # encoded, not trained yet
         self.trained: list[str] = []  # entries to acknowledge with the next checkpoint
@@ -126,7 +148,7 @@ class Worker:
                 model.config.n_topics,
                 len(vocab),
             )
-            self._set_model(model, vocab)
+            self._set_model(model, vocab, extra)
             self.checkpointed_docs = model.docs_seen
         elif self.settings.vocab is not None:
             self._new_model(Vocabulary.load(self.settings.vocab))
@@ -141,15 +163,33 @@ class Worker:
         if self.model is None:
             return
         try:
+            self._finish_scoring()
+        except RedisGaveUp as exc:
+            log.warning("%s: the betas not scored are in the checkpoint", exc)
+        try:
             self._checkpoint("stop", final=True)
         except RedisGaveUp as exc:
             log.warning(
                 "%s: the checkpoint lists the entries; they are acknowledged on restart", exc
             )
+        finally:
+            if self.evaluator is not None:
+                self.evaluator.close()
+
+    def _finish_scoring(self) -> None:
+        """Wait up to eval_stop_wait_s for the betas handed off (the rest stay in the
+        checkpoint, scored after a restart)."""
+        evaluator = self.evaluator
+        if evaluator is None or not evaluator.ready or not evaluator.pending:
+            return
+        deadline = time.monotonic() + self.settings.eval_stop_wait_s
+        while evaluator.pending and (left := deadline - time.monotonic()) > 0:
+            self._collect(timeout=min(left, 0.5))
 
     # --- one iteration ---------------------------------------------------------------------
     def step(self) -> None:
         """Answer the operator, then read or train one minibatch (or idle briefly)."""
+        self._collect()
         control = self.redis("reading control", functools.partial(read_control, self.client))
         if control.checkpoint_seq > self.checkpoint_seq:
             self.checkpoint_seq = control.checkpoint_seq
@@ -158,8 +198,8 @@ class Worker:
         if control.paused:
             self._paused()
             return
-        if self._checkpoint_due():
-            self._checkpoint("periodic")
+        if reason := self._checkpoint_due():
+            self._checkpoint(reason)
         if len(self.buffer) >= self.settings.batch_size:
             self._train_next()
             return
@@ -172,6 +212,8 @@ class Worker:
         self.redis("beating", functools.partial(beat, self.client))
         if self.buffer:  # the stream is empty: do not wait for a full minibatch
             self._train_next()
+        elif self.model is not None and self.trained:
+            self._checkpoint("drained")  # the source's tail: acknowledge it now
 
     def _read(self) -> list[tuple[str, Article]]:
         s = self.settings
@@ -194,12 +236,16 @@ class Worker:
         self.redis("beating", functools.partial(beat, self.client))
         self.stop.wait(self.settings.read_block_ms / 1000)
 
-    def _checkpoint_due(self) -> bool:
+    def _checkpoint_due(self) -> str | None:
+        """Why to checkpoint now: every checkpoint_every_s, or sooner once
+        checkpoint_max_unacked trained entries wait (they bound the stream's length)."""
         if self.model is None:
-            return False
+            return None
+        if len(self.trained) >= self.settings.checkpoint_max_unacked:
+            return "unacked"
         changed = bool(self.trained) or self.model.docs_seen != self.checkpointed_docs
         elapsed = time.monotonic() - self.last_checkpoint
-        return changed and elapsed >= self.settings.checkpoint_every_s
+        return "periodic" if changed and elapsed >= self.settings.checkpoint_every_s else None
 
     # --- documents -------------------------------------------------------------------------
     def _ingest(self, entries: list[tuple[str, Article]]) -> None:
@@ -234,8 +280,13 @@ class Worker:
         )
         self.heldout_docs.append(ids)
         if len(self.heldout_docs) == self.settings.heldout:
-            self.heldout = HeldoutSet.from_documents(self.heldout_docs, self.device)
+            self._heldout_complete()
             log.info("held-out set complete: %d documents", len(self.heldout_docs))
+
+    def _heldout_complete(self) -> None:
+        self.heldout = HeldoutSet.from_documents(self.heldout_docs, self.device)
+        if self.evaluator is not None:
+            self.evaluator.set_heldout(self.heldout_docs)
 
     # --- the model -------------------------------------------------------------------------
     def _new_model(self, vocab: Vocabulary) -> None:
@@ -243,20 +294,43 @@ class Worker:
         self._set_model(StreamingLDA(config, self.device, self.settings.seed), vocab)
         self._checkpoint("vocabulary")  # persist the vocabulary before anything depends on it
 
-    def _set_model(self, model: StreamingLDA, vocab: Vocabulary) -> None:
+    def _set_model(
+        self, model: StreamingLDA, vocab: Vocabulary, extra: dict[str, Any] | None = None
+    ) -> None:
+        """Learn with ``model`` (new, resumed or restored); its checkpoint's ``extra`` says which
+        perplexity points were published and which betas still wait for scoring."""
         self.model, self.vocab = model, vocab
         every = self.settings.eval_every
         self.next_eval = (model.docs_seen // every + 1) * every
+        # Checkpoints before asynchronous scoring had every point up to docs_seen scored.
+        evaluations = (extra or {}).get("evaluations", {})
+        scored_docs = int(evaluations.get("scored_docs", model.docs_seen))
+        pending = [(int(docs), beta) for docs, beta in evaluations.get("pending", [])]
         self.redis(
             "truncating the perplexity history",
-            functools.partial(truncate_perplexity, self.client, model.docs_seen),
+            functools.partial(truncate_perplexity, self.client, scored_docs),
         )
+        if self.evaluator is not None:
+            self.evaluator.close()
+        scorer = model.scorer()
+        self.evaluator = Evaluator(
+            scorer.config,
+            self.device,
+            self.settings.threads,
+            self.settings.eval_backlog,
+            scorer.state_dict(),
+            scored_docs,
+            pending,
+        )
+        self.evaluator.start()
         if self.heldout is None and self.settings.heldout:
             texts = self.redis("reading the held-out set", self.heldout_store.texts)
             encoded = (vocab.encode(text) for text in texts)
             self.heldout_docs = [ids for ids in encoded if ids][: self.settings.heldout]
             if len(self.heldout_docs) == self.settings.heldout:
-                self.heldout = HeldoutSet.from_documents(self.heldout_docs, self.device)
+                self._heldout_complete()
+        elif self.heldout is not None:
+            self.evaluator.set_heldout(self.heldout_docs)
 
     def _train_next(self) -> None:
         model = self.model
@@ -281,31 +355,49 @@ class Worker:
         self.counters["updates"] += 1
         self.trained += entries
         if model.docs_seen >= self.next_eval:
-            self._evaluate()
+            self._hand_off()
         if not self.model_published:
             self._publish_model()
         self._publish_snapshot()
 
-    def _evaluate(self) -> None:
-        model = self.model
-        assert model is not None
+    def _hand_off(self) -> None:
+        """A multiple of eval_every: a copy of beta goes to the scoring process (or is skipped,
+        counted, when eval_backlog betas already wait); the learner does not wait for it."""
+        model, evaluator = self.model, self.evaluator
+        assert model is not None and evaluator is not None
         every = self.settings.eval_every
         self.next_eval = (model.docs_seen // every + 1) * every
         if self.heldout is None:
             return
-        perplexity, averaged = model.evaluate(self.heldout)
-        if not (torch.isfinite(torch.tensor([perplexity, averaged])).all()):
-            log.warning("non-finite perplexity at %d documents: not published", model.docs_seen)
+        if not evaluator.submit(model.docs_seen, model.beta):
+            self.counters["evals_skipped"] += 1
+            log.warning(
+                "perplexity at %d documents skipped: %d betas already wait for scoring",
+                model.docs_seen,
+                len(evaluator.pending),
+            )
+        self._publish_model()
+
+    def _collect(self, timeout: float = 0.0) -> None:
+        """Publish the points scored since the last call, then commit each (see evaluator)."""
+        if self.evaluator is None:
             return
-        point = PerplexityPoint(model.docs_seen, perplexity, averaged, time.time())
+        for scored in self.evaluator.poll(timeout):
+            self._publish_point(scored)
+            self.evaluator.commit(scored)
+
+    def _publish_point(self, scored: Scored) -> None:
+        if not (math.isfinite(scored.perplexity) and math.isfinite(scored.averaged)):
+            log.warning("non-finite perplexity at %d documents: not published", scored.docs_seen)
+            return
+        point = PerplexityPoint(scored.docs_seen, scored.perplexity, scored.averaged, time.time())
         keep = self.settings.perplexity_history
         self.redis("appending perplexity", lambda: append_perplexity(self.client, point, keep=keep))
-        self._publish_model()
         log.info(
             "docs %d perplexity %.1f averaged %.1f | %.1f docs/s %.0f tokens/s | restores %d",
-            model.docs_seen,
-            perplexity,
-            averaged,
+            scored.docs_seen,
+            scored.perplexity,
+            scored.averaged,
             *self._rates(),
             self.counters["nonfinite_restores"],
         )
@@ -316,8 +408,9 @@ class Worker:
         dropped = entries + self.trained
         self.counters["nonfinite_restores"] += 1
         self.counters["dropped_docs"] += len(dropped)
+        extra: dict[str, Any] = {}
         if self.path.exists():
-            model, _vocab, _extra = load_model(self.path, self.device)
+            model, _vocab, extra = load_model(self.path, self.device)
         else:
             config = learner_config(self.settings, len(self.vocab))
             model = StreamingLDA(config, self.device, self.settings.seed)
@@ -329,7 +422,7 @@ class Worker:
             len(dropped),
         )
         self.trained = dropped
-        self._set_model(model, self.vocab)
+        self._set_model(model, self.vocab, extra)
         self._checkpoint("restore")
         self._publish_snapshot()
 
@@ -340,12 +433,17 @@ class Worker:
         assert model is not None and vocab is not None
         done = list(self.trained)
         self.counters["checkpoints"] += 1
-        extra = {
+        extra: dict[str, Any] = {
             "counters": dict(self.counters),
             "acked_entries": done,
             "reason": reason,
             "saved_at": time.time(),
         }
+        if self.evaluator is not None:
+            # The model's evaluation state is the scorer's as of the last published point.
+            state, scored_docs, pending = self.evaluator.checkpoint_state()
+            model.scorer().load_state_dict(state)
+            extra["evaluations"] = {"scored_docs": scored_docs, "pending": pending}
         save_model(self.path, model, vocab, self.settings, extra)
         self.last_checkpoint = time.monotonic()
         self.checkpointed_docs = model.docs_seen
@@ -390,6 +488,8 @@ class Worker:
             "redis_retries": self.redis.retries,
             "heldout_docs": len(self.heldout_docs),
             "unacked": len(self.trained),
+            "evals_waiting": 0 if self.evaluator is None else len(self.evaluator.pending),
+            "scorer_restarts": 0 if self.evaluator is None else self.evaluator.restarts,
         }
         snapshot = Snapshot(
             docs_seen=model.docs_seen,

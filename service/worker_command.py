@@ -74,13 +74,6 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         client = connect(settings)
     except RedisURLError as exc:
         raise CommandError(str(exc)) from None
-    if settings.vocab is None and settings.vocab_docs >= settings.stream_high_water:
-        log.warning(
-            "vocab_docs (%d) >= stream_high_water (%d): the vocabulary's documents are "
-            "held unacknowledged, so the scrapers may wait forever",
-            settings.vocab_docs,
-            settings.stream_high_water,
-        )
     set_threads(settings.threads)
     stop = threading.Event()
     _install_stop_handlers(stop)

@@ -79,6 +79,21 @@ def test_stream_never_exceeds_high_water_and_add_waits(redis_server: RedisServer
     assert stream_ids(redis_server.client(), queue.stream) == [str(i) for i in range(11, 31)]
 
 
+def test_the_mark_counts_unread_entries_not_those_read_and_unacknowledged(
+    redis_server: RedisServer,
+) -> None:
+    queue = _queue(redis_server, stream_high_water=20)
+    queue.ensure_group()
+    assert queue.try_add(_articles(1, 21)) == [1] * 20 + [-1]
+    held = queue.read("w", 15, block_ms=50)  # read, not acknowledged (awaiting a checkpoint)
+    assert (queue.unread(), queue.pending(), queue.length()) == (5, 15, 20)
+    assert queue.try_add(_articles(21, 16)) == [1] * 15 + [-1]  # room for what was read
+    assert (queue.unread(), queue.length()) == (20, 35)
+    assert not queue.add(_articles(21, 15)).backpressure_waits  # duplicates: no wait
+    queue.ack([entry for entry, _ in held])
+    assert (queue.unread(), queue.pending(), queue.length()) == (20, 0, 20)
+
+
 def test_add_returns_unqueued_articles_when_stopped_while_full(
     redis_server: RedisServer,
 ) -> None:
@@ -93,7 +108,7 @@ def test_concurrent_producers_never_duplicate_nor_overflow(redis_server: RedisSe
     high_water = 150
     queues = [_queue(redis_server, stream_high_water=high_water) for _ in range(4)]
     queues[0].ensure_group()
-    lengths: list[int] = []
+    lengths: list[tuple[int, int]] = []  # (unread, stream length)
     done = threading.Event()
 
     def produce(queue: ArticleQueue, offset: int) -> None:
@@ -102,7 +117,7 @@ def test_concurrent_producers_never_duplicate_nor_overflow(redis_server: RedisSe
 
     def watch() -> None:
         while not done.is_set():
-            lengths.append(queues[0].length())
+            lengths.append((queues[0].unread(), queues[0].length()))
             time.sleep(0.005)
 
     watcher = threading.Thread(target=watch)
@@ -122,7 +137,9 @@ def test_concurrent_producers_never_duplicate_nor_overflow(redis_server: RedisSe
     )
     done.set()
     watcher.join(timeout=5)
-    assert max(lengths) <= high_water
+    assert max(unread for unread, _ in lengths) <= high_water
+    # Beyond the mark the stream holds only what the consumer has read (50 at a time).
+    assert max(length for _, length in lengths) <= high_water + 50
     assert sorted(seen, key=int) == [str(i) for i in range(350)]
 
 

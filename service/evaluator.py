@@ -1,0 +1,199 @@
+"""Held-out perplexity off the learner's path: a scoring process fed copies of beta.
+
+At each multiple of ``eval_every`` the worker hands a copy of beta to :class:`Evaluator`,
+which queues it to a child process (spawned once, see :mod:`service.scoring_process`) owning a
+:class:`~lda.scorer.HeldoutScorer`. The child scores betas in order and sends back each point
+with the scorer's state after it. The worker publishes a point, then :meth:`Evaluator.commit`\\ s
+it: the committed state (as of the last published point) and the betas not yet scored are what
+a checkpoint holds, so a restart scores the rest and gives the same points as an uninterrupted
+run. At most ``eval_backlog`` betas wait; a later one is refused (the worker counts the skip)
+until the child catches up. A child that dies is started again from the committed state.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import queue
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from lda.scorer import ScorerConfig
+
+log = logging.getLogger(__name__)
+
+# Seconds a closing evaluator gives its child to exit before terminating it.
+CLOSE_TIMEOUT_S = 5.0
+
+
+def pack_state(state: dict[str, Any]) -> dict[str, Any]:
+    """A scorer ``state_dict`` as numpy arrays (pickled between processes by value)."""
+    average = state["posterior_average"]
+    total = average["total"]
+    return {
+        "generator": state["generator"].numpy().copy(),
+        "total": None if total is None else total.detach().cpu().double().numpy().copy(),
+        "count": int(average["count"]),
+    }
+
+
+def unpack_state(packed: dict[str, Any]) -> dict[str, Any]:
+    """The scorer ``state_dict`` of :func:`pack_state`'s output (tensors on the CPU)."""
+    total = packed["total"]
+    return {
+        "generator": torch.from_numpy(packed["generator"].copy()),
+        "posterior_average": {
+            "total": None if total is None else torch.from_numpy(total.copy()),
+            "count": int(packed["count"]),
+        },
+    }
+
+
+@dataclass(frozen=True)
+class Scored:
+    """One scored beta: its point and the scorer's state right after it (packed)."""
+
+    docs_seen: int
+    perplexity: float
+    averaged: float
+    state: dict[str, Any]
+
+
+class Evaluator:
+    """The worker's side of the scoring process: hand-off, results, committed state."""
+
+    def __init__(
+        self,
+        config: ScorerConfig,
+        device: torch.device,
+        threads: int | None,
+        backlog: int,
+        state: dict[str, Any],
+        scored_docs: int,
+        pending: list[tuple[int, torch.Tensor]],
+    ) -> None:
+        self.config = config
+        self.device = device
+        self.threads = threads
+        self.backlog = backlog
+        self.state = pack_state(state)  # as of the last committed point
+        self.scored_docs = scored_docs  # docs_seen of the last committed point
+        self.pending: list[tuple[int, np.ndarray]] = [
+            (docs, beta.detach().cpu().numpy()) for docs, beta in pending
+        ]
+        self.restarts = 0
+        self._heldout: list[list[int]] | None = None
+        self._epoch = 0
+        self._context = multiprocessing.get_context("spawn")
+        self._inbox: Any = None
+        self._outbox: Any = None
+        self._process: Any = None
+
+    # --- lifecycle -------------------------------------------------------------------------
+    def start(self) -> None:
+        """Spawn the child now (it imports torch meanwhile); it scores once it has the held-out
+        set."""
+        from service.scoring_process import serve
+
+        self._inbox = self._context.Queue()
+        self._outbox = self._context.Queue()
+        self._process = self._context.Process(
+            target=serve,
+            args=(self._inbox, self._outbox, str(self.device), self.threads),
+            name="streamlda-scorer",
+            daemon=True,
+        )
+        self._process.start()
+        if self._heldout is not None:
+            self._reset()
+
+    def set_heldout(self, documents: list[list[int]]) -> None:
+        """The held-out documents (word ids): the child starts over from the committed state."""
+        self._heldout = [list(doc) for doc in documents]
+        self._reset()
+
+    def _reset(self) -> None:
+        """New epoch: the child takes the committed state and every pending beta, in order."""
+        self._epoch += 1
+        config = (self.config.gamma, self.config.sweeps, self.config.method)
+        self._inbox.put(("reset", self._epoch, config, self.state, self._heldout))
+        for docs, beta in self.pending:
+            self._inbox.put(("score", self._epoch, docs, beta))
+
+    def close(self) -> None:
+        """Stop the child (what it has not scored stays in ``pending``)."""
+        if self._process is None:
+            return
+        self._inbox.put(None)
+        self._inbox.cancel_join_thread()
+        self._process.join(CLOSE_TIMEOUT_S)
+        if self._process.is_alive():
+            self._process.terminate()
+            self._process.join(CLOSE_TIMEOUT_S)
+        self._process = None
+
+    # --- hand-off --------------------------------------------------------------------------
+    @property
+    def ready(self) -> bool:
+        """The held-out set is known: betas can be scored."""
+        return self._heldout is not None
+
+    def submit(self, docs_seen: int, beta: torch.Tensor) -> bool:
+        """Queue a copy of ``beta`` for scoring; False (nothing queued) when the backlog is full."""
+        if self._heldout is None or len(self.pending) >= self.backlog:
+            return False
+        copy = beta.detach().cpu().numpy().copy()
+        self.pending.append((docs_seen, copy))
+        self._inbox.put(("score", self._epoch, docs_seen, copy))
+        return True
+
+    def poll(self, timeout: float = 0.0) -> list[Scored]:
+        """Points scored since the last call, in order (waiting up to ``timeout`` for one);
+        publish each, then :meth:`commit` it."""
+        results: list[Scored] = []
+        wait: float | None = timeout
+        while self.pending and self._outbox is not None:
+            try:
+                message = self._outbox.get(timeout=wait) if wait else self._outbox.get_nowait()
+            except queue.Empty:
+                break
+            wait = None
+            _kind, epoch, docs, perplexity, averaged, state = message
+            if epoch != self._epoch:
+                continue  # scored before a reset: scored again after it
+            expected = self.pending[len(results)][0] if len(results) < len(self.pending) else None
+            if docs != expected:
+                continue
+            results.append(Scored(docs, perplexity, averaged, state))
+        if not results:
+            self._revive()
+        return results
+
+    def commit(self, scored: Scored) -> None:
+        """``scored`` is published: it becomes the state a checkpoint holds."""
+        docs, _beta = self.pending.pop(0)
+        assert docs == scored.docs_seen, (docs, scored.docs_seen)
+        self.state = scored.state
+        self.scored_docs = docs
+
+    def _revive(self) -> None:
+        """Start the child again if it died with betas waiting."""
+        if self._process is None or self._process.is_alive() or not self.pending:
+            return
+        self.restarts += 1
+        log.warning(
+            "the scoring process exited (code %s); starting it again with %d betas waiting",
+            self._process.exitcode,
+            len(self.pending),
+        )
+        self._process = None
+        self.start()
+
+    # --- checkpoint ------------------------------------------------------------------------
+    def checkpoint_state(self) -> tuple[dict[str, Any], int, list[tuple[int, torch.Tensor]]]:
+        """(scorer state as of the last committed point, its docs_seen, betas not yet scored)."""
+        pending = [(docs, torch.from_numpy(beta.copy())) for docs, beta in self.pending]
+        return unpack_state(self.state), self.scored_docs, pending

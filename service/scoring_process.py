@@ -1,0 +1,53 @@
+"""The worker's scoring process: held-out perplexity of the betas it is sent, one at a time.
+
+Messages in (see :class:`service.evaluator.Evaluator`): ``("reset", epoch, (gamma, sweeps,
+method), packed scorer state, held-out documents)``, ``("score", epoch, docs_seen, beta)`` and
+``None`` (exit). Out: ``("scored", epoch, docs_seen, perplexity, averaged, packed state)``.
+Betas of an older epoch than the last reset are ignored. No Redis, no files: the worker
+publishes and checkpoints.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from typing import Any
+
+import torch
+
+from lda.perplexity import HeldoutSet
+from lda.scorer import HeldoutScorer, ScorerConfig
+from service.evaluator import pack_state, unpack_state
+from service.process import die_with_parent
+from service.runtime import set_threads
+
+
+def serve(inbox: Any, outbox: Any, device_name: str, threads: int | None) -> None:
+    """Score until told to exit (or the worker dies: then Linux sends SIGTERM)."""
+    parent = os.getppid()
+    preexec = die_with_parent()
+    if preexec is not None:
+        preexec()
+    if os.getppid() != parent:
+        return  # the worker died before the request took effect
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the worker's to handle
+    set_threads(threads)
+    device = torch.device(device_name)
+    epoch = -1
+    scorer: HeldoutScorer | None = None
+    heldout: HeldoutSet | None = None
+    while (message := inbox.get()) is not None:
+        if message[0] == "reset":
+            _kind, epoch, (gamma, sweeps, method), state, documents = message
+            config = ScorerConfig(gamma=gamma, sweeps=sweeps, method=method)
+            scorer = HeldoutScorer(config, torch.Generator(device=device))
+            scorer.load_state_dict(unpack_state(state))
+            heldout = HeldoutSet.from_documents(documents, device)
+            continue
+        _kind, at_epoch, docs_seen, beta = message
+        if at_epoch != epoch or scorer is None or heldout is None:
+            continue
+        perplexity, averaged = scorer.score(torch.from_numpy(beta).to(device), heldout)
+        outbox.put(
+            ("scored", epoch, docs_seen, perplexity, averaged, pack_state(scorer.state_dict()))
+        )
