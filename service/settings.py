@@ -139,6 +139,12 @@ class Settings(BaseSettings):
         description="Trained entries held unacknowledged that trigger a checkpoint (bounds the "
         "stream beyond the high-water mark)",
     )
+    checkpoint_idle_s: float = Field(
+        2.0,
+        ge=0,
+        description="Checkpoint (acknowledging a drained source's tail) once the stream has "
+        "stayed empty this long",
+    )
     consumer_name: str = Field(
         "worker", description="Worker's consumer name in the group (keep it across restarts)"
     )

@@ -18,10 +18,11 @@ Lifecycle of an article (a stream entry read through the consumer group):
    ``claim_after_ms``.
 
 Checkpoints (atomic, ``data_dir/checkpoint.pt``) are written every ``checkpoint_every_s``, as
-soon as ``checkpoint_max_unacked`` trained entries wait, when the stream is found empty (so a
-finished source's tail is acknowledged at once), on an admin request, when paused, and on
-SIGTERM/SIGINT (after the minibatch in hand). Scrapers wait on unread entries only (see
-:mod:`service.queue`), so those triggers are what bound the entries held here: the vocabulary's
+soon as ``checkpoint_max_unacked`` trained entries wait, once the stream has stayed empty for
+``checkpoint_idle_s`` (a finished source's tail is acknowledged within seconds), on an admin
+request, when paused, and on SIGTERM/SIGINT (after the minibatch in hand). Scrapers wait on
+unread entries only (see :mod:`service.queue`), so those triggers are what bound the entries
+held here: the vocabulary's
 documents, or fewer than ``checkpoint_max_unacked`` plus two minibatches.
 
 Held-out perplexity is scored off the learner's path (:mod:`service.evaluator`): at each
@@ -112,6 +113,7 @@ class Worker:
         self.counters: Counter[str] = Counter(dict.fromkeys(COUNTERS, 0))
         self.checkpoint_seq = 0
         self.last_checkpoint = time.monotonic()
+        self.empty_since: float | None = None  # when reads began finding the stream empty
         self.checkpointed_docs = -1
         self.next_eval = settings.eval_every
         self.busy_s = 0.0
@@ -205,6 +207,7 @@ class Worker:
             return
         entries = self._read()
         if entries:
+            self.empty_since = None
             self._ingest(entries)
             if len(self.buffer) >= self.settings.batch_size:
                 self._train_next()
@@ -212,8 +215,17 @@ class Worker:
         self.redis("beating", functools.partial(beat, self.client))
         if self.buffer:  # the stream is empty: do not wait for a full minibatch
             self._train_next()
-        elif self.model is not None and self.trained:
+        elif self.model is not None and self.trained and self._idle_long_enough():
             self._checkpoint("drained")  # the source's tail: acknowledge it now
+
+    def _idle_long_enough(self) -> bool:
+        """True once reads have found the stream empty for checkpoint_idle_s: a finished
+        source's tail is acknowledged promptly, a slow live source does not checkpoint on
+        every gap between its requests."""
+        now = time.monotonic()
+        if self.empty_since is None:
+            self.empty_since = now
+        return now - self.empty_since >= self.settings.checkpoint_idle_s
 
     def _read(self) -> list[tuple[str, Article]]:
         s = self.settings
