@@ -1,6 +1,6 @@
 """The article queue: a Redis stream read through a consumer group, bounded and de-duplicated.
 
-Redis keys (names are settings, defaults shown):
+Redis keys (names are settings, defaults shown; every key of the service: :mod:`service.keys`):
 
 * ``streamlda:docs`` (``stream``): one entry per article, fields ``id`` (page id), ``title``,
   ``text``, ``source``, ``fetched_at`` (Unix seconds). Its length is the work not yet

@@ -13,6 +13,8 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from service import keys
+
 SamplerName = Literal["sgld", "sghmc", "sgrld", "sgrhmc"]
 DeviceName = Literal["auto", "cpu", "cuda"]
 GibbsMethod = Literal["exact", "rao-blackwell", "uncollapsed"]
@@ -88,15 +90,17 @@ class Settings(BaseSettings):
     redis_url: str | None = Field(None, description="Redis URL; unset with `up`: embedded Redis")
 
     # --- queue -----------------------------------------------------------------------------
-    stream: str = Field("streamlda:docs", description="Redis stream of articles")
-    group: str = Field("workers", description="Consumer group of the workers")
+    stream: str = Field(keys.DEFAULT_STREAM, description="Redis stream of articles")
+    group: str = Field(keys.DEFAULT_GROUP, description="Consumer group of the workers")
     stream_high_water: int = Field(
         5000, ge=1, description="Unread stream entries (not yet read by a worker): scrapers wait"
     )
     claim_after_ms: int = Field(60_000, ge=100, description="Reclaim entries pending this long")
-    dedupe_key: str = Field("streamlda:seen", description="Redis set of page ids ever queued")
+    dedupe_key: str = Field(
+        keys.DEFAULT_DEDUPE_KEY, description="Redis set of page ids ever queued"
+    )
     counters_key: str = Field(
-        "streamlda:scraper:counters", description="Redis hash of the scrapers' counters"
+        keys.DEFAULT_COUNTERS_KEY, description="Redis hash of the scrapers' counters"
     )
     queue_timeout: float = Field(
         10.0, gt=0, description="Seconds before a Redis command of the scraper or queue fails"
@@ -152,7 +156,8 @@ class Settings(BaseSettings):
         1000, ge=1, description="Longest wait (ms) of one read of the stream while it is empty"
     )
     heldout_key: str = Field(
-        "streamlda:heldout", description="Redis list of the held-out articles (survives restarts)"
+        keys.DEFAULT_HELDOUT_KEY,
+        description="Redis list of the held-out articles (survives restarts)",
     )
     stop_ack_wait_s: float = Field(
         10.0, ge=0, description="Seconds a stopping worker keeps retrying its final acknowledgement"

@@ -1,20 +1,11 @@
 """The Redis schema between the worker (writer) and the API (reader).
 
-Keys, all prefixed ``streamlda:``:
-
-* ``streamlda:snapshot``   JSON of :class:`Snapshot`, replaced after every update.
-* ``streamlda:snapshot:version`` a random token replaced in the same MULTI as the snapshot, so a
-  reader can tell a new snapshot from one small GET instead of reading the whole JSON.
-* ``streamlda:heartbeat``  unix time the worker was last alive (also set while it idles).
-* ``streamlda:perplexity`` sorted set scored by docs_seen; members are JSON
-  :class:`PerplexityPoint` (one per docs_seen, the newest wins).
-* ``streamlda:model``      hash: version, docs_seen, topics, vocab_size, gamma, published_at,
-  beta (K×W float32 little-endian bytes), vocab (words joined by newlines). The API caches it
-  by ``version`` and reloads only when it changes.
-* ``streamlda:control``    hash the API writes and the worker reads: ``paused`` ("1"/"0") is a
-  state, ``checkpoint_seq`` a counter that the worker answers by checkpointing when it grows.
-* ``streamlda:scraper:counters`` (the setting ``counters_key``, written by the scrapers, see
-  :mod:`service.queue`) hash of numeric counters.
+Its keys (names and who reads what: :mod:`service.keys`) are the snapshot, its version token,
+the heartbeat, the perplexity history, the model for ``/infer`` (hash: version, docs_seen,
+topics, vocab_size, gamma, published_at, beta as K×W float32 little-endian bytes, vocab joined
+by newlines; the API reloads it only when ``version`` changes) and the control hash the API
+writes (``paused`` "1"/"0", and ``checkpoint_seq``, a counter the worker answers by
+checkpointing when it grows).
 
 Each writer is one atomic Redis command or one MULTI/EXEC, so a reader never sees half an
 update. Readers accept clients with or without ``decode_responses`` except :func:`read_model`,
@@ -36,16 +27,16 @@ import numpy as np
 import redis
 import torch
 
+from service.keys import (
+    CONTROL_KEY,
+    DEFAULT_COUNTERS_KEY,
+    HEARTBEAT_KEY,
+    MODEL_KEY,
+    PERPLEXITY_KEY,
+    SNAPSHOT_KEY,
+    SNAPSHOT_VERSION_KEY,
+)
 from service.redis_client import connect as connect  # re-exported: raw bytes, as read_model needs
-
-PREFIX = "streamlda:"
-SNAPSHOT_KEY = PREFIX + "snapshot"
-SNAPSHOT_VERSION_KEY = PREFIX + "snapshot:version"
-HEARTBEAT_KEY = PREFIX + "heartbeat"
-PERPLEXITY_KEY = PREFIX + "perplexity"
-MODEL_KEY = PREFIX + "model"
-CONTROL_KEY = PREFIX + "control"
-SCRAPER_COUNTERS_KEY = PREFIX + "scraper:counters"
 
 
 def _text(value: bytes | str) -> str:
@@ -340,7 +331,7 @@ def read_control(client: redis.Redis) -> Control:
 
 
 def read_scraper_counters(
-    client: redis.Redis, key: str = SCRAPER_COUNTERS_KEY
+    client: redis.Redis, key: str = DEFAULT_COUNTERS_KEY
 ) -> dict[str, int | float]:
     """The scrapers' counters (fetched, queued, skipped:<reason>, updated_at, ...) as numbers."""
     raw: Mapping[bytes | str, bytes | str] = client.hgetall(key)

@@ -1,0 +1,39 @@
+"""Every Redis key streamlda uses, in one place: what it holds, who writes it, who reads it.
+
+Fixed keys are constants here. The queue's keys are settings (several services can share one
+Redis under other names); their defaults are the ``DEFAULT_*`` constants, which
+:mod:`service.settings` uses.
+
+| key | type | written by | read by | holds |
+|---|---|---|---|---|
+| ``streamlda:docs`` (setting ``stream``) | stream | scrapers | worker, API | one entry per article; see :mod:`service.queue` |
+| ``workers`` (setting ``group``) | consumer group of the stream | worker | API (pending) | read but unacknowledged entries |
+| ``streamlda:seen`` (setting ``dedupe_key``) | set | scrapers | scrapers | every page id ever queued |
+| ``streamlda:scraper:counters`` (setting ``counters_key``) | hash | scrapers | API | the scrapers' running totals |
+| ``streamlda:heldout`` (setting ``heldout_key``) | list | worker | worker | the held-out articles; see :mod:`service.heldout_store` |
+| ``streamlda:snapshot`` | string | worker | API | JSON of :class:`service.snapshot.Snapshot` |
+| ``streamlda:snapshot:version`` | string | worker | API | a token replaced with the snapshot, so a reader sees change from one small GET |
+| ``streamlda:heartbeat`` | string | worker | API | Unix time the worker was last alive |
+| ``streamlda:perplexity`` | sorted set | worker | API | JSON perplexity points scored by docs_seen |
+| ``streamlda:model`` | hash | worker | API (``/infer``) | beta, its vocabulary and their version |
+| ``streamlda:control`` | hash | API (admin) | worker | ``paused`` and ``checkpoint_seq`` |
+"""  # noqa: E501
+
+from __future__ import annotations
+
+PREFIX = "streamlda:"
+
+# Fixed keys: the worker writes them, the API reads them (service.snapshot).
+SNAPSHOT_KEY = PREFIX + "snapshot"
+SNAPSHOT_VERSION_KEY = PREFIX + "snapshot:version"
+HEARTBEAT_KEY = PREFIX + "heartbeat"
+PERPLEXITY_KEY = PREFIX + "perplexity"
+MODEL_KEY = PREFIX + "model"
+CONTROL_KEY = PREFIX + "control"
+
+# Defaults of the keys that are settings (service.settings).
+DEFAULT_STREAM = PREFIX + "docs"
+DEFAULT_GROUP = "workers"
+DEFAULT_DEDUPE_KEY = PREFIX + "seen"
+DEFAULT_COUNTERS_KEY = PREFIX + "scraper:counters"
+DEFAULT_HELDOUT_KEY = PREFIX + "heldout"
