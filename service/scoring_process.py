@@ -10,6 +10,7 @@ publishes and checkpoints.
 from __future__ import annotations
 
 import os
+import queue
 import signal
 from typing import Any
 
@@ -20,6 +21,20 @@ from lda.scorer import HeldoutScorer, ScorerConfig
 from service.evaluator import pack_state, unpack_state
 from service.process import die_with_parent
 from service.runtime import set_threads
+
+# How often an idle scoring process checks that its worker is still alive.
+PARENT_CHECK_S = 1.0
+
+
+def _next(inbox: Any, parent: int) -> Any:
+    """The next message, or None once the worker is gone: the parent-death signal is not
+    enough alone (Linux sends it when the parent *thread* exits, and orphans were seen)."""
+    while True:
+        try:
+            return inbox.get(timeout=PARENT_CHECK_S)
+        except queue.Empty:
+            if os.getppid() != parent:
+                return None
 
 
 def serve(inbox: Any, outbox: Any, device_name: str, threads: int | None) -> None:
@@ -36,7 +51,7 @@ def serve(inbox: Any, outbox: Any, device_name: str, threads: int | None) -> Non
     epoch = -1
     scorer: HeldoutScorer | None = None
     heldout: HeldoutSet | None = None
-    while (message := inbox.get()) is not None:
+    while (message := _next(inbox, parent)) is not None:
         if message[0] == "reset":
             _kind, epoch, (gamma, sweeps, method), state, documents = message
             config = ScorerConfig(gamma=gamma, sweeps=sweeps, method=method)
