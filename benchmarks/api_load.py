@@ -34,6 +34,7 @@ from pathlib import Path
 
 import httpx
 import numpy as np
+from dev_corpus import all_dev
 
 CORPORA = Path(__file__).resolve().parent.parent.parent / "shared" / "corpora"
 GOAL_P99_MS = 20.0
@@ -125,51 +126,95 @@ class Results:
         self.errors[kind] = self.errors.get(kind, 0) + 1
 
 
+class Connection:
+    """One keep-alive HTTP/1.1 connection used by one dashboard panel, requests in turn.
+
+    A raw asyncio client: httpx's pool costs more CPU per request than the API does, and on a
+    2-core machine the load generator would measure itself.
+    """
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+        self.lock = asyncio.Lock()
+        self.streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+
+    async def get(self, path: str, headers: dict[str, str]) -> tuple[int, dict[str, str]]:
+        """(status, lower-cased headers) of GET ``path``; the body is read and dropped."""
+        if self.streams is None:
+            self.streams = await asyncio.open_connection(self.host, self.port)
+        reader, writer = self.streams
+        extra = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+        writer.write(f"GET {path} HTTP/1.1\r\nHost: {self.host}\r\n{extra}\r\n".encode())
+        try:
+            status = int((await reader.readline()).split()[1])
+            fields: dict[str, str] = {}
+            while (line := await reader.readline()) not in (b"\r\n", b""):
+                name, _, value = line.decode("latin-1").partition(":")
+                fields[name.strip().lower()] = value.strip()
+            await reader.readexactly(int(fields.get("content-length", "0")))
+        except BaseException:
+            writer.close()
+            self.streams = None
+            raise
+        return status, fields
+
+
 async def one_request(
-    client: httpx.AsyncClient, path: str, scheduled: float, results: Results, etags: dict[str, str]
+    connection: Connection, path: str, scheduled: float, results: Results, etags: dict[str, str]
 ) -> None:
     """GET ``path``; latency from ``scheduled`` (the open loop's send time) to the answer."""
     results.sent += 1
     headers = {"If-None-Match": etags[path]} if path in etags else {}
     try:
-        response = await client.get(path, headers=headers)
-    except httpx.HTTPError as exc:
+        async with connection.lock:
+            status, fields = await connection.get(path, headers)
+    except (OSError, asyncio.IncompleteReadError, ValueError, IndexError) as exc:
         results.error(type(exc).__name__)
         return
     results.latencies_ms.append((time.perf_counter() - scheduled) * 1000)
-    if response.status_code in (200, 304):
+    if status in (200, 304):
         results.answered += 1
-        if "etag" in response.headers:
-            etags[path] = response.headers["etag"]
+        if "etag" in fields:
+            etags[path] = fields["etag"]
     else:
-        results.error(f"HTTP {response.status_code}")
+        results.error(f"HTTP {status}")
 
 
 async def dashboard(
-    client: httpx.AsyncClient, duration: float, results: Results, use_etags: bool
+    host: str, port: int, duration: float, results: Results, use_etags: bool
 ) -> None:
-    """One client: /topics and /perplexity once a second at a random phase, never waiting."""
+    """One client: /topics and /perplexity once a second at a random phase, never waiting for
+    an answer to schedule the next (a panel whose answer is late queues on its connection, and
+    its latency still counts from the scheduled time)."""
     tasks: list[asyncio.Task[None]] = []
     etags: dict[str, str] = {}
+    panels = {path: Connection(host, port) for path in ("/topics", "/perplexity")}
     start = time.perf_counter() + random.random()
     tick = 0
     while (scheduled := start + tick) < start + duration:
         await asyncio.sleep(max(0.0, scheduled - time.perf_counter()))
-        for path in ("/topics", "/perplexity"):
+        for path, connection in panels.items():
             cache = etags if use_etags else {}
-            tasks.append(asyncio.create_task(one_request(client, path, scheduled, results, cache)))
+            tasks.append(
+                asyncio.create_task(one_request(connection, path, scheduled, results, cache))
+            )
         tick += 1
     await asyncio.gather(*tasks)
+    for connection in panels.values():
+        if connection.streams is not None:
+            connection.streams[1].close()
 
 
-async def closed_loop(client: httpx.AsyncClient, duration: float) -> tuple[int, list[float]]:
-    """GET /topics back to back until ``duration`` is over: (answers, latencies in ms)."""
+async def closed_loop(host: str, port: int, duration: float) -> tuple[int, list[float]]:
+    """GET /topics back to back on one connection until ``duration`` is over:
+    (answers, latencies in ms)."""
+    connection = Connection(host, port)
     answers, latencies = 0, []
     end = time.perf_counter() + duration
     while (now := time.perf_counter()) < end:
-        response = await client.get("/topics")
+        status, _fields = await connection.get("/topics", {})
         latencies.append((time.perf_counter() - now) * 1000)
-        answers += response.status_code == 200
+        answers += status == 200
     return answers, latencies
 
 
@@ -196,15 +241,17 @@ async def measure(args: argparse.Namespace, base: str, up: subprocess.Popen) -> 
 
         print(f"{args.clients} clients for {args.duration:.0f} s ...", flush=True)
         results, during = Results(), WorkerRate()
+        url = httpx.URL(base)
+        host, port = url.host, url.port or 80
         clients = [
-            dashboard(client, args.duration, results, args.etag) for _ in range(args.clients)
+            dashboard(host, port, args.duration, results, args.etag) for _ in range(args.clients)
         ]
         await asyncio.gather(during.sample(client, args.duration + 1), *clients)
 
         print(f"closed loop: {args.max_clients} clients for {args.max_duration:.0f} s ...")
         started = time.perf_counter()
         loops = await asyncio.gather(
-            *(closed_loop(client, args.max_duration) for _ in range(args.max_clients))
+            *(closed_loop(host, port, args.max_duration) for _ in range(args.max_clients))
         )
         elapsed = time.perf_counter() - started
 
@@ -238,7 +285,7 @@ async def measure(args: argparse.Namespace, base: str, up: subprocess.Popen) -> 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--source", default=f"jsonl:{CORPORA / 'dev-00.jsonl.gz'}")
+    p.add_argument("--source", help="default: the six DEV shards as one file (30,000 articles)")
     vocab = CORPORA / "vocab-7702.txt"
     p.add_argument("--vocab", type=Path, default=vocab if vocab.is_file() else None)
     p.add_argument("--clients", type=int, default=200, help="dashboards polling (open loop)")
@@ -260,8 +307,11 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # still stop `up` (finally below)
     with tempfile.TemporaryDirectory(prefix="api-load-") as scratch:
         data_dir = args.data_dir or Path(scratch) / "data"
+        if args.source is None:
+            args.source = f"jsonl:{all_dev(Path(scratch))}"
         log = Path(scratch) / "up.log"
         port = free_port()
         up = start_up(args, data_dir, port, log)

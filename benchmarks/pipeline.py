@@ -27,6 +27,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from dev_corpus import all_dev
+
 REPO = Path(__file__).resolve().parents[1]
 CORPORA = REPO.parent / "shared" / "corpora"
 GOAL = 0.8
@@ -97,7 +99,7 @@ def up_rate(env: dict[str, str], source: str, docs: int, data_dir: Path, log: Pa
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--file", type=Path, default=CORPORA / "dev-00.jsonl.gz")
+    p.add_argument("--file", type=Path, help="default: the six DEV shards as one file (30,000)")
     p.add_argument("--vocab", type=Path, default=CORPORA / "vocab-7702.txt")
     p.add_argument("--docs", type=int, default=19_000, help="documents trained (after held-out)")
     p.add_argument("--quick", action="store_true", help="smoke run: 600 documents, small eval")
@@ -109,9 +111,10 @@ def main() -> int:
         docs = 600
         env.setdefault("STREAMLDA_HELDOUT", "100")
         env.setdefault("STREAMLDA_EVAL_EVERY", "200")
-    source = f"jsonl:{args.file}"
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # still stop `up` (finally below)
     with tempfile.TemporaryDirectory(prefix="streamlda-bench-") as tmp:
         work = Path(tmp)
+        source = f"jsonl:{args.file or all_dev(work)}"
         learner = train_rate(env, source, docs, work / "train")
         pipeline = up_rate(env, source, docs, work / "up", work / "up.log")
     ratio = pipeline / learner
