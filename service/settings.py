@@ -149,6 +149,13 @@ class Settings(BaseSettings):
         description="Checkpoint (acknowledging a drained source's tail) once the stream has "
         "stayed empty this long",
     )
+    worker_nice: int = Field(
+        10,
+        ge=0,
+        le=19,
+        description="Niceness the worker adds to itself: on a shared host the learner yields the "
+        "CPU to the API and scrapers, whose answers people wait for",
+    )
     consumer_name: str = Field(
         "worker", description="Worker's consumer name in the group (keep it across restarts)"
     )
@@ -217,6 +224,9 @@ class Settings(BaseSettings):
         2.0, gt=0, description="Seconds before an API call to Redis fails (then 503)"
     )
     page_refresh_s: float = Field(5.0, gt=0, description="Seconds between refreshes of the page /")
+    access_log: bool = Field(
+        False, description="Log every HTTP request (a line each: costly under hundreds of pollers)"
+    )
 
     def recorded(self) -> dict[str, Any]:
         """The settings as stored with a model: everything but secrets (tokens, Redis URLs

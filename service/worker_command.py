@@ -13,6 +13,7 @@ from types import FrameType
 from lda.model import resolve_device
 from service.errors import CommandError
 from service.learner_flags import add_learner_flags
+from service.process import lower_priority
 from service.redact import configure_logging
 from service.redis_client import RedisURLError, connect
 from service.runtime import set_threads
@@ -75,6 +76,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     except RedisURLError as exc:
         raise CommandError(str(exc)) from None
     set_threads(settings.threads)
+    lower_priority(settings.worker_nice)
     stop = threading.Event()
     _install_stop_handlers(stop)
     log.info(

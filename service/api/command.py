@@ -20,7 +20,13 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         app = create_app(settings)
     except RedisURLError as exc:
         raise CommandError(str(exc)) from None
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level="info")
+    uvicorn.run(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level="info",
+        access_log=settings.access_log,
+    )
     return 0
 
 
