@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import queue
 from dataclasses import dataclass
 from typing import Any
@@ -102,7 +103,7 @@ class Evaluator:
         self._outbox = self._context.Queue()
         self._process = self._context.Process(
             target=serve,
-            args=(self._inbox, self._outbox, str(self.device), self.threads),
+            args=(self._inbox, self._outbox, str(self.device), self.threads, os.getpid()),
             name="streamlda-scorer",
             daemon=True,
         )

@@ -37,9 +37,9 @@ def _next(inbox: Any, parent: int) -> Any:
                 return None
 
 
-def serve(inbox: Any, outbox: Any, device_name: str, threads: int | None) -> None:
-    """Score until told to exit (or the worker dies: then Linux sends SIGTERM)."""
-    parent = os.getppid()
+def serve(inbox: Any, outbox: Any, device_name: str, threads: int | None, parent: int) -> None:
+    """Score until told to exit or until the worker (pid ``parent``, passed in because it may
+    die while this process still imports torch) is gone."""
     preexec = die_with_parent()
     if preexec is not None:
         preexec()
