@@ -22,7 +22,6 @@ import asyncio
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -36,16 +35,12 @@ import httpx
 import numpy as np
 from dev_corpus import all_dev
 
+from service.embedded_redis import free_port
+
 CORPORA = Path(__file__).resolve().parent.parent.parent / "shared" / "corpora"
 GOAL_P99_MS = 20.0
 GOAL_WORKER_RATIO = 0.9
 STOP_TIMEOUT_S = 90.0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def start_up(args: argparse.Namespace, data_dir: Path, port: int, log: Path) -> subprocess.Popen:

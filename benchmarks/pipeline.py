@@ -18,7 +18,6 @@ import argparse
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -29,17 +28,13 @@ from pathlib import Path
 
 from dev_corpus import all_dev
 
+from service.embedded_redis import free_port
+
 REPO = Path(__file__).resolve().parents[1]
 CORPORA = REPO.parent / "shared" / "corpora"
 GOAL = 0.8
 POLL_S = 0.5
 STOP_TIMEOUT_S = 120.0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def command(*args: str) -> list[str]:

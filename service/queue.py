@@ -38,7 +38,6 @@ from typing import Any
 
 import redis
 
-from service.redis_client import connect as connect  # re-exported: queue users' client
 from service.settings import Settings
 from service.sources import Article
 

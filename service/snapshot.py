@@ -9,7 +9,7 @@ checkpointing when it grows).
 
 Each writer is one atomic Redis command or one MULTI/EXEC, so a reader never sees half an
 update. Readers accept clients with or without ``decode_responses`` except :func:`read_model`,
-which needs raw bytes: use :func:`connect`.
+which needs raw bytes: use :func:`service.redis_client.connect`.
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ from service.keys import (
     SNAPSHOT_KEY,
     SNAPSHOT_VERSION_KEY,
 )
-from service.redis_client import connect as connect  # re-exported: raw bytes, as read_model needs
 
 
 def _text(value: bytes | str) -> str:
@@ -283,7 +282,9 @@ def read_model(client: redis.Redis) -> PublishedModel | None:
     fields = {_text(k): v for k, v in raw.items()}
     blob = fields["beta"]
     if not isinstance(blob, bytes):
-        raise TypeError("read_model needs a client without decode_responses (see connect())")
+        raise TypeError(
+            "read_model needs a client without decode_responses (see service.redis_client.connect)"
+        )
     k, w = int(_text(fields["topics"])), int(_text(fields["vocab_size"]))
     beta = torch.from_numpy(np.frombuffer(blob, dtype="<f4").reshape(k, w).copy())
     return PublishedModel(

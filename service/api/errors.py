@@ -14,7 +14,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from service.redact import redact as redact  # re-exported: the one redaction
+from service.redact import redact
 from service.redis_client import is_transient
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,8 @@ import pytest
 from ingestion.helpers import fast_settings, stream_ids, wait_until
 from support.redis_server import RedisServer
 
-from service.queue import ArticleQueue, connect
+from service.queue import ArticleQueue
+from service.redis_client import connect
 from service.settings import Settings
 from service.sources import Article
 
@@ -164,7 +165,8 @@ def test_read_and_ack_delete_consumed_entries(redis_server: RedisServer) -> None
 
 CONSUMER_SCRIPT = """
 import json, os, signal, sys
-from service.queue import ArticleQueue, connect
+from service.queue import ArticleQueue
+from service.redis_client import connect
 from service.settings import Settings
 settings = Settings.model_validate(json.loads(sys.argv[1]))
 queue = ArticleQueue(connect(settings), settings)

@@ -20,7 +20,8 @@ from support.redis_server import RedisServer
 from support.wikipedia_api import FakeWikipediaAPI, default_pool, is_disambiguation_page
 
 from service.cli import main
-from service.queue import ArticleQueue, connect
+from service.queue import ArticleQueue
+from service.redis_client import connect
 from service.scraper import Scraper
 from service.settings import Settings
 from service.sources import open_source

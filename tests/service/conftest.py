@@ -21,12 +21,12 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from service.api import create_app
+from service.redis_client import connect
 from service.settings import Settings
 from service.snapshot import (
     PerplexityPoint,
     Snapshot,
     append_perplexity,
-    connect,
     publish_model,
     publish_snapshot,
     top_words,

@@ -130,7 +130,7 @@ def test_redis_down_is_503_json(down_api: TestClient) -> None:
 
 
 def test_redis_password_is_not_shown(settings: Settings) -> None:
-    from service.api.errors import redact
+    from service.redact import redact
 
     assert redact("redis://user:hunter2@db:6379/0") == "redis://user:***@db:6379/0"
     assert redact("redis://db:6379/0") == "redis://db:6379/0"
