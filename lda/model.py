@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from lda.averaging import ExponentialMean
 from lda.batch import Batch
 from lda.gibbs import Method, gibbs_expectations
 from lda.gradient import MinibatchStatistics
@@ -45,6 +46,7 @@ class LearnerConfig:
     gibbs: Method = "exact"
     eval_gibbs: Method = "exact"  # the held-out estimator of DESIGN §3, whatever trains
     eval_sweeps: int = 50
+    mean_decay: float = 0.97  # beta_mean: exponential mean of the samples (0: the last one)
     dtype: str = "float64"
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -59,6 +61,8 @@ class LearnerConfig:
         if not 0 <= burn < self.sweeps:
             raise ValueError(f"burn_in must be in [0, sweeps), got {burn} with {self.sweeps}")
         object.__setattr__(self, "burn_in", burn)
+        if not 0.0 <= self.mean_decay < 1.0:
+            raise ValueError(f"mean_decay must be in [0, 1), got {self.mean_decay}")
 
     @property
     def hyper(self) -> Hyper:
@@ -104,6 +108,7 @@ class StreamingLDA:
             config.sampler, config.n_topics, config.n_words, self.generator, dtype
         )
         self.posterior_average = PosteriorAverage()
+        self.mean = ExponentialMean(config.mean_decay)
         self.docs_seen = 0
         self.tokens_seen = 0
         self.last_info: StepInfo | None = None
@@ -113,6 +118,12 @@ class StreamingLDA:
         """(K, W) topic-word probabilities of the current sample."""
         theta = self.state.theta
         return theta / theta.sum(dim=1, keepdim=True)
+
+    @property
+    def beta_mean(self) -> torch.Tensor:
+        """(K, W) posterior-mean estimate of beta: the exponential mean of the samples after each
+        step (``mean_decay``), the current sample before the first step. Rows sum to 1."""
+        return self.mean.value if self.mean.count else self.beta
 
     @property
     def step_size(self) -> float:
@@ -147,6 +158,7 @@ class StreamingLDA:
         ):
             raise NonFiniteError(f"non-finite theta after step {self.state.step + 1}")
         self.state = new_state
+        self.mean.add(self.beta)
         self.docs_seen += batch.n_documents
         self.tokens_seen += batch.n_tokens
         self.last_info = info
@@ -198,6 +210,7 @@ class StreamingLDA:
             "generator": self.generator.get_state(),
             "eval_generator": self.eval_generator.get_state(),
             "posterior_average": self.posterior_average.state_dict(),
+            "mean": self.mean.state_dict(),
         }
 
     @classmethod
@@ -220,4 +233,7 @@ class StreamingLDA:
         if isinstance(average.get("total"), torch.Tensor):
             average["total"] = average["total"].to(model.device)
         model.posterior_average.load_state_dict(average)
+        mean = state.get("mean")  # absent from checkpoints older than beta_mean: start afresh
+        if mean is not None and mean["total"] is not None:
+            model.mean.load_state_dict({**mean, "total": mean["total"].to(model.device)})
         return model
