@@ -42,7 +42,12 @@ class ExponentialMean:
         return self.total / self.weight
 
     def state_dict(self) -> dict[str, Any]:
-        return {"decay": self.decay, "total": self.total, "weight": self.weight, "count": self.count}
+        return {
+            "decay": self.decay,
+            "total": self.total,
+            "weight": self.weight,
+            "count": self.count,
+        }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if float(state["decay"]) != self.decay:
