@@ -359,12 +359,11 @@ def step(
         # float32 draws: torch's float64 normal sampler is ~20x slower on the CPU, and the
         # injected noise needs no more than single precision.
         shape = theta.shape if spec.noise_draws == 1 else (spec.noise_draws, *theta.shape)
-        noise = torch.randn(
-            shape, generator=generator, device=theta.device, dtype=torch.float32
-        ).to(theta.dtype)
+        noise = torch.randn(shape, generator=generator, device=theta.device, dtype=torch.float32)
     zeros = int((theta == 0).sum())
-    if _fusable(name, theta, stats):
+    if _fusable(name, theta, stats):  # the kernels read float32 noise as it is
         return _fused_step(name, state, stats, hyper, step_size, noise, zeros)
+    noise = noise.to(theta.dtype)
     new_theta, new_r = spec.update(theta, state.momentum, stats, hyper, step_size, noise)
     turned = 0
     if spec.reflects_itself:
