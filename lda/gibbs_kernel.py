@@ -40,19 +40,32 @@ def collapsed_gibbs(
             )
 
 
+@numba.njit(cache=True)
 def balanced_schedule(lengths: np.ndarray, threads: int) -> tuple[np.ndarray, np.ndarray]:
     """Documents in ``threads`` groups of near-equal token counts, longest first, each to the
     lightest group. numba's prange hands out iterations statically (its chunk size setting did
-    not change that here), so one group per thread is how the load gets balanced."""
+    not change that here), so one group per thread is how the load gets balanced. Compiled: in
+    Python this took ~1 ms of a minibatch."""
+    n = lengths.shape[0]
     loads = np.zeros(threads, dtype=np.int64)
-    groups: list[list[int]] = [[] for _ in range(threads)]
-    for d in np.argsort(-lengths, kind="stable"):
+    group = np.empty(n, dtype=np.int64)
+    sizes = np.zeros(threads, dtype=np.int64)
+    order = np.argsort(-lengths, kind="mergesort")  # stable: ties keep document order
+    for i in range(n):
+        d = order[i]
         b = int(np.argmin(loads))
-        groups[b].append(int(d))
+        group[i] = b
+        sizes[b] += 1
         loads[b] += lengths[d]
     bounds = np.zeros(threads + 1, dtype=np.int64)
-    bounds[1:] = np.cumsum([len(g) for g in groups])
-    schedule = np.array([d for g in groups for d in g], dtype=np.int64)
+    for b in range(threads):
+        bounds[b + 1] = bounds[b] + sizes[b]
+    fill = bounds[:-1].copy()
+    schedule = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        b = group[i]
+        schedule[fill[b]] = order[i]
+        fill[b] += 1
     return schedule, bounds
 
 
