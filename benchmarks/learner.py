@@ -22,7 +22,7 @@ Prints a detail table, a time-to-quality table (perplexity and learner seconds a
 checkpoint) and the issues' targets; ``--plot`` draws perplexity against learner seconds.
 
     .venv/bin/python benchmarks/learner.py --plot /tmp/learner.png   # the issue's configuration
-    .venv/bin/python benchmarks/learner.py --quick        # a few minutes' smoke run
+    .venv/bin/python benchmarks/learner.py --quick        # ~1 minute smoke run
     .venv/bin/python benchmarks/learner.py --topics 200 --samplers sgrld,sgrhmc --no-gensim
     .venv/bin/python benchmarks/learner.py --no-gensim --no-sklearn --no-tomotopy \\
         --runs 'sgrld,sgrld:sweeps=10:gibbs=rao-blackwell,sgrhmc:mean_decay=0.9'
