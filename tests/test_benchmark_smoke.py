@@ -10,6 +10,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+import torch
 
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "learner.py"
 CORPUS = SCRIPT.parent.parent.parent / "shared" / "corpora"
@@ -26,14 +27,15 @@ def _load_benchmark(script: Path = SCRIPT) -> ModuleType:
 
 @pytest.mark.skipif(not (CORPUS / "vocab-7702.txt").is_file(), reason="DEV corpus not present")
 def test_benchmark_runs_end_to_end(tmp_path: Path) -> None:
-    """100 documents, K=5, 4 sweeps, two samplers, no gensim: table, targets and JSON."""
+    """100 documents, K=5, 4 sweeps, two samplers, no peers: table, targets and JSON."""
     out = tmp_path / "bench.json"
     result = _load_benchmark().main(
         [
             "--corpus-dir", str(CORPUS),
             "--docs", "100", "--heldout", "20", "--topics", "5", "--batch-size", "25",
             "--sweeps", "4", "--eval-sweeps", "4", "--samplers", "sgrld,sgrhmc",
-            "--checkpoints", "50,100", "--no-gensim", "--threads", "1", "--max-tokens", "200",
+            "--checkpoints", "50,100", "--no-gensim", "--no-sklearn", "--no-tomotopy",
+            "--threads", "1", "--max-tokens", "200",
             "--json", str(out),
         ]
     )  # fmt: skip
@@ -46,6 +48,72 @@ def test_benchmark_runs_end_to_end(tmp_path: Path) -> None:
             assert point["tokens_per_s"] > 0 and point["train_s"] > 0
             assert 1 < point["perplexity"] < 7702 * 2 and math.isfinite(point["perplexity_avg"])
     assert set(result["targets"]) == {"sgrld", "sgrhmc"}
+
+
+@pytest.mark.skipif(not (CORPUS / "vocab-7702.txt").is_file(), reason="DEV corpus not present")
+def test_benchmark_runs_peers_variants_and_plot(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """scikit-learn, tomotopy, a --runs variant and --plot on 100 documents: every system in the
+    time-to-quality table, a PNG written, tomotopy's curve scored every 5 iterations."""
+    pytest.importorskip("sklearn", reason="scikit-learn is in the dev extra")
+    pytest.importorskip("tomotopy", reason="tomotopy is in the dev extra")
+    pytest.importorskip("matplotlib", reason="matplotlib is in the dev extra")
+    plot = tmp_path / "bench.png"
+    result = _load_benchmark().main(
+        [
+            "--corpus-dir", str(CORPUS),
+            "--docs", "100", "--heldout", "20", "--topics", "5", "--batch-size", "25",
+            "--sweeps", "4", "--eval-sweeps", "4", "--checkpoints", "50,100", "--no-gensim",
+            "--runs", "sgrld,sgrld:sweeps=2:mean_decay=0.5", "--tomotopy-iters", "5,10",
+            "--tomotopy-every", "5", "--threads", "1", "--max-tokens", "200",
+            "--plot", str(plot),
+        ]
+    )  # fmt: skip
+    systems = ["sklearn", "tomotopy-5", "tomotopy-10", "sgrld", "sgrld:sweeps=2:mean_decay=0.5"]
+    assert [r["name"] for r in result["runs"]] == systems
+    assert [row["system"] for row in result["time_to_quality"]] == systems
+    table = capsys.readouterr().out.split("time to quality")[1].split("targets")[0]
+    assert all(f"\n{name} " in table for name in systems)
+    assert plot.stat().st_size > 1000 and plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for run in result["runs"]:
+        assert [p["docs"] for p in run["points"]] == [50, 100], run["name"]
+        for point in run["points"]:
+            assert 1 < point["perplexity"] < 7702 * 2 and point["train_s"] > 0
+            assert (point["perplexity_mean"] is None) == (run["family"] != "streamlda")
+    variant = result["runs"][-1]["settings"]
+    assert (variant["sweeps"], variant["burn_in"], variant["mean_decay"]) == (2, 1, 0.5)
+    assert [p["iterations"] for p in result["runs"][2]["curve"]] == [5, 10]
+    assert result["time_to_quality"][1]["ns_per_token_sweep"] > 0
+    assert result["time_to_quality"][0]["ns_per_token_sweep"] is None  # VB sweeps no tokens
+    assert set(result["targets"]) == {"sgrld", "sgrld:sweeps=2:mean_decay=0.5"}
+
+
+def test_tomotopy_beta_covers_every_word_in_our_order() -> None:
+    """tomotopy's topics over all W of our words: rows sum to 1, unseen words get
+    eta / (n_k + W eta), seen words keep tomotopy's own distribution (renormalised)."""
+    pytest.importorskip("tomotopy", reason="tomotopy is in the dev extra")
+    peers = _load_benchmark(SCRIPT.parent / "peers.py")
+    words = [f"word{i}" for i in range(12)]
+    generator = torch.Generator().manual_seed(0)
+    documents = [torch.randint(0, 8, (30,), generator=generator).tolist() for _ in range(20)]
+    documents[0] += [10, 10, 10]  # ids 8, 9 and 11 never occur; 10 is rare
+    model = peers.tomotopy_lda(documents, words, n_topics=3, seed=1)
+    peers.tomotopy_train(model, 20, workers=1)
+    beta = peers.tomotopy_beta(model, {w: i for i, w in enumerate(words)}, len(words))
+
+    assert beta.shape == (3, 12) and torch.allclose(beta.sum(dim=1), torch.ones(3).double())
+    seen = [words.index(w) for w in model.used_vocabs]
+    assert sorted(seen) == [0, 1, 2, 3, 4, 5, 6, 7, 10]
+    n_k = torch.tensor(model.get_count_by_topics(), dtype=torch.float64)
+    unseen = beta[:, [8, 9, 11]]
+    assert torch.allclose(unseen, (model.eta / (n_k + 12 * model.eta))[:, None].expand(3, 3))
+    for k in range(3):
+        own = torch.tensor(model.get_topic_word_dist(k), dtype=torch.float64)  # used_vocabs order
+        ours = beta[k, seen] / beta[k, seen].sum()
+        assert torch.allclose(ours, own, rtol=1e-5)
+        raw = torch.tensor(model.get_topic_word_dist(k, normalize=False), dtype=torch.float64)
+        assert torch.allclose(raw.sum(), n_k[k] + len(seen) * model.eta, rtol=1e-5)  # n_kw + eta
 
 
 @pytest.mark.parametrize("check", ["gamma", "row"])
