@@ -63,6 +63,7 @@ from lda.perplexity import (
 from lda.samplers import SAMPLERS
 from lda.schedules import StepSchedule
 from lda.vocab import Vocabulary
+from service.settings import Settings
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -149,6 +150,7 @@ class RunSpec:
     name: str
     sampler: str
     overrides: dict[str, Any]
+    batch_size: int | None = None  # documents per minibatch; None: --streamlda-batch-size
 
 
 def read_corpus(
@@ -319,12 +321,18 @@ def parse_run_spec(spec: str) -> RunSpec:
     if sampler not in SAMPLERS:
         raise ValueError(f"unknown sampler {sampler!r} in {spec!r}: choose from {sorted(SAMPLERS)}")
     overrides: dict[str, Any] = {}
+    batch_size: int | None = None
     for option in options:
         key, sep, text = option.partition("=")
         if not sep or not text:
             raise ValueError(f"option {option!r} of {spec!r} is not field=value")
+        if key.strip() == "batch_size":  # the stream's minibatch, not a LearnerConfig field
+            batch_size = int(text)
+            if batch_size < 1:
+                raise ValueError(f"batch_size must be positive in {spec!r}")
+            continue
         overrides[key.strip()] = _config_value(key.strip(), text.strip())
-    return RunSpec(name=spec.strip(), sampler=sampler, overrides=overrides)
+    return RunSpec(spec.strip(), sampler, overrides, batch_size)
 
 
 def make_config(args: argparse.Namespace, spec: RunSpec, n_words: int) -> LearnerConfig:
@@ -335,13 +343,14 @@ def make_config(args: argparse.Namespace, spec: RunSpec, n_words: int) -> Learne
         "sampler": spec.sampler,
         "corpus_size": args.corpus_size,
         "corpus_growth": args.corpus_growth,
-        "sweeps": args.sweeps,
-        "gibbs": args.gibbs,
         "dtype": args.dtype,
         "alpha": args.alpha,
         "schedule": None if args.step_size is None else StepSchedule(args.step_size),
         "friction": args.friction,
     }
+    for name in ("sweeps", "gibbs"):  # unset: the learner's defaults
+        if getattr(args, name) is not None:
+            settings[name] = getattr(args, name)
     return LearnerConfig(**{**settings, **spec.overrides})
 
 
@@ -357,6 +366,7 @@ def run_streamlda(
     config = make_config(args, spec, n_words)
     assert config.gamma is not None
     run = Run(name=spec.name, settings=config.to_dict(), sweeps=config.sweeps)
+    run.settings["batch_size"] = batches[0].n_documents
     start = time.perf_counter()
     StreamingLDA(config, seed=args.seed + 999).update(batches[0])  # compile / warm caches
     run.warmup_s = time.perf_counter() - start
@@ -833,7 +843,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--checkpoints", default=None, help="comma list (2000,5000,10000)")
     p.add_argument("--topics", type=int, default=50)
     p.add_argument("--batch-size", type=int, default=50)
-    p.add_argument("--sweeps", type=int, default=50, help="Gibbs sweeps per minibatch")
+    p.add_argument(
+        "--streamlda-batch-size",
+        type=int,
+        default=Settings.model_fields["batch_size"].default,
+        help="streamlda's minibatch (default: the service's); --batch-size is the peers'",
+    )
+    p.add_argument("--sweeps", type=int, default=None, help="Gibbs sweeps (learner's default)")
     p.add_argument("--samplers", default="sgld,sghmc,sgrld,sgrhmc")
     p.add_argument(
         "--runs", default=None, help="comma list of streamlda run specs; replaces --samplers"
@@ -862,7 +878,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=10,
         help="score the last checkpoint's tomotopy model every this many iterations (0: no)",
     )
-    p.add_argument("--gibbs", choices=get_args(Method), default="exact")
+    p.add_argument("--gibbs", choices=get_args(Method), default=None, help="(learner's default)")
     p.add_argument("--alpha", type=float, default=None, help="topic prior (default: sampler's)")
     p.add_argument("--step-size", type=float, default=None, help="constant eps (sampler's)")
     p.add_argument("--friction", type=float, default=1.0, help="friction C of SGHMC/SGRHMC")
@@ -888,7 +904,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         args.checkpoints = "300,600" if quick else "2000,5000,10000"
     args.checkpoint_list = sorted({int(c) for c in args.checkpoints.split(",") if c.strip()})
     args.tomotopy_iter_list = sorted({int(i) for i in args.tomotopy_iters.split(",") if i.strip()})
-    sizes = [args.docs, args.heldout, args.topics, args.batch_size, args.sweeps, args.threads]
+    sizes = [args.docs, args.heldout, args.topics, args.batch_size, args.threads]
+    sizes += [args.streamlda_batch_size, args.sweeps or 1]
     if min([*sizes, args.sklearn_jobs, *args.tomotopy_iter_list]) < 1:
         p.error("sizes, counts and iterations must be positive")
     if args.tomotopy and not args.tomotopy_iter_list:
@@ -929,7 +946,6 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     checkpoints = checkpoint_docs(args.checkpoint_list, n_docs, args.batch_size)
     groups = minibatches(corpus.train, args.batch_size)
     tokens = [sum(len(d) for d in g) for g in groups]
-    batches = [Batch.from_ids(g) for g in groups] if args.run_specs else []
     heldout = HeldoutSet.from_documents(corpus.heldout)
     bows = [[sorted(Counter(d).items()) for d in g] for g in groups] if args.gensim else []
     matrices = [peers.doc_term_matrix(g, len(vocab)) for g in groups] if args.sklearn else []
@@ -944,7 +960,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     print(
         f"threads: torch {torch.get_num_threads()}, numba {numba_threads}, BLAS/OpenMP and "
         f"tomotopy workers {args.threads}, sklearn n_jobs {args.sklearn_jobs}; K={args.topics} "
-        f"n={args.batch_size} sweeps={args.sweeps} gibbs={args.gibbs} N={args.corpus_size:g} "
+        f"n={args.batch_size} (streamlda {args.streamlda_batch_size}) sweeps={args.sweeps} "
+        f"gibbs={args.gibbs} N={args.corpus_size:g} "
         f"eval gamma={args.eval_gamma:g}; checkpoints {checkpoints}",
         file=sys.stderr,
     )
@@ -957,6 +974,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if args.tomotopy:
         runs += run_tomotopy(args, corpus, checkpoints, vocab, scorer)
     for spec in args.run_specs:
+        size = spec.batch_size or args.streamlda_batch_size
+        batches = [Batch.from_ids(g) for g in minibatches(corpus.train, size)]
         runs.append(run_streamlda(spec, args, batches, checkpoints, len(vocab), scorer))
     summary = targets(runs, args.topics)
     quality = time_to_quality(runs, checkpoints)
