@@ -41,9 +41,9 @@ class LearnerConfig:
     friction: float = 1.0
     corpus_size: float = 10_000.0
     corpus_growth: bool = False  # N = max(corpus_size, documents seen), as online VB does
-    sweeps: int = 50
+    sweeps: int | None = None  # Gibbs sweeps per minibatch (default: the sampler's)
     burn_in: int | None = None
-    gibbs: Method = "exact"
+    gibbs: Method | None = None  # (default: the sampler's)
     eval_gibbs: Method = "exact"  # the held-out estimator of DESIGN §3, whatever trains
     eval_sweeps: int = 50
     mean_decay: float = 0.97  # beta_mean: exponential mean of the samples (0: the last one)
@@ -57,6 +57,9 @@ class LearnerConfig:
         object.__setattr__(self, "alpha", spec.alpha if self.alpha is None else self.alpha)
         object.__setattr__(self, "gamma", spec.gamma if self.gamma is None else self.gamma)
         object.__setattr__(self, "schedule", self.schedule or spec.schedule)
+        object.__setattr__(self, "sweeps", spec.sweeps if self.sweeps is None else self.sweeps)
+        object.__setattr__(self, "gibbs", spec.gibbs if self.gibbs is None else self.gibbs)
+        assert self.sweeps is not None
         burn = self.sweeps // 2 if self.burn_in is None else self.burn_in
         if not 0 <= burn < self.sweeps:
             raise ValueError(f"burn_in must be in [0, sweeps), got {burn} with {self.sweeps}")
@@ -142,6 +145,7 @@ class StreamingLDA:
         if batch.n_documents == 0:
             raise ValueError("cannot learn from an empty minibatch")
         assert cfg.gamma is not None and cfg.burn_in is not None
+        assert cfg.sweeps is not None and cfg.gibbs is not None
         batch = Batch(batch.words.to(self.device), batch.offsets)
         expected = gibbs_expectations(
             self.beta, batch, cfg.gamma, cfg.sweeps, cfg.burn_in, self.generator, cfg.gibbs

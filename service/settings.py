@@ -7,18 +7,26 @@ README in step).
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from lda.model import LearnerConfig
+from lda.samplers import SAMPLERS
 from service import keys
 
 SamplerName = Literal["sgld", "sghmc", "sgrld", "sgrhmc"]
 DeviceName = Literal["auto", "cpu", "cuda"]
 GibbsMethod = Literal["exact", "rao-blackwell", "uncollapsed"]
 SECRET_FIELDS = {"admin_token", "redis_url"}  # never written to checkpoints
+
+
+def _learner_default(name: str) -> Any:
+    """A LearnerConfig field's default: the learner is the one home of its own defaults."""
+    return next(f.default for f in fields(LearnerConfig) if f.name == name)
 
 
 class Settings(BaseSettings):
@@ -56,13 +64,18 @@ class Settings(BaseSettings):
     corpus_growth: bool = Field(
         False, description="N grows with the documents seen (N = max(corpus_size, seen))"
     )
-    batch_size: int = Field(50, ge=1, description="Documents per minibatch n")
-    sweeps: int = Field(50, ge=1, description="Gibbs sweeps per minibatch")
+    batch_size: int = Field(
+        100, ge=1, description="Documents per minibatch n (100: half the steps of 50, as good)"
+    )
+    sweeps: int | None = Field(
+        None, ge=1, description="Gibbs sweeps per minibatch (default: the sampler's: 6, SGRHMC 50)"
+    )
     burn_in: int | None = Field(None, ge=0, description="Sweeps discarded (default: half)")
-    gibbs: GibbsMethod = Field(
-        "exact",
+    gibbs: GibbsMethod | None = Field(
+        None,
         description="Gibbs expectation: exact (collapsed), rao-blackwell, or uncollapsed "
-        "(pi drawn, all tokens at once: for GPUs)",
+        "(pi drawn, all tokens at once: for GPUs); default: the sampler's (rao-blackwell, "
+        "SGRHMC exact)",
     )
     heldout: int = Field(1000, ge=0, description="First H documents kept as the held-out set")
     eval_every: int = Field(1000, ge=1, description="Evaluate perplexity every M trained documents")
@@ -235,14 +248,20 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _check(self) -> Settings:
-        if self.burn_in is not None and self.burn_in >= self.sweeps:
-            raise ValueError(f"burn_in ({self.burn_in}) must be below sweeps ({self.sweeps})")
+        sweeps = self.learner_sweeps
+        if self.burn_in is not None and self.burn_in >= sweeps:
+            raise ValueError(f"burn_in ({self.burn_in}) must be below sweeps ({sweeps})")
         return self
+
+    @property
+    def learner_sweeps(self) -> int:
+        """Gibbs sweeps per minibatch: the setting, else the sampler's default."""
+        return SAMPLERS[self.sampler].sweeps if self.sweeps is None else self.sweeps
 
     @property
     def kept_burn_in(self) -> int:
         """Sweeps discarded before averaging (half of them unless set)."""
-        return self.sweeps // 2 if self.burn_in is None else self.burn_in
+        return self.learner_sweeps // 2 if self.burn_in is None else self.burn_in
 
 
 def settings_table() -> str:

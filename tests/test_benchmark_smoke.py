@@ -33,6 +33,7 @@ def test_benchmark_runs_end_to_end(tmp_path: Path) -> None:
         [
             "--corpus-dir", str(CORPUS),
             "--docs", "100", "--heldout", "20", "--topics", "5", "--batch-size", "25",
+            "--streamlda-batch-size", "25",
             "--sweeps", "4", "--eval-sweeps", "4", "--samplers", "sgrld,sgrhmc",
             "--checkpoints", "50,100", "--no-gensim", "--no-sklearn", "--no-tomotopy",
             "--threads", "1", "--max-tokens", "200",
@@ -64,6 +65,7 @@ def test_benchmark_runs_peers_variants_and_plot(
         [
             "--corpus-dir", str(CORPUS),
             "--docs", "100", "--heldout", "20", "--topics", "5", "--batch-size", "25",
+            "--streamlda-batch-size", "25",
             "--sweeps", "4", "--eval-sweeps", "4", "--checkpoints", "50,100", "--no-gensim",
             "--runs", "sgrld,sgrld:sweeps=2:mean_decay=0.5", "--tomotopy-iters", "5,10",
             "--tomotopy-every", "5", "--threads", "1", "--max-tokens", "200",

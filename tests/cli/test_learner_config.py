@@ -15,13 +15,13 @@ from service.settings import Settings
 @pytest.mark.parametrize(
     ("sampler", "overrides", "schedule"),
     [
-        ("sgrld", {}, StepSchedule(0.01, 1000.0, 0.55)),
+        ("sgrld", {}, StepSchedule(0.03, 1000.0, 0.55)),
         # A new step size keeps SGRLD's decay instead of silently making it constant.
         ("sgrld", {"step_size": 0.02}, StepSchedule(0.02, 1000.0, 0.55)),
-        ("sgrld", {"step_c": 0.0}, StepSchedule(0.01, 1000.0, 0.0)),
-        ("sgrhmc", {}, StepSchedule(0.1)),
+        ("sgrld", {"step_c": 0.0}, StepSchedule(0.03, 1000.0, 0.0)),
+        ("sgrhmc", {}, StepSchedule(0.2)),
         # b alone (no step size) is no longer ignored: the sampler's a decays.
-        ("sgrhmc", {"step_b": 500.0}, StepSchedule(0.1, 500.0, 0.55)),
+        ("sgrhmc", {"step_b": 500.0}, StepSchedule(0.2, 500.0, 0.55)),
         (
             "sgld",
             {"step_size": 0.005, "step_b": 100.0, "step_c": 1.0},
