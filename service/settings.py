@@ -7,18 +7,25 @@ README in step).
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from lda.model import LearnerConfig
 from service import keys
 
 SamplerName = Literal["sgld", "sghmc", "sgrld", "sgrhmc"]
 DeviceName = Literal["auto", "cpu", "cuda"]
 GibbsMethod = Literal["exact", "rao-blackwell", "uncollapsed"]
 SECRET_FIELDS = {"admin_token", "redis_url"}  # never written to checkpoints
+
+
+def _learner_default(name: str) -> Any:
+    """A LearnerConfig field's default: the learner is the one home of its own defaults."""
+    return next(f.default for f in fields(LearnerConfig) if f.name == name)
 
 
 class Settings(BaseSettings):
@@ -63,6 +70,13 @@ class Settings(BaseSettings):
         "exact",
         description="Gibbs expectation: exact (collapsed), rao-blackwell, or uncollapsed "
         "(pi drawn, all tokens at once: for GPUs)",
+    )
+    mean_decay: float = Field(
+        _learner_default("mean_decay"),
+        ge=0,
+        lt=1,
+        description="Decay per step of beta_mean, the exponential mean of the samples that is "
+        "served and exported (it weighs ~1/(1 - decay) recent steps; 0: the last sample)",
     )
     heldout: int = Field(1000, ge=0, description="First H documents kept as the held-out set")
     eval_every: int = Field(1000, ge=1, description="Evaluate perplexity every M trained documents")
