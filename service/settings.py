@@ -228,7 +228,10 @@ class Settings(BaseSettings):
         "stats and metrics may be",
     )
     render_cache: int = Field(
-        256, ge=1, description="Responses kept rendered per snapshot (distinct ?top= and topic ids)"
+        256,
+        ge=1,
+        description="Responses kept rendered per snapshot (distinct ?top=, ?estimate= and topic "
+        "ids)",
     )
     infer_iterations: int = Field(100, ge=1, description="Fixed-point iterations of /infer")
     infer_tolerance: float = Field(
