@@ -75,10 +75,10 @@ class Snapshot:
     device: str
     vocab_size: int
     topics: list[list[WordWeight]]
+    sample_topics: list[list[WordWeight]]
     docs_per_s: float = 0.0
     tokens_per_s: float = 0.0
     counters: dict[str, int] = field(default_factory=dict)
-    sample_topics: list[list[WordWeight]] = field(default_factory=list)
 
     @property
     def num_topics(self) -> int:

@@ -133,10 +133,10 @@ def published(redis_client: redis.Redis) -> Published:
         device="cpu",
         vocab_size=len(VOCAB),
         topics=top_words(beta, VOCAB, TOPIC_WORDS),
+        sample_topics=top_words(sample, VOCAB, TOPIC_WORDS),
         docs_per_s=12.5,
         tokens_per_s=4200.0,
         counters={"updates": 60, "nonfinite_restores": 0},
-        sample_topics=top_words(sample, VOCAB, TOPIC_WORDS),
     )
     publish_snapshot(redis_client, snapshot)
     points = [

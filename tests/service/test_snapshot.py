@@ -142,7 +142,8 @@ def test_queue_and_scraper_counters(redis_client: redis.Redis) -> None:
 
 
 def test_snapshot_json_is_strict() -> None:
-    snapshot = Snapshot(1, 0.0, "sgld", 0.01, "cpu", 3, [[]], counters={"updates": 1})
+    words = [[WordWeight("a", 0.5)]]
+    snapshot = Snapshot(1, 0.0, "sgld", 0.01, "cpu", 3, words, [[]], counters={"updates": 1})
     assert Snapshot.from_json(snapshot.to_json()) == snapshot
 
 
