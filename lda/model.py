@@ -1,15 +1,17 @@
 """StreamingLDA: the thin stateful class over the functional core (like torch.optim's classes).
 
 One ``update(batch)`` runs Gibbs expectations with the current beta and one sampler step;
-``evaluate`` scores a held-out set. Randomness comes from two explicit generators (training
-and evaluation), so evaluating does not change the training trajectory; both are part of
-``state_dict`` so a resumed run equals an uninterrupted one.
+``evaluate`` scores a held-out set. Two estimates of the topics: ``beta``, the chain's current
+sample, and ``beta_mean``, the mean of recent samples, which estimates E[beta | data] better
+(so it is what ``evaluate`` and ``top_words`` take unless told otherwise). Randomness comes from
+two explicit generators (training and evaluation), so evaluating does not change the training
+trajectory; both are part of ``state_dict`` so a resumed run equals an uninterrupted one.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
@@ -22,6 +24,9 @@ from lda.perplexity import test_token_probabilities as _test_token_probabilities
 from lda.samplers import SAMPLERS, Hyper, SamplerState, StepInfo, init_state, step
 from lda.schedules import StepSchedule
 from lda.scorer import HeldoutScorer, ScorerConfig
+
+# Which topics: "mean" is StreamingLDA.beta_mean, "sample" StreamingLDA.beta (the chain's state).
+Estimate = Literal["mean", "sample"]
 
 
 class NonFiniteError(ArithmeticError):
@@ -128,6 +133,10 @@ class StreamingLDA:
         step (``mean_decay``), the current sample before the first step. Rows sum to 1."""
         return self.mean.value if self.mean.count else self.beta
 
+    def estimate(self, which: Estimate = "mean") -> torch.Tensor:
+        """(K, W) beta_mean (``mean``) or the current sample (``sample``)."""
+        return self.beta_mean if which == "mean" else self.beta
+
     @property
     def step_size(self) -> float:
         assert self.config.schedule is not None
@@ -193,13 +202,14 @@ class StreamingLDA:
         """A scorer over this learner's evaluation generator and posterior average (shared)."""
         return HeldoutScorer(self.scorer_config, self.eval_generator, self.posterior_average)
 
-    def evaluate(self, heldout: HeldoutSet) -> tuple[float, float]:
-        """(current-sample perplexity, posterior-averaged perplexity) on ``heldout``."""
-        return self.scorer().score(self.beta, heldout)
+    def evaluate(self, heldout: HeldoutSet, which: Estimate = "mean") -> tuple[float, float]:
+        """(perplexity of the ``which`` estimate, posterior-averaged perplexity) on ``heldout``;
+        by default beta_mean, the topics a user of the model gets."""
+        return self.scorer().score(self.estimate(which), heldout)
 
-    def top_words(self, n: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """(K, n) word ids and their beta weights, most probable first."""
-        weights, ids = torch.topk(self.beta, k=min(n, self.config.n_words), dim=1)
+    def top_words(self, n: int, which: Estimate = "mean") -> tuple[torch.Tensor, torch.Tensor]:
+        """(K, n) word ids and their weights in the ``which`` estimate, most probable first."""
+        weights, ids = torch.topk(self.estimate(which), k=min(n, self.config.n_words), dim=1)
         return ids, weights
 
     def state_dict(self) -> dict[str, Any]:

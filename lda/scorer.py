@@ -1,9 +1,10 @@
 """Held-out scoring as a state of its own: a generator and a posterior average, fed any beta.
 
-:meth:`StreamingLDA.evaluate` scores the current sample with the model's evaluation generator
-and average; a :class:`HeldoutScorer` does the same for betas handed to it (e.g. by the worker
-to a scoring process), so a run scored elsewhere gives the same numbers, draw for draw, and
-its state can be saved between points (``state_dict``) to resume exactly.
+:meth:`StreamingLDA.evaluate` scores the model's beta_mean (or its current sample) with its
+evaluation generator and average; a :class:`HeldoutScorer` does the same for betas handed to
+it (e.g. by the worker to a scoring process), so a run scored elsewhere gives the same
+numbers, draw for draw, and its state can be saved between points (``state_dict``) to resume
+exactly.
 """
 
 from __future__ import annotations

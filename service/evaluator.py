@@ -1,13 +1,14 @@
 """Held-out perplexity off the learner's path: a scoring process fed copies of beta.
 
-At each multiple of ``eval_every`` the worker hands a copy of beta to :class:`Evaluator`,
-which queues it to a child process (spawned once, see :mod:`service.scoring_process`) owning a
-:class:`~lda.scorer.HeldoutScorer`. The child scores betas in order and sends back each point
-with the scorer's state after it. The worker publishes a point, then :meth:`Evaluator.commit`\\ s
-it: the committed state (as of the last published point) and the betas not yet scored are what
-a checkpoint holds, so a restart scores the rest and gives the same points as an uninterrupted
-run. At most ``eval_backlog`` betas wait; a later one is refused (the worker counts the skip)
-until the child catches up. A child that dies is started again from the committed state.
+At each multiple of ``eval_every`` the worker hands a copy of its beta_mean (the topics it
+serves) to :class:`Evaluator`, which queues it to a child process (spawned once, see
+:mod:`service.scoring_process`) owning a :class:`~lda.scorer.HeldoutScorer`. The child scores
+betas in order and sends back each point with the scorer's state after it. The worker publishes
+a point, then :meth:`Evaluator.commit`\\ s it: the committed state (as of the last published
+point) and the betas not yet scored are what a checkpoint holds, so a restart scores the rest and
+gives the same points as an uninterrupted run. At most ``eval_backlog`` betas wait; a later one
+is refused (the worker counts the skip) until the child catches up. A child that dies is started
+again from the committed state.
 """
 
 from __future__ import annotations

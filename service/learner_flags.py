@@ -13,7 +13,7 @@ from service.settings import DeviceName, GibbsMethod, SamplerName
 
 
 def add_learner_flags(p: argparse.ArgumentParser) -> None:
-    """Vocabulary, sampler, Gibbs, evaluation and device flags."""
+    """Vocabulary, sampler, Gibbs, beta_mean, evaluation and device flags."""
     vocab = p.add_mutually_exclusive_group()
     vocab.add_argument("--vocab", type=Path, help="vocabulary file, one word per line")
     vocab.add_argument("--vocab-size", type=int, help="build a vocabulary of W words")
@@ -32,6 +32,11 @@ def add_learner_flags(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--alpha", type=float, help="topic-word Dirichlet prior")
     p.add_argument("--gamma", type=float, help="document-topic Dirichlet prior")
+    p.add_argument(
+        "--mean-decay",
+        type=float,
+        help="beta_mean's decay per step, in [0, 1) (0: the last sample)",
+    )
     p.add_argument("--heldout", type=int, help="first H documents held out")
     p.add_argument("--eval-every", type=int, help="evaluate every M trained documents")
     p.add_argument("--device", choices=get_args(DeviceName))

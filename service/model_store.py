@@ -44,6 +44,7 @@ def learner_config(settings: Settings, n_words: int) -> LearnerConfig:
         burn_in=settings.burn_in,
         gibbs=settings.gibbs,
         eval_sweeps=settings.eval_sweeps,
+        mean_decay=settings.mean_decay,
     )
 
 
@@ -74,7 +75,7 @@ def load_model(
 
 
 def topics_summary(model: StreamingLDA, vocabulary: Vocabulary, top: int) -> list[dict[str, Any]]:
-    """Top words and weights of each topic, most probable first."""
+    """Top words and weights of each topic in beta_mean (what is served), most probable first."""
     ids, weights = model.top_words(top)
     return [
         {
@@ -88,17 +89,26 @@ def topics_summary(model: StreamingLDA, vocabulary: Vocabulary, top: int) -> lis
     ]
 
 
+def _save_matrix(path: Path, beta: torch.Tensor) -> None:
+    """A K x W matrix as float32 .npy, the format numpy and other tools load directly."""
+    np.save(path, beta.detach().to("cpu", torch.float32).numpy())
+
+
 def export_model(
     out_dir: str | Path, model: StreamingLDA, vocabulary: Vocabulary, top: int
 ) -> None:
-    """topics.json, beta.npy (K x W float32) and vocab.txt (the column order) in ``out_dir``."""
+    """topics.json and beta.npy (K x W float32) of beta_mean, the estimate served; beta-sample.npy,
+    the chain's current sample (kept: it is what the chain is); vocab.txt, the column order."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     summary = {
         "sampler": model.config.sampler,
         "docs_seen": model.docs_seen,
+        "estimate": "mean",
+        "mean_decay": model.config.mean_decay,
         "topics": topics_summary(model, vocabulary, top),
     }
     (out / "topics.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
-    np.save(out / "beta.npy", model.beta.detach().to("cpu", torch.float32).numpy())
+    _save_matrix(out / "beta.npy", model.beta_mean)
+    _save_matrix(out / "beta-sample.npy", model.beta)
     vocabulary.save(out / "vocab.txt")

@@ -77,6 +77,13 @@ class Settings(BaseSettings):
         "(pi drawn, all tokens at once: for GPUs); default: the sampler's (rao-blackwell, "
         "SGRHMC exact)",
     )
+    mean_decay: float = Field(
+        _learner_default("mean_decay"),
+        ge=0,
+        lt=1,
+        description="Decay per step of beta_mean, the exponential mean of the samples that is "
+        "served and exported (it weighs ~1/(1 - decay) recent steps; 0: the last sample)",
+    )
     heldout: int = Field(1000, ge=0, description="First H documents kept as the held-out set")
     eval_every: int = Field(1000, ge=1, description="Evaluate perplexity every M trained documents")
     eval_sweeps: int = Field(50, ge=2, description="Gibbs sweeps when scoring held-out documents")
@@ -227,7 +234,10 @@ class Settings(BaseSettings):
         "stats and metrics may be",
     )
     render_cache: int = Field(
-        256, ge=1, description="Responses kept rendered per snapshot (distinct ?top= and topic ids)"
+        256,
+        ge=1,
+        description="Responses kept rendered per snapshot (distinct ?top=, ?estimate= and topic "
+        "ids)",
     )
     infer_iterations: int = Field(100, ge=1, description="Fixed-point iterations of /infer")
     infer_tolerance: float = Field(

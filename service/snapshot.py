@@ -1,11 +1,12 @@
 """The Redis schema between the worker (writer) and the API (reader).
 
-Its keys (names and who reads what: :mod:`service.keys`) are the snapshot, its version token,
-the heartbeat, the perplexity history, the model for ``/infer`` (hash: version, docs_seen,
-topics, vocab_size, gamma, published_at, beta as K×W float32 little-endian bytes, vocab joined
-by newlines; the API reloads it only when ``version`` changes) and the control hash the API
-writes (``paused`` "1"/"0", and ``checkpoint_seq``, a counter the worker answers by
-checkpointing when it grows).
+Its keys (names and who reads what: :mod:`service.keys`) are the snapshot (the top words of
+beta_mean and of the current sample), its version token, the heartbeat, the perplexity history,
+the model for ``/infer`` (hash: version, docs_seen, topics, vocab_size, gamma, published_at,
+beta (the worker's beta_mean) as K×W float32 little-endian bytes, vocab joined by newlines;
+the API reloads it only when ``version`` changes) and the control hash the API writes
+(``paused`` "1"/"0", and ``checkpoint_seq``, a counter the worker answers by checkpointing when
+it grows).
 
 Each writer is one atomic Redis command or one MULTI/EXEC, so a reader never sees half an
 update. Readers accept clients with or without ``decode_responses`` except :func:`read_model`,
@@ -20,13 +21,14 @@ import math
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 import numpy as np
 import redis
 import torch
 
+from lda.model import Estimate
 from service.keys import (
     CONTROL_KEY,
     DEFAULT_COUNTERS_KEY,
@@ -61,7 +63,10 @@ class WordWeight:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """What the worker tells the API after each update (top words, progress, throughput)."""
+    """What the worker tells the API after each update (top words, progress, throughput).
+
+    ``topics`` are beta_mean's top words, the topics served; ``sample_topics`` the current
+    sample's, as many words each (the sample's whole K×W matrix stays with the worker)."""
 
     docs_seen: int
     updated_at: float
@@ -70,6 +75,7 @@ class Snapshot:
     device: str
     vocab_size: int
     topics: list[list[WordWeight]]
+    sample_topics: list[list[WordWeight]]
     docs_per_s: float = 0.0
     tokens_per_s: float = 0.0
     counters: dict[str, int] = field(default_factory=dict)
@@ -78,15 +84,24 @@ class Snapshot:
     def num_topics(self) -> int:
         return len(self.topics)
 
+    def words(self, estimate: Estimate) -> list[list[WordWeight]]:
+        """Each topic's top words in beta_mean (``mean``) or in the current sample (``sample``)."""
+        return self.topics if estimate == "mean" else self.sample_topics
+
     def to_json(self) -> str:
-        data = asdict(self)
-        data["topics"] = [[[w.word, w.weight] for w in words] for words in self.topics]
+        # Shallow: asdict would deep-copy every WordWeight first, the bulk of the cost.
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        for name in ("topics", "sample_topics"):
+            data[name] = [[[w.word, w.weight] for w in words] for words in getattr(self, name)]
         return json.dumps(data, separators=(",", ":"), allow_nan=False)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Snapshot:
         data: dict[str, Any] = json.loads(text)
-        data["topics"] = [[WordWeight(str(w), float(p)) for w, p in t] for t in data["topics"]]
+        # A worker from before beta_mean published its sample as ``topics``, and only that.
+        data.setdefault("sample_topics", data["topics"])
+        for name in ("topics", "sample_topics"):
+            data[name] = [[WordWeight(str(w), float(p)) for w, p in t] for t in data[name]]
         return cls(**data)
 
 

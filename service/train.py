@@ -2,7 +2,8 @@
 
 The first H documents of the source form the held-out set and are never trained on. Output:
 a readable table (or one JSON object per evaluation with ``--json``), then the top words of
-each topic, and ``--out DIR`` with the checkpoint, topics.json, beta.npy and vocab.txt.
+each topic, and ``--out DIR`` with the checkpoint, topics.json, beta.npy and vocab.txt. The
+perplexity, the words and the exports are of beta_mean; beta-sample.npy holds the last sample.
 """
 
 from __future__ import annotations

@@ -25,17 +25,20 @@ unread entries only (see :mod:`service.queue`), so those triggers are what bound
 held here: the vocabulary's
 documents, or fewer than ``checkpoint_max_unacked`` plus two minibatches.
 
-Held-out perplexity is scored off the learner's path (:mod:`service.evaluator`): at each
-multiple of ``eval_every`` a copy of beta goes to a scoring process; its points are published
-as they come back, in order. At most ``eval_backlog`` betas wait (a later one is skipped and
-counted in ``evals_skipped``). The checkpoint holds the scorer's state as of the last published
-point and the betas not yet scored; a restart truncates the perplexity history to that point and
-scores the rest, so the points equal an uninterrupted run's. If a step
-would make theta non-finite, the last checkpoint is restored, the count
-``nonfinite_restores`` grows, and the documents trained since that checkpoint (including the
-failing minibatch) are dropped and acknowledged with the next checkpoint: a poison minibatch
-is skipped, never retried forever. Nothing non-finite is ever published. While Redis is
-unavailable every Redis call is retried with backoff; progress stays in memory.
+The topics published are ``beta_mean`` (:mod:`lda.averaging`), the better estimate: the
+snapshot's ``topics`` (its ``sample_topics`` are the chain's current sample) and the model
+``/infer`` uses. Held-out perplexity, of beta_mean too, is scored off the learner's path
+(:mod:`service.evaluator`): at each multiple of ``eval_every`` a copy goes to a scoring process;
+its points are published as they come back, in order. At most ``eval_backlog`` betas wait (a
+later one is skipped and counted in ``evals_skipped``). The checkpoint holds the scorer's state
+as of the last published point and the betas not yet scored (and beta_mean's running sums, in
+the model's state); a restart truncates the perplexity history to that point and scores the
+rest, so the points equal an uninterrupted run's. If a step would make theta non-finite, the
+last checkpoint is restored, the count ``nonfinite_restores`` grows, and the documents trained
+since that checkpoint (including the failing minibatch) are dropped and acknowledged with the
+next checkpoint: a poison minibatch is skipped, never retried forever. Nothing non-finite is
+ever published. While Redis is unavailable every Redis call is retried with backoff; progress
+stays in memory.
 """
 
 from __future__ import annotations
@@ -373,15 +376,16 @@ class Worker:
         self._publish_snapshot()
 
     def _hand_off(self) -> None:
-        """A multiple of eval_every: a copy of beta goes to the scoring process (or is skipped,
-        counted, when eval_backlog betas already wait); the learner does not wait for it."""
+        """A multiple of eval_every: a copy of beta_mean (the topics served) goes to the scoring
+        process (or is skipped, counted, when eval_backlog betas already wait); the learner does
+        not wait for it."""
         model, evaluator = self.model, self.evaluator
         assert model is not None and evaluator is not None
         every = self.settings.eval_every
         self.next_eval = (model.docs_seen // every + 1) * every
         if self.heldout is None:
             return
-        if not evaluator.submit(model.docs_seen, model.beta):
+        if not evaluator.submit(model.docs_seen, model.beta_mean):
             self.counters["evals_skipped"] += 1
             log.warning(
                 "perplexity at %d documents skipped: %d betas already wait for scoring",
@@ -486,7 +490,7 @@ class Worker:
         self.redis(
             "publishing the model",
             lambda: publish_model(
-                self.client, model.beta, vocab.words, docs_seen=model.docs_seen, gamma=gamma
+                self.client, model.beta_mean, vocab.words, docs_seen=model.docs_seen, gamma=gamma
             ),
         )
         self.model_published = True
@@ -510,7 +514,8 @@ class Worker:
             step_size=model.step_size,
             device=str(self.device),
             vocab_size=len(vocab),
-            topics=top_words(model.beta, vocab.words, self.settings.topic_words),
+            topics=top_words(model.beta_mean, vocab.words, self.settings.topic_words),
+            sample_topics=top_words(model.beta, vocab.words, self.settings.topic_words),
             docs_per_s=docs_per_s,
             tokens_per_s=tokens_per_s,
             counters={name: int(value) for name, value in counters.items()},

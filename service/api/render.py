@@ -9,6 +9,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+from lda.model import Estimate
 from service.snapshot import PerplexityPoint, Snapshot, WordWeight
 
 
@@ -26,29 +27,32 @@ def _words(words: list[WordWeight], top: int) -> list[dict[str, Any]]:
     return [{"word": w.word, "weight": w.weight} for w in words[:top]]
 
 
-def topics(snapshot: Snapshot, top: int) -> bytes:
-    """``TopicsOut``: every topic with its ``top`` words."""
+def topics(snapshot: Snapshot, top: int, estimate: Estimate) -> bytes:
+    """``TopicsOut``: every topic of the ``estimate`` with its ``top`` words."""
     return dumps(
         {
             "docs_seen": snapshot.docs_seen,
             "updated_at": iso(snapshot.updated_at),
             "sampler": snapshot.sampler,
+            "estimate": estimate,
             "topics": [
-                {"id": i, "words": _words(words, top)} for i, words in enumerate(snapshot.topics)
+                {"id": i, "words": _words(words, top)}
+                for i, words in enumerate(snapshot.words(estimate))
             ],
         }
     )
 
 
-def one_topic(snapshot: Snapshot, topic_id: int, top: int) -> bytes:
-    """``OneTopicOut``: one topic (its id must be in range) with its ``top`` words."""
+def one_topic(snapshot: Snapshot, topic_id: int, top: int, estimate: Estimate) -> bytes:
+    """``OneTopicOut``: one topic of the ``estimate`` (its id must be in range), ``top`` words."""
     return dumps(
         {
             "id": topic_id,
-            "words": _words(snapshot.topics[topic_id], top),
+            "words": _words(snapshot.words(estimate)[topic_id], top),
             "docs_seen": snapshot.docs_seen,
             "updated_at": iso(snapshot.updated_at),
             "sampler": snapshot.sampler,
+            "estimate": estimate,
         }
     )
 

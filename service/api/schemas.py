@@ -6,6 +6,13 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, Field
 
+from lda.model import Estimate
+
+ESTIMATE = (
+    "Which estimate of the topics: mean (beta_mean, the exponential mean of the chain's recent "
+    "samples, setting mean_decay: the topics served) or sample (the chain's current sample)"
+)
+
 
 def timestamp(unix: float | None) -> datetime | None:
     """A unix time from Redis as an aware UTC datetime (ISO 8601 in JSON)."""
@@ -43,6 +50,7 @@ class TopicsOut(BaseModel):
     docs_seen: int
     updated_at: datetime
     sampler: str
+    estimate: Estimate = Field(description=ESTIMATE)
     topics: list[TopicOut]
 
 
@@ -50,11 +58,12 @@ class OneTopicOut(TopicOut):
     docs_seen: int
     updated_at: datetime
     sampler: str
+    estimate: Estimate = Field(description=ESTIMATE)
 
 
 class PerplexityPointOut(BaseModel):
     docs_seen: int
-    perplexity: float = Field(description="Held-out perplexity of the current sample")
+    perplexity: float = Field(description="Held-out perplexity of the topics served (beta_mean)")
     perplexity_avg: float = Field(description="Perplexity of the posterior-averaged predictive")
     at: datetime
 

@@ -4,7 +4,8 @@ Requests read :attr:`View.state` (replaced whole, never half an update) and touc
 nor a thread pool. Every ``api_refresh_s`` the refresher reads a few small keys (the snapshot's
 version token, the perplexity signature, the live values of :mod:`service.api.live`) and reads
 and parses the snapshot or the perplexity history only when they changed. The JSON of a
-snapshot is rendered on first request, once per distinct query, into a bounded LRU cache.
+snapshot is rendered on first request, once per distinct query (``top``, topic id, ``estimate``),
+into a bounded LRU cache.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from functools import lru_cache
 import redis
 from fastapi import HTTPException, status
 
+from lda.model import Estimate
 from service.api import live, render
 from service.api.conditional import Rendered
 from service.api.errors import redis_failure
@@ -46,14 +48,16 @@ class TopicsView:
     def __init__(self, version: str, snapshot: Snapshot, cache_size: int) -> None:
         self.version = version
         self.snapshot = snapshot
-        self.all: Callable[[int], Rendered] = lru_cache(maxsize=cache_size)(self._all)
-        self.one: Callable[[int, int], Rendered] = lru_cache(maxsize=cache_size)(self._one)
+        self.all: Callable[[int, Estimate], Rendered] = lru_cache(maxsize=cache_size)(self._all)
+        self.one: Callable[[int, int, Estimate], Rendered] = lru_cache(maxsize=cache_size)(
+            self._one
+        )
 
-    def _all(self, top: int) -> Rendered:
-        return Rendered.of(render.topics(self.snapshot, top))
+    def _all(self, top: int, estimate: Estimate) -> Rendered:
+        return Rendered.of(render.topics(self.snapshot, top, estimate))
 
-    def _one(self, topic_id: int, top: int) -> Rendered:
-        return Rendered.of(render.one_topic(self.snapshot, topic_id, top))
+    def _one(self, topic_id: int, top: int, estimate: Estimate) -> Rendered:
+        return Rendered.of(render.one_topic(self.snapshot, topic_id, top, estimate))
 
 
 class PerplexityView:

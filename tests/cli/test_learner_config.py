@@ -1,11 +1,16 @@
-"""Settings become the learner's configuration: unset schedule parts keep the sampler's."""
+"""Settings become the learner's configuration: unset schedule parts keep the sampler's, and
+mean_decay is the learner's default unless set (a bad one stops the command with exit 2)."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
+import sys
 
 import pytest
 
+from lda.model import LearnerConfig
 from lda.schedules import StepSchedule
 from service.cli import settings_from_args
 from service.model_store import learner_config
@@ -41,3 +46,29 @@ def test_vocab_size_flag_beats_a_vocabulary_file_from_the_environment(monkeypatc
     assert str(settings_from_args(argparse.Namespace()).vocab) == "/from/env/vocab.txt"
     settings = settings_from_args(argparse.Namespace(vocab_size=300))
     assert settings.vocab is None and settings.vocab_size == 300
+
+
+def test_mean_decay_defaults_to_the_learners_and_reaches_it():
+    assert Settings().mean_decay == LearnerConfig(2, 5).mean_decay  # one home: LearnerConfig
+    assert learner_config(Settings(mean_decay=0.5), n_words=10).mean_decay == 0.5
+    assert learner_config(Settings(mean_decay=0.0), n_words=10).mean_decay == 0.0
+
+
+@pytest.mark.parametrize(
+    ("env", "flags"),
+    [({"STREAMLDA_MEAN_DECAY": "1"}, []), ({}, ["--mean-decay", "-0.1"])],
+)
+def test_a_mean_decay_outside_0_1_is_refused_in_one_line_with_exit_2(tmp_path, env, flags):
+    """Refused at start-up, before any source is read or any output written."""
+    out = tmp_path / "run"
+    result = subprocess.run(
+        [sys.executable, "-m", "service.cli", "train", "--source", "jsonl:/unread.jsonl",
+         "--docs", "5", "--out", str(out), *flags],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **env},
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.startswith("streamlda train: invalid settings: mean_decay: Input should")
+    assert len(result.stderr.strip().splitlines()) == 1 and not out.exists()

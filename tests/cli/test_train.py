@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from service.cli import main
+from service.model_store import load_model
 from tests.support.corpora import CORPORA
 
 DEV = CORPORA / "dev-00.jsonl.gz"
@@ -72,7 +73,17 @@ def test_train_json_lines_and_exports(tmp_path, capsys):
     assert len(vocab) == 7702
     topics = json.loads((out / "topics.json").read_text())
     assert len(topics["topics"]) == 5 and topics["docs_seen"] == 80
-    assert (out / "checkpoint.pt").is_file()
+    assert topics["estimate"] == "mean" and topics["mean_decay"] == 0.97
+    # beta.npy and topics.json hold beta_mean, beta-sample.npy the chain's last sample.
+    model, _vocab, _extra = load_model(out / "checkpoint.pt")
+    np.testing.assert_array_equal(beta, model.beta_mean.float().numpy())
+    sample = np.load(out / "beta-sample.npy")
+    np.testing.assert_array_equal(sample, model.beta.float().numpy())
+    assert np.abs(beta - sample).sum(1).min() > 0.05, "every topic's mean differs from the sample"
+    for topic in topics["topics"]:
+        top = np.argsort(-beta[topic["id"]], kind="stable")[:3]
+        assert [w["word"] for w in topic["words"][:3]] == [vocab[i] for i in top]
+        assert topic["words"][0]["weight"] == pytest.approx(float(beta[topic["id"], top[0]]))
 
 
 def test_train_builds_a_vocabulary_and_prints_a_table(tmp_path, capsys):

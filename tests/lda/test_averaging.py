@@ -1,4 +1,5 @@
-"""beta_mean: the exponential mean of the chain's samples, against its definition."""
+"""beta_mean: the exponential mean of the chain's samples, against its definition, and the
+estimate the model scores and ranks words by unless asked for the sample."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import torch
 from lda.averaging import ExponentialMean
 from lda.batch import Batch
 from lda.model import LearnerConfig, StreamingLDA
+from lda.perplexity import HeldoutSet, PosteriorAverage
+from lda.scorer import HeldoutScorer
 
 
 def _definition(samples: list[torch.Tensor], decay: float) -> torch.Tensor:
@@ -79,3 +82,23 @@ def test_a_checkpoint_from_before_beta_mean_still_loads() -> None:
     del state["config"]["mean_decay"]
     old = StreamingLDA.from_state_dict(state)
     torch.testing.assert_close(old.beta_mean, old.beta)  # starts afresh from the sample
+
+
+def test_evaluate_and_top_words_take_beta_mean_unless_asked_for_the_sample() -> None:
+    model = StreamingLDA(LearnerConfig(4, 12, sampler="sgrld", sweeps=4, mean_decay=0.8), seed=3)
+    for batch in _batches():
+        model.update(batch)
+    heldout = HeldoutSet.from_documents([list(range(12)) * 2, [0, 1, 2, 3] * 5])
+    scorer = HeldoutScorer(model.scorer_config, torch.Generator(), PosteriorAverage())
+    scores = []
+    for which, beta in ((None, model.beta_mean), ("sample", model.beta)):
+        scorer.load_state_dict(model.scorer().state_dict())  # the draws of the model's next score
+        expected = scorer.score(beta, heldout)[0]
+        got = model.evaluate(heldout) if which is None else model.evaluate(heldout, which)
+        assert got[0] == expected, which
+        scores.append(expected)
+    assert scores[0] != scores[1]  # the two estimates really differ here
+    ids, weights = model.top_words(3)
+    torch.testing.assert_close(weights, model.beta_mean.gather(1, ids), rtol=0, atol=0)
+    ids, weights = model.top_words(3, "sample")
+    torch.testing.assert_close(weights, model.beta.gather(1, ids), rtol=0, atol=0)

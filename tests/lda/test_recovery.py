@@ -16,6 +16,9 @@ applied after the smooth kick, which erased that kick wherever eps C theta >> 1)
 averaged 1.054 after 10 passes, at eps 0.1 and 0.2 alike): with B_hat = 0 the friction's noise
 must dominate the minibatch gradient's, and C = 1 does not here.
 A random beta has TV ~0.9 and a ratio above 3.
+beta_mean (mean_decay 0.97, what the service serves) is closer still, seed 0: SGRLD TV 0.038
+(sample 0.082), perplexity ratio 1.010; SGRHMC TV 0.054 (sample 0.082), ratio 1.017. The
+perplexity bounds below are the sample's, as measured above; the mean must beat its TV.
 """
 
 from __future__ import annotations
@@ -61,7 +64,7 @@ def _train(config: LearnerConfig, train: list[list[int]], heldout: HeldoutSet, p
         for i in range(0, len(train), 50):
             model.update(Batch.from_ids(train[i : i + 50]))
             if p == passes - 1 and (i // 50) % 10 == 9:
-                current, averaged = model.evaluate(heldout)
+                current, averaged = model.evaluate(heldout, "sample")
     return model, current, averaged
 
 
@@ -69,6 +72,13 @@ def _matched_tv(true_beta: torch.Tensor, beta: torch.Tensor) -> float:
     tv = 0.5 * (true_beta[:, None, :] - beta[None, :, :]).abs().sum(-1)
     rows, cols = linear_sum_assignment(tv.numpy())
     return float(tv[rows, cols].mean())
+
+
+def _assert_recovered(true_beta: torch.Tensor, model: StreamingLDA) -> None:
+    """The sample within the TV bound, and beta_mean closer to the truth than the sample."""
+    sample, mean = _matched_tv(true_beta, model.beta), _matched_tv(true_beta, model.beta_mean)
+    assert sample < 0.1, sample
+    assert mean < min(sample, 0.07), (mean, sample)
 
 
 def test_sgrld_recovers_topics(corpus):
@@ -85,7 +95,7 @@ def test_sgrld_recovers_topics(corpus):
         schedule=StepSchedule(0.01, 200.0, 1.0),
     )
     model, current, averaged = _train(config, train, heldout, passes=10)
-    assert _matched_tv(true_beta, model.beta) < 0.1
+    _assert_recovered(true_beta, model)
     assert current < 1.05 * true_ppl, (current, true_ppl)
     assert averaged < 1.05 * true_ppl, (averaged, true_ppl)
 
@@ -105,6 +115,6 @@ def test_sgrhmc_recovers_topics(corpus):
         friction=30.0,
     )
     model, current, averaged = _train(config, train, heldout, passes=10)
-    assert _matched_tv(true_beta, model.beta) < 0.1
+    _assert_recovered(true_beta, model)
     assert current < 1.05 * true_ppl, (current, true_ppl)
     assert averaged < 1.05 * true_ppl, (averaged, true_ppl)

@@ -96,17 +96,24 @@ VOCAB = [
 K = 3
 
 
-def model_beta() -> torch.Tensor:
+def model_beta(weights: tuple[float, ...] = (0.4, 0.3, 0.15, 0.12)) -> torch.Tensor:
     """K×W topic-word matrix with clearly separated topics (rows sum to 1)."""
     beta = torch.full((K, len(VOCAB)), 0.01)
     for k in range(K):
-        beta[k, 4 * k : 4 * k + 4] = torch.tensor([0.4, 0.3, 0.15, 0.12])
+        beta[k, 4 * k : 4 * k + 4] = torch.tensor(weights)
     return beta / beta.sum(1, keepdim=True)
+
+
+def sample_beta() -> torch.Tensor:
+    """The current sample beside model_beta's mean: the same topics, each block's order reversed
+    (so a test can tell which estimate it was served)."""
+    return model_beta((0.12, 0.15, 0.3, 0.4))
 
 
 @dataclass
 class Published:
-    beta: torch.Tensor
+    beta: torch.Tensor  # beta_mean, the topics served
+    sample: torch.Tensor  # the current sample
     vocab: list[str]
     snapshot: Snapshot
     points: list[PerplexityPoint]
@@ -116,7 +123,7 @@ class Published:
 @pytest.fixture
 def published(redis_client: redis.Redis) -> Published:
     """What the worker publishes after a few updates: snapshot, 3 perplexity points, model."""
-    beta = model_beta()
+    beta, sample = model_beta(), sample_beta()
     now = time.time()
     snapshot = Snapshot(
         docs_seen=3000,
@@ -126,6 +133,7 @@ def published(redis_client: redis.Redis) -> Published:
         device="cpu",
         vocab_size=len(VOCAB),
         topics=top_words(beta, VOCAB, TOPIC_WORDS),
+        sample_topics=top_words(sample, VOCAB, TOPIC_WORDS),
         docs_per_s=12.5,
         tokens_per_s=4200.0,
         counters={"updates": 60, "nonfinite_restores": 0},
@@ -139,7 +147,7 @@ def published(redis_client: redis.Redis) -> Published:
     for point in points:
         append_perplexity(redis_client, point, keep=100)
     version = publish_model(redis_client, beta, VOCAB, docs_seen=3000, gamma=0.1)
-    return Published(beta=beta, vocab=VOCAB, snapshot=snapshot, points=points, version=version)
+    return Published(beta, sample, VOCAB, snapshot, points, version)
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+import pytest
 import redis
 from fastapi.testclient import TestClient
 
@@ -21,8 +22,8 @@ from tests.service.conftest import Published
 
 def test_topics_lists_every_topic_with_top_words(api: TestClient, published: Published) -> None:
     body = api.get("/topics", params={"top": 3}).json()
-    assert set(body) == {"docs_seen", "updated_at", "sampler", "topics"}
-    assert body["docs_seen"] == 3000 and body["sampler"] == "sgrld"
+    assert set(body) == {"docs_seen", "updated_at", "sampler", "estimate", "topics"}
+    assert body["docs_seen"] == 3000 and body["sampler"] == "sgrld" and body["estimate"] == "mean"
     datetime.fromisoformat(body["updated_at"])
     assert [t["id"] for t in body["topics"]] == [0, 1, 2]
     assert [w["word"] for w in body["topics"][0]["words"]] == ["apple", "banana", "cherry"]
@@ -40,6 +41,33 @@ def test_one_topic(api: TestClient, published: Published) -> None:
     assert body["id"] == 2 and body["docs_seen"] == 3000
     assert [w["word"] for w in body["words"][:2]] == ["sonata", "violin"]
     assert len(body["words"]) == len(published.vocab)  # default 20, capped by W = 12
+
+
+def test_topics_serve_the_mean_and_the_sample_on_request(
+    api: TestClient, published: Published
+) -> None:
+    """The mean's words by default, the current sample's with ?estimate=sample: each says which
+    and has its own ETag; /topics/{id} likewise."""
+    mean = api.get("/topics", params={"top": 4})
+    sample = api.get("/topics", params={"top": 4, "estimate": "sample"})
+    assert mean.content == api.get("/topics", params={"top": 4, "estimate": "mean"}).content
+    assert mean.headers["etag"] != sample.headers["etag"]
+    for estimate, beta, body in (
+        ("mean", published.beta, mean.json()),
+        ("sample", published.sample, sample.json()),
+    ):
+        assert body["estimate"] == estimate
+        for topic in body["topics"]:
+            weights, ids = beta[topic["id"]].topk(4)
+            assert [w["word"] for w in topic["words"]] == [published.vocab[i] for i in ids]
+            assert [w["weight"] for w in topic["words"]] == pytest.approx(weights.tolist())
+        one = api.get("/topics/1", params={"top": 4, "estimate": estimate}).json()
+        assert one["estimate"] == estimate and one["words"] == body["topics"][1]["words"]
+    words = [w["word"] for w in sample.json()["topics"][0]["words"]]
+    assert words == ["grape", "cherry", "banana", "apple"]  # the sample's order, not the mean's
+    refused = api.get("/topics", params={"estimate": "median"})
+    assert refused.status_code == 422
+    assert refused.json()["errors"][0]["loc"] == ["query", "estimate"]
 
 
 def test_perplexity_history_and_since(api: TestClient, published: Published) -> None:

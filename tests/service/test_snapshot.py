@@ -11,6 +11,7 @@ import torch
 from service.snapshot import (
     PerplexityPoint,
     Snapshot,
+    WordWeight,
     append_perplexity,
     beat,
     latest_perplexity,
@@ -141,5 +142,26 @@ def test_queue_and_scraper_counters(redis_client: redis.Redis) -> None:
 
 
 def test_snapshot_json_is_strict() -> None:
-    snapshot = Snapshot(1, 0.0, "sgld", 0.01, "cpu", 3, [[]], counters={"updates": 1})
+    words = [[WordWeight("a", 0.5)]]
+    snapshot = Snapshot(1, 0.0, "sgld", 0.01, "cpu", 3, words, [[]], counters={"updates": 1})
     assert Snapshot.from_json(snapshot.to_json()) == snapshot
+
+
+def test_snapshot_keeps_the_mean_and_the_sample_apart(published: Published) -> None:
+    snapshot = Snapshot.from_json(published.snapshot.to_json())
+    assert snapshot == published.snapshot
+    assert snapshot.words("mean") == top_words(published.beta, published.vocab, 100)
+    assert snapshot.words("sample") == top_words(published.sample, published.vocab, 100)
+    assert snapshot.words("mean") != snapshot.words("sample")
+
+
+def test_a_snapshot_from_before_beta_mean_serves_its_sample_as_both() -> None:
+    """Its only topics were the sample, which is beta_mean at mean_decay 0."""
+    old = '{"docs_seen":1,"updated_at":0.0,"sampler":"sgld","step_size":0.01,"device":"cpu",'
+    old += '"vocab_size":2,"topics":[[["a",0.75],["b",0.25]]],"counters":{}}'
+    snapshot = Snapshot.from_json(old)
+    assert (
+        snapshot.words("sample")
+        == snapshot.words("mean")
+        == [[WordWeight("a", 0.75), WordWeight("b", 0.25)]]
+    )

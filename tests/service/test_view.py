@@ -18,7 +18,15 @@ from service.settings import Settings
 from service.snapshot import PerplexityPoint, append_perplexity, publish_snapshot
 from tests.service.conftest import Published
 
-READS = ("/topics", "/topics/1?top=3", "/perplexity", "/perplexity?since=1000", "/stats")
+READS = (
+    "/topics",
+    "/topics/1?top=3",
+    "/topics?estimate=sample",
+    "/topics/1?estimate=sample",
+    "/perplexity",
+    "/perplexity?since=1000",
+    "/stats",
+)
 CHANGE_TIMEOUT_S = 10.0
 
 
@@ -44,6 +52,8 @@ def test_reads_do_not_touch_redis(idle_api: TestClient, redis_client: redis.Redi
 def test_bodies_follow_the_schema(api: TestClient, published: Published) -> None:
     TopicsOut.model_validate_json(api.get("/topics?top=100").content)
     OneTopicOut.model_validate_json(api.get("/topics/2").content)
+    TopicsOut.model_validate_json(api.get("/topics?estimate=sample").content)
+    OneTopicOut.model_validate_json(api.get("/topics/2?estimate=sample&top=5").content)
     PerplexityOut.model_validate_json(api.get("/perplexity").content)
     StatsOut.model_validate_json(api.get("/stats").content)
 

@@ -14,7 +14,11 @@ from typing import Any
 import redis
 from support.corpora import SHARDS, read_jsonl
 
-from service.model_store import CHECKPOINT_NAME, load_model
+from lda.batch import Batch
+from lda.model import StreamingLDA
+from lda.perplexity import HeldoutSet
+from lda.vocab import Vocabulary, build_vocabulary
+from service.model_store import CHECKPOINT_NAME, learner_config, load_model
 from service.queue import ArticleQueue
 from service.settings import Settings
 from service.snapshot import read_snapshot
@@ -63,6 +67,27 @@ def articles(start: int, count: int) -> list[Article]:
         Article(id=f"dev0-{start + i}", title=r["title"], text=r["text"], source="test")
         for i, r in enumerate(records)
     ]
+
+
+def replay(
+    settings: Settings, count: int
+) -> tuple[StreamingLDA, Vocabulary, list[tuple[int, float, float]]]:
+    """The worker's run on articles 0 .. ``count`` replayed in this process: the same vocabulary,
+    held-out set and minibatches, evaluating in line as ``train`` does. The learner, its
+    vocabulary and its (docs_seen, perplexity, perplexity_avg) points."""
+    texts = [a.text for a in articles(0, count)]
+    vocab = build_vocabulary(texts[: settings.vocab_docs], settings.vocab_size)
+    encoded = [ids for ids in (vocab.encode(t) for t in texts) if ids]
+    heldout = HeldoutSet.from_documents(encoded[: settings.heldout])
+    train = encoded[settings.heldout :]
+    model = StreamingLDA(learner_config(settings, len(vocab)), "cpu", settings.seed)
+    points, next_eval = [], settings.eval_every
+    for start in range(0, len(train), settings.batch_size):
+        model.update(Batch.from_ids(train[start : start + settings.batch_size]))
+        if model.docs_seen >= next_eval:
+            points.append((model.docs_seen, *model.evaluate(heldout)))
+            next_eval = (model.docs_seen // settings.eval_every + 1) * settings.eval_every
+    return model, vocab, points
 
 
 def queue_articles(client: redis.Redis, start: int, count: int) -> None:

@@ -1,5 +1,6 @@
 """Held-out scoring off the learner's path: the worker's points equal a synchronous evaluation
-of the same betas, one per eval_every documents, across a kill -9 and restart."""
+of the same beta_means, one per eval_every documents, across a kill -9 and restart, and the
+restarted worker continues the same beta_mean (its checkpoint holds the running mean)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from tests.worker.helpers import (
     articles,
     drained,
     queue_articles,
+    replay,
     wait_until,
     worker_settings,
 )
@@ -38,24 +40,6 @@ ENV = {
 }
 
 
-def synchronous_points(redis_url: str, data_dir: Path) -> list[tuple[int, float, float]]:
-    """The worker's run replayed in this process, evaluating in line as ``train`` does."""
-    settings = worker_settings(redis_url, data_dir, eval_sweeps=EVAL_SWEEPS)
-    texts = [a.text for a in articles(0, ARTICLES)]
-    vocab = build_vocabulary(texts[:VOCAB_DOCS], settings.vocab_size)
-    encoded = [ids for ids in (vocab.encode(t) for t in texts) if ids]
-    heldout = HeldoutSet.from_documents(encoded[: settings.heldout])
-    train = encoded[settings.heldout :]
-    model = StreamingLDA(learner_config(settings, len(vocab)), "cpu", settings.seed)
-    points, next_eval = [], settings.eval_every
-    for start in range(0, len(train), settings.batch_size):
-        model.update(Batch.from_ids(train[start : start + settings.batch_size]))
-        if model.docs_seen >= next_eval:
-            points.append((model.docs_seen, *model.evaluate(heldout)))
-            next_eval = (model.docs_seen // settings.eval_every + 1) * settings.eval_every
-    return points
-
-
 def waiting_in_checkpoint(data_dir: Path) -> int:
     """Betas handed off but not yet scored, as the checkpoint in ``data_dir`` lists them."""
     if not (data_dir / CHECKPOINT_NAME).exists():
@@ -69,7 +53,8 @@ def test_points_equal_a_synchronous_evaluation_across_a_kill_and_restart(
 ) -> None:
     client = redis_server.client()
     data_dir = tmp_path / "data"
-    expected = synchronous_points(redis_server.url, data_dir)
+    settings = worker_settings(redis_server.url, data_dir, eval_sweeps=EVAL_SWEEPS)
+    replayed, _vocab, expected = replay(settings, ARTICLES)
     assert len(expected) >= 5
     queue_articles(client, 0, ARTICLES)
     worker = WorkerProcess(redis_server.url, data_dir, tmp_path / "worker.log", **ENV)
@@ -97,6 +82,10 @@ def test_points_equal_a_synchronous_evaluation_across_a_kill_and_restart(
         assert point[1:] == pytest.approx(wanted[1:], rel=1e-9), point[0]
     snap = read_snapshot(client)
     assert snap is not None and snap.counters["evals_skipped"] == 0
+    resumed, _vocab, _extra = load_model(data_dir / CHECKPOINT_NAME)
+    assert resumed.docs_seen == replayed.docs_seen
+    torch.testing.assert_close(resumed.beta_mean, replayed.beta_mean)
+    assert not torch.allclose(resumed.beta_mean, resumed.beta), "the mean is not the last sample"
 
 
 def test_a_scorer_fed_betas_equals_the_model_evaluating_itself() -> None:
@@ -112,5 +101,5 @@ def test_a_scorer_fed_betas_equals_the_model_evaluating_itself() -> None:
     scorer.load_state_dict(model.scorer().state_dict())  # a copy: separate generator and average
     for start in range(20, 60, 10):
         model.update(Batch.from_ids(encoded[start : start + 10]))
-        beta = model.beta.clone()
+        beta = model.beta_mean.clone()  # what the worker hands off
         assert scorer.score(beta, heldout) == model.evaluate(heldout)

@@ -103,7 +103,9 @@ def test_up_serves_topics_and_perplexity_then_stops_cleanly_and_resumes(tmp_path
         wait_until(lambda: up.poll() is not None or two_points(port), "two perplexity points")
         assert up.poll() is None, log.read_text()
         status, topics = get(port, "/topics?top=5")
-        assert status == 200 and set(topics) == {"docs_seen", "updated_at", "sampler", "topics"}
+        assert status == 200
+        assert set(topics) == {"docs_seen", "updated_at", "sampler", "estimate", "topics"}
+        assert topics["estimate"] == "mean"
         assert [t["id"] for t in topics["topics"]] == list(range(TOPICS))
         assert all(
             len(t["words"]) == 5 and set(t["words"][0]) == {"word", "weight"}

@@ -1,5 +1,8 @@
 """``GET /topics`` and ``GET /topics/{id}``: the top words of each topic, served from memory.
 
+``?estimate=mean`` (the default) gives beta_mean's words, the topics served everywhere else;
+``?estimate=sample`` the chain's current sample's. Each body says which.
+
 Built per app by :func:`router`, because the bound of ``top`` (the setting topic_words) belongs
 in the OpenAPI schema. (No ``from __future__ import annotations`` here: the signatures use
 the local bound ``most``, which string annotations could not resolve.)
@@ -9,12 +12,14 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Path, Query, Request, Response, status
 
+from lda.model import Estimate
 from service.api.conditional import IF_NONE_MATCH, NOT_MODIFIED, respond
 from service.api.deps import StateDep
-from service.api.schemas import INVALID, UNAVAILABLE, ErrorOut, OneTopicOut, TopicsOut
+from service.api.schemas import ESTIMATE, INVALID, UNAVAILABLE, ErrorOut, OneTopicOut, TopicsOut
 from service.settings import Settings
 
 _TOP = "Words per topic, most probable first (at most the setting topic_words)"
+EstimateQuery = Annotated[Estimate, Query(description=ESTIMATE)]
 
 
 def router(settings: Settings) -> APIRouter:
@@ -32,9 +37,10 @@ def router(settings: Settings) -> APIRouter:
         request: Request,
         state: StateDep,
         top: Annotated[int, Query(ge=1, le=most, description=_TOP)] = min(10, most),
+        estimate: EstimateQuery = "mean",
     ) -> Response:
         """Every topic with its ``top`` most probable words."""
-        return respond(state.require_topics().all(top), request)
+        return respond(state.require_topics().all(top, estimate), request)
 
     @routes.get(
         "/topics/{topic_id}",
@@ -52,6 +58,7 @@ def router(settings: Settings) -> APIRouter:
         state: StateDep,
         topic_id: Annotated[int, Path(description="Topic id, 0 to K-1")],
         top: Annotated[int, Query(ge=1, le=most, description=_TOP)] = min(20, most),
+        estimate: EstimateQuery = "mean",
     ) -> Response:
         """One topic with its ``top`` most probable words; 404 for an id outside 0..K-1."""
         topics = state.require_topics()
@@ -60,6 +67,6 @@ def router(settings: Settings) -> APIRouter:
             raise HTTPException(
                 status.HTTP_404_NOT_FOUND, f"no topic {topic_id}: topic ids are 0 to {k - 1}"
             )
-        return respond(topics.one(topic_id, top), request)
+        return respond(topics.one(topic_id, top, estimate), request)
 
     return routes
