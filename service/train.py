@@ -25,7 +25,7 @@ from lda.batch import Batch
 from lda.model import NonFiniteError, StreamingLDA, resolve_device
 from lda.perplexity import HeldoutSet
 from lda.vocab import Vocabulary, build_vocabulary
-from service.cli import CommandError
+from service.errors import CommandError
 from service.learner_flags import add_learner_flags
 from service.model_store import (
     CHECKPOINT_NAME,

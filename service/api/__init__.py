@@ -1,5 +1,1 @@
-"""The HTTP API: reads Redis only, so several instances can serve one worker."""
-
-from service.api.app import create_app
-
-__all__ = ["create_app"]
+"""The HTTP API (``service.api.app``): reads Redis only, so several instances serve one worker."""

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import argparse
 
-import uvicorn
-
-from service.api.app import create_app
-from service.cli import CommandError
+from service.errors import CommandError
 from service.redis_client import RedisURLError
 from service.settings import Settings
 
 
 def run(settings: Settings, args: argparse.Namespace) -> int:
     """Serve until interrupted."""
+    # Imported here: FastAPI and uvicorn cost ~0.3 s that every other command would pay at start.
+    import uvicorn
+
+    from service.api.app import create_app
+
     if not settings.redis_url:
         raise CommandError("no Redis to read: pass --redis URL or set STREAMLDA_REDIS_URL")
     try:

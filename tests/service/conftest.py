@@ -20,7 +20,7 @@ import uvicorn
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from service.api import create_app
+from service.api.app import create_app
 from service.redis_client import connect
 from service.settings import Settings
 from service.snapshot import (

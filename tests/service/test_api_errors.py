@@ -8,7 +8,7 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from service.api import create_app
+from service.api.app import create_app
 from service.settings import Settings
 from tests.service.conftest import Published
 

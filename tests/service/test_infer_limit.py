@@ -11,8 +11,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from service.api import create_app
 from service.api.admission import ConcurrencyLimitMiddleware
+from service.api.app import create_app
 from service.settings import Settings
 from tests.service.conftest import Published, serve
 

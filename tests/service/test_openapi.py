@@ -10,7 +10,7 @@ from hypothesis import settings as settings_
 from hypothesis import strategies as st
 from schemathesis import GenerationMode
 
-from service.api import create_app
+from service.api.app import create_app
 from service.settings import Settings
 from tests.service.conftest import ADMIN_TOKEN, TOPIC_WORDS, Published, serve
 

@@ -12,7 +12,7 @@ import pytest
 import redis
 from fastapi.testclient import TestClient
 
-from service.api import create_app
+from service.api.app import create_app
 from service.api.schemas import OneTopicOut, PerplexityOut, StatsOut, TopicsOut
 from service.settings import Settings
 from service.snapshot import PerplexityPoint, append_perplexity, publish_snapshot
