@@ -169,6 +169,12 @@ class Settings(BaseSettings):
         description="Checkpoint (acknowledging a drained source's tail) once the stream has "
         "stayed empty this long",
     )
+    publish_every_s: float = Field(
+        1.0,
+        ge=0,
+        description="Seconds between the topics snapshots the worker publishes while it trains "
+        "(0: every minibatch); the latest is published as soon as the stream runs dry",
+    )
     worker_nice: int = Field(
         10,
         ge=0,

@@ -27,7 +27,10 @@ documents, or fewer than ``checkpoint_max_unacked`` plus two minibatches.
 
 The topics published are ``beta_mean`` (:mod:`lda.averaging`), the better estimate: the
 snapshot's ``topics`` (its ``sample_topics`` are the chain's current sample) and the model
-``/infer`` uses. Held-out perplexity, of beta_mean too, is scored off the learner's path
+``/infer`` uses. A snapshot (top words rendered for the API) goes out at most every
+``publish_every_s`` while training, and at once when the stream runs dry or the worker stops:
+dashboards poll once a second, and rendering every minibatch cost the worker and the API CPU.
+Held-out perplexity, of beta_mean too, is scored off the learner's path
 (:mod:`service.evaluator`): at each multiple of ``eval_every`` a copy goes to a scoring process;
 its points are published as they come back, in order. At most ``eval_backlog`` betas wait (a
 later one is skipped and counted in ``evals_skipped``). The checkpoint holds the scorer's state
@@ -123,6 +126,8 @@ class Worker:
         self.docs_here = 0
         self.tokens_here = 0
         self.model_published = False
+        self.published_docs = -1  # docs_seen of the last snapshot published
+        self.published_at = -math.inf  # its time.monotonic()
 
     # --- lifecycle -------------------------------------------------------------------------
     def run(self) -> None:
@@ -169,6 +174,8 @@ class Worker:
             return
         try:
             self._finish_scoring()
+            if self.published_docs != self.model.docs_seen:
+                self._publish_snapshot()  # publication is throttled: show where it stopped
         except RedisGaveUp as exc:
             log.warning("%s: the betas not scored are in the checkpoint", exc)
         try:
@@ -218,6 +225,8 @@ class Worker:
         self.redis("beating", functools.partial(beat, self.client))
         if self.buffer:  # the stream is empty: do not wait for a full minibatch
             self._train_next()
+        elif self.model is not None and self.published_docs != self.model.docs_seen:
+            self._publish_snapshot()  # the stream ran dry: show the latest topics now
         elif self.model is not None and self.trained and self._idle_long_enough():
             self._checkpoint("drained")  # the source's tail: acknowledge it now
 
@@ -373,7 +382,10 @@ class Worker:
             self._hand_off()
         if not self.model_published:
             self._publish_model()
-        self._publish_snapshot()
+        if time.monotonic() - self.published_at >= self.settings.publish_every_s:
+            self._publish_snapshot()
+        else:  # rendering top words every minibatch would cost the worker and the API CPU
+            self.redis("beating", functools.partial(beat, self.client))
 
     def _hand_off(self) -> None:
         """A multiple of eval_every: a copy of beta_mean (the topics served) goes to the scoring
@@ -523,3 +535,4 @@ class Worker:
         self.redis(
             "publishing the snapshot", functools.partial(publish_snapshot, self.client, snapshot)
         )
+        self.published_docs, self.published_at = model.docs_seen, time.monotonic()
