@@ -5,12 +5,13 @@ Lowercase, ``-`` to space, runs of a–z; words outside the vocabulary are dropp
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-_WORD = re.compile(r"[a-z]+")
+# bytes.translate table: a-z kept, every other byte (UTF-8's multi-byte ones too) a space, so
+# splitting the translated lowercase UTF-8 gives exactly the runs of [a-z]+, in C.
+_A_TO_Z = bytes(b if 0x61 <= b <= 0x7A else 0x20 for b in range(256))
 
 # A short English stop list, used only when a vocabulary is built from documents.
 STOP_WORDS = frozenset(
@@ -27,9 +28,14 @@ STOP_WORDS = frozenset(
 )
 
 
+def _words(text: str) -> list[bytes]:
+    """The runs of a–z in lowercased ``text``, as ASCII bytes (twice as fast as a regex)."""
+    return text.lower().encode("utf-8", "surrogatepass").translate(_A_TO_Z).split()
+
+
 def tokenize(text: str) -> list[str]:
-    """Lowercased a–z word runs of ``text``, with hyphens splitting words."""
-    return _WORD.findall(text.lower().replace("-", " "))
+    """Lowercased a–z word runs of ``text`` (hyphens and any other non-letter split words)."""
+    return [word.decode("ascii") for word in _words(text)]
 
 
 class Vocabulary:
@@ -42,14 +48,15 @@ class Vocabulary:
             if not word or word in self.index:
                 raise ValueError(f"vocabulary word {i + 1} is empty or repeated: {word!r}")
             self.index[word] = i
+        self._ascii_index = {w.encode("utf-8"): i for w, i in self.index.items()}
 
     def __len__(self) -> int:
         return len(self.words)
 
     def encode(self, text: str) -> list[int]:
         """Word ids of the in-vocabulary tokens of ``text``, in order."""
-        index = self.index
-        return [index[t] for t in tokenize(text) if t in index]
+        ids = map(self._ascii_index.get, _words(text))
+        return [i for i in ids if i is not None]
 
     @classmethod
     def load(cls, path: str | Path) -> Vocabulary:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import random
+import re
+
 import pytest
 
 from lda.vocab import Vocabulary, build_vocabulary, tokenize
@@ -22,6 +25,17 @@ def test_tokenize_lowercases_splits_hyphens_and_keeps_only_a_to_z_runs():
         "y",
         "org",
     ]
+
+
+def test_tokenize_equals_the_regex_definition_on_any_unicode():
+    """The byte-level tokenizer is an optimisation of lowercase + ``[a-z]+``: same words on
+    text mixing ASCII, Latin-1, case-changing letters (Kelvin sign, dotted I), lone surrogates
+    and astral characters."""
+    alphabet = "aZz -'9\u00e9\u00c9\u212a\u0130\u00df\ud800\U0001f600\u0391\n\t"
+    rng = random.Random(0)
+    for _ in range(2000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 40)))
+        assert tokenize(text) == re.findall("[a-z]+", text.lower()), repr(text)
 
 
 def test_encode_keeps_vocabulary_words_in_order_and_drops_the_rest():
