@@ -22,6 +22,11 @@ from service.evaluator import pack_state, unpack_state
 from service.process import die_with_parent
 from service.runtime import set_threads
 
+# Niceness the scoring process adds to the worker's: under contention for the cores the learner
+# runs first and scoring takes what is left (a beta that waits too long is skipped, counted);
+# with a core to spare it changes nothing.
+SCORER_NICE = 9
+
 # How often an idle scoring process checks that its worker is still alive.
 PARENT_CHECK_S = 1.0
 
@@ -46,6 +51,7 @@ def serve(inbox: Any, outbox: Any, device_name: str, threads: int | None, parent
     if os.getppid() != parent:
         return  # the worker died before the request took effect
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the worker's to handle
+    os.nice(SCORER_NICE)  # not the autogroup's: that is the worker's too
     set_threads(threads)
     device = torch.device(device_name)
     epoch = -1
