@@ -56,7 +56,6 @@ from pathlib import Path
 from typing import Any
 
 import redis
-import torch
 
 from lda.batch import Batch
 from lda.model import NonFiniteError, StreamingLDA, resolve_device
@@ -367,9 +366,7 @@ class Worker:
         documents = [ids for _, ids in items]
         started = time.perf_counter()
         try:
-            model.update(Batch.from_ids(documents, self.device))
-            if not bool(torch.isfinite(model.beta).all()):
-                raise NonFiniteError("non-finite beta")
+            model.update(Batch.from_ids(documents, self.device))  # checks theta is finite
         except NonFiniteError as exc:
             self._restore(exc, entries)
             return
