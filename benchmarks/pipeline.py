@@ -25,6 +25,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 from dev_corpus import all_dev
 
@@ -57,16 +58,34 @@ def train_rate(env: dict[str, str], source: str, docs: int, out: Path) -> float:
     return float(rows[-1]["docs_per_second"])
 
 
-def docs_seen(port: int) -> int:
+def get(port: int, path: str) -> dict[str, Any] | None:
+    """The API's JSON answer, or None while it is not up (or not ready)."""
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/stats", timeout=5) as reply:
-            return int(json.loads(reply.read())["docs_seen"])
-    except (urllib.error.URLError, ConnectionError, TimeoutError, KeyError, ValueError):
-        return 0
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as reply:
+            answer: dict[str, Any] = json.loads(reply.read())
+            return answer
+    except (urllib.error.URLError, ConnectionError, TimeoutError, ValueError):
+        return None
 
 
-def up_rate(env: dict[str, str], source: str, docs: int, data_dir: Path, log: Path) -> float:
-    """Wall-clock docs/s of ``streamlda up`` from its first trained documents to ``docs``."""
+def docs_seen(port: int) -> int:
+    stats = get(port, "/stats")
+    return 0 if stats is None else int(stats.get("docs_seen") or 0)
+
+
+def evaluations(port: int) -> tuple[int, int]:
+    """(perplexity points published, evaluations skipped) so far: what the speed cost."""
+    points, stats = get(port, "/perplexity"), get(port, "/stats")
+    published = 0 if points is None else len(points["history"])
+    skipped = 0 if stats is None else int(stats["worker"].get("evals_skipped", 0))
+    return published, skipped
+
+
+def up_rate(
+    env: dict[str, str], source: str, docs: int, data_dir: Path, log: Path
+) -> tuple[float, tuple[int, int]]:
+    """Wall-clock docs/s of ``streamlda up`` from its first trained documents to ``docs``, and
+    its perplexity points published and skipped by then."""
     port = free_port()
     args = command("up", "--source", source, "--data-dir", str(data_dir), "--port", str(port))
     with log.open("wb") as out:
@@ -80,7 +99,7 @@ def up_rate(env: dict[str, str], source: str, docs: int, data_dir: Path, log: Pa
             if seen > 0 and first is None:
                 first = (now, seen)
             if first is not None and seen >= docs:
-                return (seen - first[1]) / max(now - first[0], 1e-9)
+                return (seen - first[1]) / max(now - first[0], 1e-9), evaluations(port)
             time.sleep(POLL_S)
     finally:
         if up.poll() is None:
@@ -111,13 +130,14 @@ def main() -> int:
         work = Path(tmp)
         source = f"jsonl:{args.file or all_dev(work)}"
         learner = train_rate(env, source, docs, work / "train")
-        pipeline = up_rate(env, source, docs, work / "up", work / "up.log")
+        pipeline, (points, skipped) = up_rate(env, source, docs, work / "up", work / "up.log")
     ratio = pipeline / learner
     print(f"documents            {docs}")
     print(f"train (learner only) {learner:8.1f} docs/s")
     print(f"up (wall clock)      {pipeline:8.1f} docs/s")
     verdict = "met" if ratio >= GOAL else "NOT met"
     print(f"ratio up/train       {ratio:8.2f}  (goal >= {GOAL}: {verdict})")
+    print(f"perplexity points    {points:5d} published by then, {skipped} evaluations skipped")
     return 0
 
 
