@@ -3,7 +3,9 @@ outages give 503 and readiness follows /topics."""
 
 from __future__ import annotations
 
+import gc
 import time
+import weakref
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
@@ -14,6 +16,7 @@ from fastapi.testclient import TestClient
 
 from service.api.app import create_app
 from service.api.schemas import OneTopicOut, PerplexityOut, StatsOut, TopicsOut
+from service.api.view import PerplexityView, TopicsView
 from service.settings import Settings
 from service.snapshot import PerplexityPoint, append_perplexity, publish_snapshot
 from tests.service.conftest import Published
@@ -109,3 +112,20 @@ def test_redis_outage_is_503_and_not_ready_then_recovers(
     assert api.get("/healthz").status_code == 200
     redis_server.start()
     assert api.get("/topics").status_code == 200 and api.get("/readyz").status_code == 200
+
+
+def test_a_replaced_view_is_freed_without_the_cycle_collector(published: Published) -> None:
+    """A served view (its snapshot and rendered bodies) goes as soon as nothing refers to it:
+    were its caches to hold the view, each replaced snapshot would wait for a full collection,
+    which paused every request for 150-270 ms under load."""
+    topics = TopicsView(published.version, published.snapshot, cache_size=8)
+    topics.all(10, "mean"), topics.one(1, 5, "sample")
+    history = PerplexityView(("signature",), published.points, cache_size=8)
+    history.since(None), history.since(1000)
+    gone = [weakref.ref(topics), weakref.ref(history)]
+    gc.disable()
+    try:
+        del topics, history
+        assert [ref() for ref in gone] == [None, None]
+    finally:
+        gc.enable()
