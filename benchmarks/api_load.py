@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import os
 import random
+import resource
 import signal
 import subprocess
 import sys
@@ -224,6 +226,27 @@ def rate(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1f}"
 
 
+def api_pid(up: subprocess.Popen) -> int | None:
+    """The pid of ``up``'s API child (Linux /proc), or None where it cannot be found."""
+    try:
+        children = Path(f"/proc/{up.pid}/task/{up.pid}/children").read_text().split()
+        for pid in children:
+            if b" api" in Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" "):
+                return int(pid)
+    except OSError:
+        pass
+    return None
+
+
+def cpu_s(pid: int | None) -> float:
+    """CPU seconds (user + system) used so far by ``pid``, or by this process when None."""
+    if pid is None:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 async def measure(args: argparse.Namespace, base: str, up: subprocess.Popen) -> bool:
     limits = httpx.Limits(max_connections=args.clients * 2 + 8, max_keepalive_connections=None)
     timeout = httpx.Timeout(args.request_timeout)
@@ -241,7 +264,11 @@ async def measure(args: argparse.Namespace, base: str, up: subprocess.Popen) -> 
         clients = [
             dashboard(host, port, args.duration, results, args.etag) for _ in range(args.clients)
         ]
+        api = api_pid(up)
+        cpu_before = (cpu_s(api) if api else math.nan, cpu_s(None))
         await asyncio.gather(during.sample(client, args.duration + 1), *clients)
+        api_cpu = (cpu_s(api) if api else math.nan) - cpu_before[0]
+        load_cpu = cpu_s(None) - cpu_before[1]
 
         print(f"closed loop: {args.max_clients} clients for {args.max_duration:.0f} s ...")
         started = time.perf_counter()
@@ -260,6 +287,9 @@ async def measure(args: argparse.Namespace, base: str, up: subprocess.Popen) -> 
     print(f"  requests sent {results.sent}, answered {results.answered}, errors {errors}"
           + (f" {results.errors}" if results.errors else ""))  # fmt: skip
     print(f"  latency {percentiles(results.latencies_ms)}")
+    cores = os.cpu_count() or 1
+    print(f"  CPU seconds over the load: API {api_cpu:.1f}, load generator {load_cpu:.1f} "
+          f"(of {cores * args.duration:.0f} on {cores} cores)")  # fmt: skip
     print(f"  worker docs/s: before {rate(rate_before)}, during {rate(rate_during)}"
           + ("" if ratio is None else f" ({ratio:.2f} x)"))  # fmt: skip
     answers = sum(n for n, _ in loops)
