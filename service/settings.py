@@ -101,7 +101,10 @@ class Settings(BaseSettings):
     )
     device: DeviceName = Field("auto", description="auto picks CUDA when present")
     threads: int | None = Field(
-        None, ge=1, description="CPU threads for torch and the Gibbs kernel"
+        None,
+        ge=1,
+        description="CPU threads of the Gibbs kernel (unset: all cores; under `up`, all but one "
+        "for the worker, which shares the machine)",
     )
     seed: int = Field(0, description="Seed of every random draw")
 

@@ -2,7 +2,8 @@
 
 Starts an embedded Redis (unless ``--redis``; see :mod:`service.embedded_redis`), then
 ``scrape``, ``worker`` and ``api`` as child processes of this Python (``python -m service ...``)
-with every setting passed as STREAMLDA_* variables, their output merged on stdout with a name
+with every setting passed as STREAMLDA_* variables (``threads``, unless set, is all cores but
+one: the worker shares the machine), their output merged on stdout with a name
 prefix. A child that crashes (non-zero exit or a signal; the embedded Redis too) is restarted
 after an exponential backoff, and ``up`` says which, how it ended, the delay and the restart
 count; the scraper finishing a finite source (exit 0) is not restarted, and a configuration
@@ -83,6 +84,13 @@ def child_environment(settings: Settings) -> dict[str, str]:
         else:
             env[key] = str(value)
     return env
+
+
+def shared_machine_threads() -> int:
+    """The worker's threads when ``up`` shares the machine and none were set: all cores but
+    one. Measured on 2 cores (BENCHMARKS.md), a 2-thread kernel that the scraper, Redis and the
+    API kept interrupting learned at 816 docs/s, one thread at 1,461."""
+    return max(1, (os.cpu_count() or 1) - 1)
 
 
 def describe_exit(code: int) -> str:
@@ -312,6 +320,9 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     if not settings.redis_url:
         settings = settings.model_copy(update={"redis_url": _start_redis(supervisor, settings)})
+    if settings.threads is None:
+        settings = settings.model_copy(update={"threads": shared_machine_threads()})
+        supervisor.say("up", f"worker: {settings.threads} Gibbs thread(s), a core left to the rest")
     env = child_environment(settings)
     failure: str | None = None
     try:
