@@ -120,12 +120,17 @@ class StreamingLDA:
         self.docs_seen = 0
         self.tokens_seen = 0
         self.last_info: StepInfo | None = None
+        self._beta: tuple[SamplerState, torch.Tensor] | None = None  # (state, its beta)
 
     @property
     def beta(self) -> torch.Tensor:
-        """(K, W) topic-word probabilities of the current sample."""
-        theta = self.state.theta
-        return theta / theta.sum(dim=1, keepdim=True)
+        """(K, W) topic-word probabilities of the current sample (do not modify it). Computed
+        once per state: beta_mean takes it after a step and the next step's Gibbs sweeps read
+        it again (states are replaced, never changed in place)."""
+        if self._beta is None or self._beta[0] is not self.state:
+            theta = self.state.theta
+            self._beta = (self.state, theta / theta.sum(dim=1, keepdim=True))
+        return self._beta[1]
 
     @property
     def beta_mean(self) -> torch.Tensor:
