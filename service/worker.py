@@ -173,8 +173,7 @@ class Worker:
             return
         try:
             self._finish_scoring()
-            if self.published_docs != self.model.docs_seen:
-                self._publish_snapshot()  # publication is throttled: show where it stopped
+            self._publish_if_stale()  # publication is throttled: show where it stopped
         except RedisGaveUp as exc:
             log.warning("%s: the betas not scored are in the checkpoint", exc)
         try:
@@ -221,13 +220,12 @@ class Worker:
             if len(self.buffer) >= self.settings.batch_size:
                 self._train_next()
             return
-        self.redis("beating", functools.partial(beat, self.client))
         if self.buffer:  # the stream is empty: do not wait for a full minibatch
             self._train_next()
-        elif self.model is not None and self.published_docs != self.model.docs_seen:
-            self._publish_snapshot()  # the stream ran dry: show the latest topics now
-        elif self.model is not None and self.trained and self._idle_long_enough():
-            self._checkpoint("drained")  # the source's tail: acknowledge it now
+        elif not self._publish_if_stale():  # the stream ran dry: show the latest topics now
+            self.redis("beating", functools.partial(beat, self.client))
+            if self.model is not None and self.trained and self._idle_long_enough():
+                self._checkpoint("drained")  # the source's tail: acknowledge it now
 
     def _idle_long_enough(self) -> bool:
         """True once reads have found the stream empty for checkpoint_idle_s: a finished
@@ -503,6 +501,13 @@ class Worker:
             ),
         )
         self.model_published = True
+
+    def _publish_if_stale(self) -> bool:
+        """Publish a snapshot if the last one is behind the model; True if it did."""
+        if self.model is None or self.published_docs == self.model.docs_seen:
+            return False
+        self._publish_snapshot()
+        return True
 
     def _publish_snapshot(self) -> None:
         model, vocab = self.model, self.vocab
