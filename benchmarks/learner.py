@@ -245,6 +245,7 @@ class Scorer:
             self.sweeps // 2,
             generator,
             self.method,
+            init="uniform",  # the estimator of issue 9's recorded tables, kept comparable
         )
 
     def _fold(self, model: str, key: str, probabilities: torch.Tensor) -> tuple[float, float]:

@@ -136,3 +136,30 @@ def add_by_word(words: np.ndarray, summed: np.ndarray, kept: int, out: np.ndarra
         for k in range(summed.shape[1]):
             if summed[j, k] != 0:
                 out[k, w] += summed[j, k] / kept
+
+
+@numba.njit(parallel=True, cache=True)
+def draw_by_word(words: np.ndarray, cdf_t: np.ndarray, uniforms: np.ndarray, z: np.ndarray) -> None:
+    """z[j] = the first k with u_j < cdf_t[w_j, k] (cdf_t's rows end at 1): a binary search
+    per token, the same k as torch.searchsorted(cdf_t[words], u, right=True)."""
+    last = cdf_t.shape[1] - 1
+    for j in numba.prange(words.shape[0]):
+        row = cdf_t[words[j]]
+        u = uniforms[j]
+        lo, hi = 0, last
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if row[mid] <= u:
+                lo = mid + 1
+            else:
+                hi = mid
+        z[j] = lo
+
+
+@numba.njit(cache=True)
+def add_by_document(offsets: np.ndarray, summed: np.ndarray, kept: int, out: np.ndarray) -> None:
+    """out[d, k] += summed[j, k] / kept over the tokens j of document d, in token order."""
+    for d in range(offsets.shape[0] - 1):
+        for j in range(offsets[d], offsets[d + 1]):
+            for k in range(summed.shape[1]):
+                out[d, k] += summed[j, k] / kept

@@ -1,7 +1,8 @@
 """Held-out perplexity by document completion (DESIGN §3, as in Patterson & Teh).
 
 Every 10th token of a held-out document is the test part; Gibbs sampling on the other 90%
-with beta fixed estimates pi_hat_dk = (E[n_dk] + gamma) / (n_d + K gamma); then
+with beta fixed (each chain started from p(k | w) ∝ beta_kw, so a few sweeps of burn-in do)
+estimates pi_hat_dk = (E[n_dk] + gamma) / (n_d + K gamma); then
 perplexity = exp(-mean over test tokens of log sum_k pi_hat_dk beta_kw). The functions take
 any K x W topic matrix, so peers are scored with the same estimator.
 """
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 import torch
 
 from lda.batch import Batch
-from lda.gibbs import Method, gibbs_expectations
+from lda.gibbs import Init, Method, gibbs_expectations
 
 TEST_EVERY = 10  # every 10th token is held out for testing (DESIGN §3)
 CHUNK_TOKENS = 100_000  # Gibbs runs over chunks of documents to bound memory
@@ -72,6 +73,7 @@ def document_topic_proportions(
     burn_in: int,
     generator: torch.Generator,
     method: Method = "exact",
+    init: Init = "beta",
 ) -> torch.Tensor:
     """(n, K) pi_hat_dk = (E[n_dk] + gamma) / (n_d + K gamma) by Gibbs with beta fixed."""
     n_topics = beta.shape[0]
@@ -80,7 +82,9 @@ def document_topic_proportions(
         offsets = batch.offsets[a : b + 1]
         words = batch.words[int(offsets[0]) : int(offsets[-1])]
         chunk = Batch(words=words, offsets=offsets - offsets[0])
-        expected = gibbs_expectations(beta, chunk, gamma, sweeps, burn_in, generator, method)
+        expected = gibbs_expectations(
+            beta, chunk, gamma, sweeps, burn_in, generator, method, init=init
+        )
         parts.append(expected.document_topic())
     counts = torch.cat(parts) if parts else beta.new_zeros(0, n_topics)
     lengths = batch.lengths.to(beta.device, beta.dtype)[:, None]
@@ -95,10 +99,11 @@ def test_token_probabilities(
     burn_in: int,
     generator: torch.Generator,
     method: Method = "exact",
+    init: Init = "beta",
 ) -> torch.Tensor:
     """p(w | d) = sum_k pi_hat_dk beta_kw for every test token."""
     pi = document_topic_proportions(
-        beta, heldout.observed, gamma, sweeps, burn_in, generator, method
+        beta, heldout.observed, gamma, sweeps, burn_in, generator, method, init
     )
     return (pi[heldout.test_documents] * beta[:, heldout.test_words].T).sum(dim=1)
 

@@ -44,6 +44,7 @@ def learner_config(settings: Settings, n_words: int) -> LearnerConfig:
         burn_in=settings.burn_in,
         gibbs=settings.gibbs,
         eval_sweeps=settings.eval_sweeps,
+        eval_gibbs=settings.eval_gibbs,
         mean_decay=settings.mean_decay,
     )
 

@@ -86,7 +86,16 @@ class Settings(BaseSettings):
     )
     heldout: int = Field(1000, ge=0, description="First H documents kept as the held-out set")
     eval_every: int = Field(1000, ge=1, description="Evaluate perplexity every M trained documents")
-    eval_sweeps: int = Field(50, ge=2, description="Gibbs sweeps when scoring held-out documents")
+    eval_sweeps: int = Field(
+        _learner_default("eval_sweeps"),
+        ge=2,
+        description="Gibbs sweeps when scoring held-out documents (a fifth are burn-in)",
+    )
+    eval_gibbs: GibbsMethod = Field(
+        _learner_default("eval_gibbs"),
+        description="Gibbs expectation when scoring held-out documents (each chain starts with "
+        "every token's topic drawn from its word's column of beta)",
+    )
     eval_backlog: int = Field(
         4,
         ge=1,
