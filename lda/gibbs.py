@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from lda.batch import Batch
+from lda.parallel import Shard
 
 Method = Literal["exact", "rao-blackwell", "uncollapsed"]
 Backend = Literal["auto", "kernel", "torch"]
@@ -90,36 +91,54 @@ def gibbs_expectations(
     method: Method = "exact",
     backend: Backend = "auto",
     init: Init = "uniform",
+    shard: Shard | None = None,
 ) -> GibbsExpectations:
     """Run Gibbs on every document of ``batch`` and average the kept sweeps.
 
     The collapsed methods run in the compiled CPU kernel whatever the model's device unless
-    ``backend="torch"`` (the per-position torch twin, for tests).
+    ``backend="torch"`` (the per-position torch twin, for tests). With a ``shard`` the batch is
+    one rank's part of a larger minibatch: the draws are made for all its tokens and this
+    rank's slice used (see :mod:`lda.parallel`).
     """
     if not 0 <= burn_in < sweeps:
         raise ValueError(f"need 0 <= burn_in < sweeps, got burn_in={burn_in}, sweeps={sweeps}")
+    shard = shard or Shard(0, batch.n_tokens)
+    if method == "uncollapsed" and shard.total != batch.n_tokens:
+        raise ValueError("uncollapsed Gibbs draws per document: it cannot be split over ranks")
     n_topics = beta.shape[0]
     device = beta.device
     words = batch.words.to(device)
     use_kernel = backend in ("kernel", "auto")
+    own = batch.n_tokens
     if init == "beta":
-        z = topics_from_beta(beta, words, generator, use_kernel and method != "uncollapsed")
+        kernel = use_kernel and method != "uncollapsed"
+        z = topics_from_beta(beta, words, generator, kernel, shard)
     else:
-        z = torch.randint(n_topics, (batch.n_tokens,), generator=generator, device=device)
+        z = shard.take(
+            torch.randint(n_topics, (shard.total,), generator=generator, device=device), own
+        )
     if method == "uncollapsed":
         summed = _run_uncollapsed(beta, words, batch, gamma, z, sweeps, burn_in, generator)
         return _expectations(summed, sweeps - burn_in, beta.dtype, words, batch)
-    uniforms = torch.rand((sweeps, batch.n_tokens), generator=generator, device=device)
+    uniforms = torch.rand((sweeps, shard.total), generator=generator, device=device)
+    if own != shard.total:
+        uniforms = shard.take(uniforms, own).contiguous()
     run = _run_kernel if use_kernel else _run_torch
     summed = run(beta, words, batch.offsets, gamma, z, uniforms, burn_in, method == "rao-blackwell")
     return _expectations(summed, sweeps - burn_in, beta.dtype, words, batch)
 
 
 def topics_from_beta(
-    beta: torch.Tensor, words: torch.Tensor, generator: torch.Generator, use_kernel: bool
+    beta: torch.Tensor,
+    words: torch.Tensor,
+    generator: torch.Generator,
+    use_kernel: bool,
+    shard: Shard | None = None,
 ) -> torch.Tensor:
     """One topic per token from p(k | w) ∝ beta_kw (the chain's start for ``init="beta"``)."""
-    u = torch.rand(words.numel(), generator=generator, device=beta.device, dtype=torch.float64)
+    shard = shard or Shard(0, words.numel())
+    u = torch.rand(shard.total, generator=generator, device=beta.device, dtype=torch.float64)
+    u = shard.take(u, words.numel())
     cdf_t = beta.detach().T.to(torch.float64).cumsum(dim=1)  # (W, K)
     cdf_t = cdf_t / cdf_t[:, -1:]
     if use_kernel:

@@ -19,6 +19,7 @@ from lda.averaging import ExponentialMean
 from lda.batch import Batch
 from lda.gibbs import Method, gibbs_expectations
 from lda.gradient import MinibatchStatistics
+from lda.parallel import Reducer, layout
 from lda.perplexity import HeldoutSet, PosteriorAverage
 from lda.perplexity import test_token_probabilities as _test_token_probabilities
 from lda.samplers import SAMPLERS, Hyper, SamplerState, StepInfo, init_state, step
@@ -156,20 +157,34 @@ class StreamingLDA:
             return max(self.config.corpus_size, float(self.docs_seen + n_documents))
         return self.config.corpus_size
 
-    def update(self, batch: Batch) -> StepInfo:
-        """Learn from one minibatch: Gibbs expectations, then one sampler step."""
+    def update(self, batch: Batch, reducer: Reducer | None = None) -> StepInfo:
+        """Learn from one minibatch: Gibbs expectations, then one sampler step.
+
+        With a ``reducer`` the minibatch is the union of every rank's ``batch`` (one may be
+        empty): each rank computes its documents' expectations, their sum goes into the same
+        step on every rank (:mod:`lda.parallel`)."""
         cfg = self.config
-        if batch.n_documents == 0:
-            raise ValueError("cannot learn from an empty minibatch")
         assert cfg.gamma is not None and cfg.burn_in is not None
         assert cfg.sweeps is not None and cfg.gibbs is not None
+        where = layout(reducer, batch.n_documents, batch.n_tokens)
+        if where.documents == 0:
+            raise ValueError("cannot learn from an empty minibatch")
         batch = Batch(batch.words.to(self.device), batch.offsets)
         expected = gibbs_expectations(
-            self.beta, batch, cfg.gamma, cfg.sweeps, cfg.burn_in, self.generator, cfg.gibbs
+            self.beta,
+            batch,
+            cfg.gamma,
+            cfg.sweeps,
+            cfg.burn_in,
+            self.generator,
+            cfg.gibbs,
+            shard=where.shard,
         )
+        topic_word = expected.topic_word(cfg.n_words).to(self.state.theta.dtype)
+        if reducer is not None and reducer.world_size > 1:
+            reducer.sum_(topic_word)
         stats = MinibatchStatistics(
-            topic_word=expected.topic_word(cfg.n_words).to(self.state.theta.dtype),
-            scale=self.corpus_size(batch.n_documents) / batch.n_documents,
+            topic_word=topic_word, scale=self.corpus_size(where.documents) / where.documents
         )
         new_state, info = step(
             cfg.sampler, self.state, stats, cfg.hyper, self.step_size, self.generator
@@ -180,8 +195,8 @@ class StreamingLDA:
             raise NonFiniteError(f"non-finite theta after step {self.state.step + 1}")
         self.state = new_state
         self.mean.add(self.beta)
-        self.docs_seen += batch.n_documents
-        self.tokens_seen += batch.n_tokens
+        self.docs_seen += where.documents
+        self.tokens_seen += where.tokens
         self.last_info = info
         return info
 
