@@ -102,6 +102,7 @@ class Worker:
         self.settings = settings
         self.client = client
         self.stop = stop or threading.Event()
+        self.consumer = settings.consumer_name
         self.queue = ArticleQueue(client, settings)
         self.heldout_store = HeldoutStore(client, settings.heldout_key)
         self.redis = RedisRetry(settings, self.stop)
@@ -223,7 +224,7 @@ class Worker:
         if self.buffer:  # the stream is empty: do not wait for a full minibatch
             self._train_next()
         elif not self._publish_if_stale():  # the stream ran dry: show the latest topics now
-            self.redis("beating", functools.partial(beat, self.client))
+            self._beat()
             if self.model is not None and self.trained and self._idle_long_enough():
                 self._checkpoint("drained")  # the source's tail: acknowledge it now
 
@@ -244,7 +245,7 @@ class Worker:
             wanted = s.batch_size - len(self.buffer)
         return self.redis(
             "reading the stream",
-            lambda: self.queue.read(s.consumer_name, wanted, block_ms=s.read_block_ms),
+            lambda: self.queue.read(self.consumer, wanted, block_ms=s.read_block_ms),
         )
 
     def _paused(self) -> None:
@@ -254,7 +255,7 @@ class Worker:
             return
         if self.model is not None and self.trained:
             self._checkpoint("paused")
-        self.redis("beating", functools.partial(beat, self.client))
+        self._beat()
         self.stop.wait(self.settings.read_block_ms / 1000)
 
     def _checkpoint_due(self) -> str | None:
@@ -364,7 +365,7 @@ class Worker:
         documents = [ids for _, ids in items]
         started = time.perf_counter()
         try:
-            model.update(Batch.from_ids(documents, self.device))  # checks theta is finite
+            self._learn(model, Batch.from_ids(documents, self.device))  # checks theta is finite
         except NonFiniteError as exc:
             self._restore(exc, entries)
             return
@@ -380,7 +381,14 @@ class Worker:
         if time.monotonic() - self.published_at >= self.settings.publish_every_s:
             self._publish_snapshot()
         else:  # rendering top words every minibatch would cost the worker and the API CPU
-            self.redis("beating", functools.partial(beat, self.client))
+            self._beat()
+
+    def _learn(self, model: StreamingLDA, batch: Batch) -> None:
+        """One sampler step on ``batch`` (a group of ranks steps together)."""
+        model.update(batch)
+
+    def _beat(self) -> None:
+        self.redis("beating", functools.partial(beat, self.client))
 
     def _hand_off(self) -> None:
         """A multiple of eval_every: a copy of beta_mean (the topics served) goes to the scoring
@@ -452,9 +460,16 @@ class Worker:
     # --- durability ------------------------------------------------------------------------
     def _checkpoint(self, reason: str, *, final: bool = False) -> None:
         """Write the checkpoint, then acknowledge the entries whose effect it holds."""
+        done = list(self.trained)
+        self._save_checkpoint(reason, done)
+        self._acknowledge(done, final=final)
+        self._after_checkpoint(reason, len(done), final=final)
+
+    def _save_checkpoint(self, reason: str, done: list[str]) -> None:
+        """The atomic checkpoint, listing ``done`` (acknowledged right after it, and again on a
+        restart if the worker died in between)."""
         model, vocab = self.model, self.vocab
         assert model is not None and vocab is not None
-        done = list(self.trained)
         self.counters["checkpoints"] += 1
         extra: dict[str, Any] = {
             "counters": dict(self.counters),
@@ -470,14 +485,21 @@ class Worker:
         save_model(self.path, model, vocab, self.settings, extra)
         self.last_checkpoint = time.monotonic()
         self.checkpointed_docs = model.docs_seen
+
+    def _acknowledge(self, done: list[str], *, final: bool) -> None:
+        """Acknowledge this worker's entries ``done`` (the first of ``trained``)."""
         wait = self.settings.stop_ack_wait_s if final else None
         self.redis("acknowledging trained entries", lambda: self.queue.ack(done), deadline_s=wait)
         self.trained = self.trained[len(done) :]
+
+    def _after_checkpoint(self, reason: str, acknowledged: int, *, final: bool) -> None:
+        model = self.model
+        assert model is not None
         log.info(
             "checkpoint (%s) at %d documents; %d entries acknowledged",
             reason,
             model.docs_seen,
-            len(done),
+            acknowledged,
         )
         if not final:
             self._publish_model()
