@@ -192,6 +192,9 @@ class Evaluator:
             len(self.pending),
         )
         self._process = None
+        # The dead child's queue may hold betas its feeder thread can never write: without this,
+        # interpreter exit would wait for that thread forever.
+        self._inbox.cancel_join_thread()
         self.start()
 
     # --- checkpoint ------------------------------------------------------------------------
