@@ -81,11 +81,12 @@ class DistributedReducer:
     def sum_(self, tensor: torch.Tensor) -> None:
         dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
 
-    def agree(self, values: list[float], op: str = "max") -> list[float]:
-        """The element-wise max (or sum) of a small vector over the ranks: flags and counts."""
-        t = torch.tensor(values, dtype=torch.float64, device=self.device)
-        dist.all_reduce(t, op=dist.ReduceOp.MAX if op == "max" else dist.ReduceOp.SUM)
-        return [float(v) for v in t.tolist()]
+    def exchange(self, values: list[float]) -> list[list[float]]:
+        """Every rank's small vector of numbers (flags, counts, rates), in rank order."""
+        mine = torch.tensor(values, dtype=torch.float64, device=self.device)
+        every = [torch.empty_like(mine) for _ in range(self.world_size)]
+        dist.all_gather(every, mine)
+        return [t.tolist() for t in every]
 
     def gather_objects(self, value: Any) -> list[Any]:
         """Every rank's picklable ``value``, in rank order, on every rank."""

@@ -195,7 +195,12 @@ class Settings(BaseSettings):
         "CPU to the API and scrapers, whose answers people wait for",
     )
     consumer_name: str = Field(
-        "worker", description="Worker's consumer name in the group (keep it across restarts)"
+        "worker",
+        description="Worker's consumer name in the group (keep it across restarts; rank r of "
+        "a group reads as <name>-<r>)",
+    )
+    workers: int = Field(
+        1, ge=1, description="up: worker ranks learning one model together (torchrun)"
     )
     read_block_ms: int = Field(
         1000, ge=1, description="Longest wait (ms) of one read of the stream while it is empty"

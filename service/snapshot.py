@@ -79,6 +79,12 @@ class Snapshot:
     docs_per_s: float = 0.0
     tokens_per_s: float = 0.0
     counters: dict[str, int] = field(default_factory=dict)
+    rank_docs_per_s: list[float] = field(default_factory=list)  # per rank of a group (issue 11)
+
+    @property
+    def world_size(self) -> int:
+        """Ranks learning together: 1 for a single worker."""
+        return max(1, len(self.rank_docs_per_s))
 
     @property
     def num_topics(self) -> int:

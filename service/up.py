@@ -64,6 +64,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--port", type=int, help="API port")
     p.add_argument("--data-dir", type=Path, help="checkpoints and the embedded Redis's files")
     p.add_argument(
+        "--workers",
+        type=int,
+        help="worker ranks learning one model together (torchrun on this machine)",
+    )
+    p.add_argument(
         "--api-url",
         dest="wikipedia_api_url",
         metavar="URL",
@@ -86,11 +91,29 @@ def child_environment(settings: Settings) -> dict[str, str]:
     return env
 
 
-def shared_machine_threads() -> int:
-    """The worker's threads when ``up`` shares the machine and none were set: all cores but
-    one. Measured on 2 cores (BENCHMARKS.md), a 2-thread kernel that the scraper, Redis and the
-    API kept interrupting learned at 816 docs/s, one thread at 1,461."""
-    return max(1, (os.cpu_count() or 1) - 1)
+def shared_machine_threads(workers: int = 1) -> int:
+    """Each worker rank's threads when ``up`` shares the machine and none were set: all cores
+    but one, split over the ranks. Measured on 2 cores (BENCHMARKS.md), a 2-thread kernel that
+    the scraper, Redis and the API kept interrupting learned at 816 docs/s, one thread at 1,461."""
+    return max(1, ((os.cpu_count() or 1) - 1) // workers)
+
+
+# torchrun answers our SIGTERM by passing it to its ranks (each finishes its minibatch and the
+# group checkpoints), waiting for them, then raising SignalException: exit code 1.
+GROUP_CLEAN_EXITS = frozenset(CLEAN_EXITS | {1})
+# Restarts of the whole group torchrun makes when a rank dies, before ``up``'s own backoff.
+GROUP_MAX_RESTARTS = 10
+
+
+def group_launcher(workers: int) -> list[str]:
+    """torchrun's arguments for ``workers`` ranks on this machine (a free rendezvous port)."""
+    return [
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={workers}",
+        f"--max-restarts={GROUP_MAX_RESTARTS}",
+        "-m",
+    ]
 
 
 def describe_exit(code: int) -> str:
@@ -115,9 +138,10 @@ class Child:
     restarts: int = 0  # restarts so far
     crashes_in_a_row: int = 0  # sets the next delay; reset once a run outlasts the longest
     restart_at: float | None = None  # monotonic time of the pending restart
+    clean_exits: frozenset[int] = frozenset(CLEAN_EXITS)
 
     def clean(self, code: int) -> bool:
-        return code in CLEAN_EXITS
+        return code in self.clean_exits
 
 
 class Supervisor:
@@ -157,12 +181,21 @@ class Supervisor:
             )
             child.pump.start()
 
-    def spawn(self, name: str, command: str, env: dict[str, str]) -> None:
-        """``python -m service <command>`` in its own session (signals come from us only)."""
+    def spawn(
+        self,
+        name: str,
+        command: str,
+        env: dict[str, str],
+        launcher: list[str] | None = None,
+        clean_exits: frozenset[int] = frozenset(CLEAN_EXITS),
+    ) -> None:
+        """``python -m service <command>`` in its own session (signals come from us only),
+        through ``launcher`` (e.g. torchrun's arguments) when given."""
+        argv = [sys.executable, "-m", *(launcher or []), "service", command]
 
         def launch() -> subprocess.Popen[bytes]:
             process = subprocess.Popen(
-                [sys.executable, "-m", "service", command],
+                argv,
                 env=env,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
@@ -172,7 +205,7 @@ class Supervisor:
             self.say("up", f"started {name} (pid {process.pid})")
             return process
 
-        self.add(name, launch)
+        self.add(name, launch).clean_exits = clean_exits
 
     def watch(self) -> str | None:
         """Supervise until stop is requested (None) or a child cannot be helped (its message):
@@ -320,13 +353,23 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     if not settings.redis_url:
         settings = settings.model_copy(update={"redis_url": _start_redis(supervisor, settings)})
+    workers = settings.workers
     if settings.threads is None:
-        settings = settings.model_copy(update={"threads": shared_machine_threads()})
-        supervisor.say("up", f"worker: {settings.threads} Gibbs thread(s), a core left to the rest")
+        settings = settings.model_copy(update={"threads": shared_machine_threads(workers)})
+        supervisor.say(
+            "up",
+            f"worker: {workers} rank(s) x {settings.threads} Gibbs thread(s), "
+            "a core left to the rest",
+        )
     env = child_environment(settings)
     failure: str | None = None
     try:
-        for name, command in (("worker", "worker"), ("api", "api"), ("scraper", "scrape")):
+        if workers == 1:
+            supervisor.spawn("worker", "worker", env)
+        else:
+            launcher = group_launcher(workers)
+            supervisor.spawn("worker", "worker", env, launcher, GROUP_CLEAN_EXITS)
+        for name, command in (("api", "api"), ("scraper", "scrape")):
             supervisor.spawn(name, command, env)
         supervisor.say("up", f"API on http://{settings.host}:{settings.port}/ (Ctrl-C stops)")
         failure = supervisor.watch()

@@ -511,6 +511,10 @@ class Worker:
         busy = max(self.busy_s, 1e-9)
         return self.docs_here / busy, self.tokens_here / busy
 
+    def _rank_rates(self) -> list[float]:
+        """Each rank's docs/s: none for a single worker (see GroupWorker)."""
+        return []
+
     def _publish_model(self) -> None:
         model, vocab = self.model, self.vocab
         assert model is not None and vocab is not None
@@ -555,6 +559,7 @@ class Worker:
             docs_per_s=docs_per_s,
             tokens_per_s=tokens_per_s,
             counters={name: int(value) for name, value in counters.items()},
+            rank_docs_per_s=self._rank_rates(),
         )
         self.redis(
             "publishing the snapshot", functools.partial(publish_snapshot, self.client, snapshot)

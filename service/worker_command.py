@@ -10,8 +10,12 @@ import threading
 from pathlib import Path
 from types import FrameType
 
+import torch
+
 from lda.model import resolve_device
+from service.distributed import DistributedReducer, environment_group, join, leave
 from service.errors import CommandError
+from service.group_worker import GroupWorker
 from service.learner_flags import add_learner_flags
 from service.process import lower_priority
 from service.redact import configure_logging
@@ -66,7 +70,8 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     if not settings.redis_url:
         raise CommandError("no Redis: pass --redis URL or set STREAMLDA_REDIS_URL")
     try:
-        resolve_device(settings.device)
+        device = resolve_device(settings.device)
+        group = environment_group()
     except ValueError as exc:
         raise CommandError(str(exc)) from exc
     if settings.vocab is not None and not settings.vocab.is_file():
@@ -86,6 +91,19 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         settings.group,
         settings.consumer_name,
     )
-    Worker(settings, client, stop).run()
+    if group.world_size == 1:
+        Worker(settings, client, stop).run()
+    else:
+        if device.type == "cuda":
+            torch.cuda.set_device(group.local_rank)
+            device = torch.device("cuda", group.local_rank)  # "cuda" now means this GPU
+        join(group, device)
+        log.info(
+            "rank %d of %d joined the group (pid %d)", group.rank, group.world_size, os.getpid()
+        )
+        try:
+            GroupWorker(settings, client, group, DistributedReducer(device), stop).run()
+        finally:
+            leave()
     log.info("worker stopped")
     return 0

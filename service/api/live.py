@@ -60,6 +60,8 @@ def stats(snapshot: Snapshot | None, live: Live, settings: Settings) -> StatsOut
     return StatsOut(
         docs_seen=0 if s is None else s.docs_seen,
         docs_per_s=None if s is None else s.docs_per_s,
+        world_size=1 if s is None else s.world_size,
+        rank_docs_per_s=[] if s is None else (s.rank_docs_per_s or [s.docs_per_s]),
         tokens_per_s=None if s is None else s.tokens_per_s,
         sampler=None if s is None else s.sampler,
         step_size=None if s is None else s.step_size,
@@ -129,6 +131,10 @@ def metrics(snapshot: Snapshot | None, point: PerplexityPoint | None, live: Live
         families += [
             Metric("streamlda_docs_seen", "Documents trained on").add(snapshot.docs_seen),
             Metric("streamlda_docs_per_second", "Training throughput").add(snapshot.docs_per_s),
+            Metric("streamlda_world_size", "Worker ranks learning one model").add(
+                snapshot.world_size
+            ),
+            _rank_rates(snapshot),
             Metric("streamlda_tokens_per_second", "Training throughput").add(snapshot.tokens_per_s),
             Metric("streamlda_step_size", "Current sampler step size").add(snapshot.step_size),
             Metric("streamlda_topics", "Number of topics K").add(snapshot.num_topics),
@@ -158,3 +164,11 @@ def metrics(snapshot: Snapshot | None, point: PerplexityPoint | None, live: Live
             )
         )
     return families + _scraper_metrics(live.scraper)
+
+
+def _rank_rates(snapshot: Snapshot) -> Metric:
+    """Each rank's documents per second (one sample, rank 0, for a single worker)."""
+    metric = Metric("streamlda_rank_docs_per_second", "Training throughput of each worker rank")
+    for rank, rate in enumerate(snapshot.rank_docs_per_s or [snapshot.docs_per_s]):
+        metric.add(rate, rank=str(rank))
+    return metric

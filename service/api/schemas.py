@@ -83,6 +83,10 @@ class QueueOut(BaseModel):
 class StatsOut(BaseModel):
     docs_seen: int
     docs_per_s: float | None
+    world_size: int = Field(description="Worker ranks learning one model (torchrun)")
+    rank_docs_per_s: list[float] = Field(
+        description="Each rank's own documents per second, in rank order (one entry per rank)"
+    )
     tokens_per_s: float | None
     sampler: str | None
     step_size: float | None

@@ -125,10 +125,29 @@ def checkpoint_docs(data_dir: Path) -> int:
     return model.docs_seen
 
 
+def group_command(ranks: int) -> list[str]:
+    """torchrun starting ``ranks`` workers on this machine (gloo over loopback)."""
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={ranks}",
+        "--max-restarts=3",
+        "-m",
+        "service.cli",
+        "worker",
+    ]
+
+
 class WorkerProcess:
     """``streamlda worker`` as a child process, its output in a log file."""
 
-    def __init__(self, redis_url: str, data_dir: Path, log: Path, **env: str) -> None:
+    def __init__(
+        self, redis_url: str, data_dir: Path, log: Path, ranks: int = 1, **env: str
+    ) -> None:
+        """One worker, or a group of ``ranks`` under torchrun (restarting the group up to 3
+        times when a rank dies)."""
         self.log = log
         self.offset = log.stat().st_size if log.exists() else 0  # the log may be shared
         environment = {
@@ -140,7 +159,7 @@ class WorkerProcess:
         }
         self.handle = log.open("ab")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "service.cli", "worker"],
+            [sys.executable, "-m", "service.cli", "worker"] if ranks == 1 else group_command(ranks),
             cwd=REPO,
             env=environment,
             stdout=self.handle,
