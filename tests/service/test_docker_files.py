@@ -21,6 +21,7 @@ from service.settings import Settings
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "docker-compose.yml"
 COMPOSE_GPU = ROOT / "docker-compose.gpu.yml"
+COMPOSE_MULTI_GPU = ROOT / "docker-compose.multigpu.yml"
 STREAMLDA_SERVICES = ("scraper", "worker", "api")
 # Commands of issue 4 still being written in parallel; remove each once it is registered.
 PENDING_COMMANDS: set[str] = set()
@@ -131,7 +132,19 @@ def test_api_publishes_port_8000_with_a_python_healthcheck() -> None:
     assert "python" in test and any("/healthz" in part for part in test)
 
 
-@pytest.mark.parametrize("files", [[COMPOSE], [COMPOSE, COMPOSE_GPU]], ids=["cpu", "gpu"])
+def test_multi_gpu_override_runs_the_worker_command_under_torchrun() -> None:
+    worker = compose(COMPOSE_MULTI_GPU)["services"]["worker"]
+    entrypoint = worker["entrypoint"]
+    assert entrypoint[:3] == ["python", "-m", "torch.distributed.run"]
+    assert entrypoint[-2:] == ["-m", "service"] and worker["command"] == ["worker"]
+    assert any(part.startswith("--nproc-per-node=") for part in entrypoint)
+
+
+@pytest.mark.parametrize(
+    "files",
+    [[COMPOSE], [COMPOSE, COMPOSE_GPU], [COMPOSE, COMPOSE_GPU, COMPOSE_MULTI_GPU]],
+    ids=["cpu", "gpu", "multi-gpu"],
+)
 def test_compose_config_is_accepted(files: list[Path]) -> None:
     tool = shutil.which("docker-compose")
     if tool is None:
