@@ -29,7 +29,7 @@ from lda.batch import Batch
 from lda.parallel import Shard
 
 Method = Literal["exact", "rao-blackwell", "uncollapsed"]
-Backend = Literal["auto", "kernel", "torch"]
+Backend = Literal["auto", "torch"]
 Init = Literal["uniform", "beta"]
 
 
@@ -108,7 +108,7 @@ def gibbs_expectations(
     n_topics = beta.shape[0]
     device = beta.device
     words = batch.words.to(device)
-    use_kernel = backend in ("kernel", "auto")
+    use_kernel = backend == "auto"
     own = batch.n_tokens
     if init == "beta":
         kernel = use_kernel and method != "uncollapsed"

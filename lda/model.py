@@ -10,7 +10,7 @@ trajectory; both are part of ``state_dict`` so a resumed run equals an uninterru
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 import torch
@@ -57,7 +57,6 @@ class LearnerConfig:
     eval_sweeps: int = 20
     mean_decay: float = 0.97  # beta_mean: exponential mean of the samples (0: the last one)
     dtype: str = "float64"
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.sampler not in SAMPLERS:
@@ -89,6 +88,7 @@ class LearnerConfig:
         data = dict(data)
         if isinstance(data.get("schedule"), dict):
             data["schedule"] = StepSchedule(**data["schedule"])
+        data.pop("extra", None)  # a field of checkpoints older than issue 11, never used
         return cls(**data)
 
 
@@ -123,7 +123,6 @@ class StreamingLDA:
         self.mean = ExponentialMean(config.mean_decay)
         self.docs_seen = 0
         self.tokens_seen = 0
-        self.last_info: StepInfo | None = None
         self._beta: tuple[SamplerState, torch.Tensor] | None = None  # (state, its beta)
 
     @property
@@ -197,7 +196,6 @@ class StreamingLDA:
         self.mean.add(self.beta)
         self.docs_seen += where.documents
         self.tokens_seen += where.tokens
-        self.last_info = info
         return info
 
     def test_token_probabilities(self, heldout: HeldoutSet) -> torch.Tensor:

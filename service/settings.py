@@ -291,11 +291,6 @@ class Settings(BaseSettings):
         """Gibbs sweeps per minibatch: the setting, else the sampler's default."""
         return SAMPLERS[self.sampler].sweeps if self.sweeps is None else self.sweeps
 
-    @property
-    def kept_burn_in(self) -> int:
-        """Sweeps discarded before averaging (half of them unless set)."""
-        return self.learner_sweeps // 2 if self.burn_in is None else self.burn_in
-
 
 def settings_table() -> str:
     """The README's settings table: variable, default and meaning of every setting."""
