@@ -65,7 +65,7 @@ def sgrhmc_split_step(
     scale: float,
     eps: float,
     friction: float,
-    smooth: float,  # lda.samplers.SMOOTH (an argument: numba's cache would freeze a global)
+    smooth: float,  # lda.sgrhmc_split.SMOOTH (an argument: numba's cache would freeze a global)
 ) -> int:
     n_topics, n_words = theta.shape
     tiny = np.finfo(np.float64).tiny
@@ -96,7 +96,7 @@ def sgrhmc_split_step(
 def _singular_flow(
     phi: float, r: float, c: float, eps: float, z: float, tiny: float, smooth: float
 ) -> tuple[float, float, int]:
-    """lda.samplers.singular_flow for one coordinate: (phi, r, 1 if stopped at a turn)."""
+    """lda.sgrhmc_split.singular_flow for one coordinate: (phi, r, 1 if stopped at a turn)."""
     if c < 0.0:
         a = -c
         if eps * (abs(r) + math.sqrt(a)) <= smooth * phi:
@@ -139,7 +139,7 @@ def _singular_flow(
 
 @numba.njit(cache=True)
 def _inverse_log_erfc(log_y: float) -> float:
-    """lda.samplers.inverse_log_erfc for one value."""
+    """lda.sgrhmc_split.inverse_log_erfc for one value."""
     if log_y > _LOG_TAIL:
         return -_ndtri(0.5 * math.exp(log_y))
     x = math.sqrt(-2.0 * log_y)

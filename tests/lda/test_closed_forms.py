@@ -11,14 +11,8 @@ import torch
 
 from lda.gradient import MinibatchStatistics, log_posterior_gradient
 from lda.recipe import recipe_step
-from lda.samplers import (
-    SAMPLERS,
-    Hyper,
-    SamplerState,
-    sgrhmc_euler,
-    sgrhmc_split,
-    step,
-)
+from lda.samplers import SAMPLERS, Hyper, SamplerState, sgrhmc_euler, step
+from lda.sgrhmc_split import sgrhmc_split
 
 K, W = 3, 5
 DIM = K * W
