@@ -55,8 +55,13 @@ class Vocabulary:
 
     def encode(self, text: str) -> list[int]:
         """Word ids of the in-vocabulary tokens of ``text``, in order."""
-        ids = map(self._ascii_index.get, _words(text))
-        return [i for i in ids if i is not None]
+        return self.encode_counted(text)[0]
+
+    def encode_counted(self, text: str) -> tuple[list[int], int]:
+        """(word ids of the in-vocabulary tokens, in order; how many tokens ``text`` has)."""
+        words = _words(text)
+        ids = map(self._ascii_index.get, words)
+        return [i for i in ids if i is not None], len(words)
 
     @classmethod
     def load(cls, path: str | Path) -> Vocabulary:

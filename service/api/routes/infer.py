@@ -14,9 +14,8 @@ import redis
 import torch
 from fastapi import APIRouter, HTTPException, Request, status
 
-from lda.vocab import tokenize
+from lda.inference import infer_topics
 from service.api.deps import ModelCacheDep, RedisDep, SettingsDep
-from service.api.inference import infer_topics
 from service.api.model_cache import ModelCache
 from service.api.schemas import INVALID, ErrorOut, InferIn, InferOut, TopicWeightOut
 from service.settings import Settings
@@ -31,9 +30,7 @@ def _infer(text: str, client: redis.Redis, cache: ModelCache, settings: Settings
             status.HTTP_503_SERVICE_UNAVAILABLE,
             "no model yet: the worker has not published its first model",
         )
-    tokens = tokenize(text)
-    index = loaded.vocabulary.index
-    ids = [index[t] for t in tokens if t in index]
+    ids, n_tokens = loaded.vocabulary.encode_counted(text)
     proportions = infer_topics(
         loaded.model.beta,
         torch.tensor(ids, dtype=torch.long),
@@ -46,7 +43,7 @@ def _infer(text: str, client: redis.Redis, cache: ModelCache, settings: Settings
         model_version=loaded.model.version,
         docs_seen=loaded.model.docs_seen,
         tokens=len(ids),
-        ignored_tokens=len(tokens) - len(ids),
+        ignored_tokens=n_tokens - len(ids),
         proportions=proportions,
         topics=[TopicWeightOut(id=k, weight=proportions[k]) for k in ranked],
     )

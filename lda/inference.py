@@ -1,4 +1,4 @@
-"""Topic proportions of a new document under a fixed beta (for ``POST /infer``).
+"""Topic proportions of a new document under a fixed beta (``POST /infer`` folds texts in).
 
 A fixed-point (EM) iteration for pi with beta held fixed, using the same estimator form as
 held-out perplexity (DESIGN §3): responsibilities r_jk ∝ pi_k beta[k, x_j], then

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from service.api.inference import infer_topics
+from lda.inference import infer_topics
 
 
 def separated_beta(k: int = 3, words_per_topic: int = 4) -> torch.Tensor:
