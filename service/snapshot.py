@@ -87,7 +87,7 @@ class Snapshot:
         return max(1, len(self.rank_docs_per_s))
 
     @property
-    def num_topics(self) -> int:
+    def n_topics(self) -> int:
         return len(self.topics)
 
     def words(self, estimate: Estimate) -> list[list[WordWeight]]:
@@ -243,7 +243,7 @@ class PublishedModel:
     published_at: float
 
     @property
-    def num_topics(self) -> int:
+    def n_topics(self) -> int:
         return int(self.beta.shape[0])
 
 

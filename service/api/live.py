@@ -66,7 +66,7 @@ def stats(snapshot: Snapshot | None, live: Live, settings: Settings) -> StatsOut
         sampler=None if s is None else s.sampler,
         step_size=None if s is None else s.step_size,
         device=None if s is None else s.device,
-        topics=None if s is None else s.num_topics,
+        topics=None if s is None else s.n_topics,
         vocab_size=None if s is None else s.vocab_size,
         updated_at=None if s is None else timestamp(s.updated_at),
         heartbeat_at=timestamp(live.heartbeat),
@@ -137,7 +137,7 @@ def metrics(snapshot: Snapshot | None, point: PerplexityPoint | None, live: Live
             _rank_rates(snapshot),
             Metric("streamlda_tokens_per_second", "Training throughput").add(snapshot.tokens_per_s),
             Metric("streamlda_step_size", "Current sampler step size").add(snapshot.step_size),
-            Metric("streamlda_topics", "Number of topics K").add(snapshot.num_topics),
+            Metric("streamlda_topics", "Number of topics K").add(snapshot.n_topics),
             Metric("streamlda_vocabulary_size", "Vocabulary size W").add(snapshot.vocab_size),
             Metric("streamlda_last_update_timestamp_seconds", "Unix time of the last update").add(
                 snapshot.updated_at

@@ -80,7 +80,7 @@ def test_model_round_trips_bit_for_bit(redis_client: redis.Redis, published: Pub
     assert model.version == published.version == read_model_version(redis_client)
     assert read_model_summary(redis_client) == (published.version, 3000)
     assert torch.equal(model.beta, published.beta.float())
-    assert model.vocab == published.vocab and model.gamma == 0.1 and model.num_topics == 3
+    assert model.vocab == published.vocab and model.gamma == 0.1 and model.n_topics == 3
     new = publish_model(redis_client, published.beta, model.vocab, docs_seen=3000, gamma=0.1)
     assert new != published.version, "a republished model gets a new version"
 

@@ -62,7 +62,7 @@ def router(settings: Settings) -> APIRouter:
     ) -> Response:
         """One topic with its ``top`` most probable words; 404 for an id outside 0..K-1."""
         topics = state.require_topics()
-        k = topics.snapshot.num_topics
+        k = topics.snapshot.n_topics
         if not 0 <= topic_id < k:
             raise HTTPException(
                 status.HTTP_404_NOT_FOUND, f"no topic {topic_id}: topic ids are 0 to {k - 1}"
