@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Literal, get_args
 
 import torch
 
@@ -226,6 +227,10 @@ SAMPLERS: dict[str, SamplerSpec] = {
         fused=fused_split_step,
     ),
 }
+
+
+SamplerName = Literal["sgld", "sghmc", "sgrld", "sgrhmc"]
+assert set(get_args(SamplerName)) == set(SAMPLERS), "SamplerName names every sampler"
 
 
 def init_state(

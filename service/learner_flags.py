@@ -9,7 +9,9 @@ import argparse
 from pathlib import Path
 from typing import get_args
 
-from service.settings import DeviceName, GibbsMethod, SamplerName
+from lda.gibbs import Method
+from lda.samplers import SamplerName
+from service.settings import DeviceName
 
 
 def add_learner_flags(p: argparse.ArgumentParser) -> None:
@@ -22,7 +24,7 @@ def add_learner_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=int, help="documents per minibatch")
     p.add_argument("--sweeps", type=int, help="Gibbs sweeps per minibatch")
     p.add_argument("--burn-in", type=int, help="sweeps discarded (default: half)")
-    p.add_argument("--gibbs", choices=get_args(GibbsMethod))
+    p.add_argument("--gibbs", choices=get_args(Method))
     p.add_argument("--step-size", type=float, help="step size: the schedule's a")
     p.add_argument("--step-b", type=float, help="schedule a(1+t/b)^-c: b")
     p.add_argument("--step-c", type=float, help="schedule a(1+t/b)^-c: c (0: constant)")

@@ -14,13 +14,12 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from lda.gibbs import Method as GibbsMethod
 from lda.model import LearnerConfig
-from lda.samplers import SAMPLERS
+from lda.samplers import SAMPLERS, SamplerName
 from service import keys
 
-SamplerName = Literal["sgld", "sghmc", "sgrld", "sgrhmc"]
 DeviceName = Literal["auto", "cpu", "cuda"]
-GibbsMethod = Literal["exact", "rao-blackwell", "uncollapsed"]
 SECRET_FIELDS = {"admin_token", "redis_url"}  # never written to checkpoints
 
 
