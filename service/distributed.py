@@ -46,15 +46,31 @@ def environment_group(environ: dict[str, str] | None = None) -> Group:
 
 
 def join(group: Group, device: torch.device) -> None:
-    """Initialise the default process group (a no-op for one rank)."""
+    """Initialise the default process group (a no-op for one rank).
+
+    The rendezvous keys live under a prefix of torchrun's restart count: torchrun's store
+    outlives a failed round, and a restarted rank that read its peer's address from the round
+    before connected to a dead port (gloo's "connectFullMesh failed", seen in the kill -9
+    test)."""
     if group.world_size == 1 or dist.is_initialized():
         return
     backend = "nccl" if device.type == "cuda" else "gloo"
+    timeout = datetime.timedelta(seconds=COLLECTIVE_TIMEOUT_S)
+    agent_store = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
+    base = dist.TCPStore(
+        os.environ.get("MASTER_ADDR", "127.0.0.1"),
+        int(os.environ["MASTER_PORT"]),
+        world_size=None if agent_store else group.world_size,
+        is_master=not agent_store and group.rank == 0,
+        timeout=timeout,
+    )
+    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
     dist.init_process_group(
         backend,
+        store=dist.PrefixStore(f"streamlda/attempt-{attempt}", base),
         rank=group.rank,
         world_size=group.world_size,
-        timeout=datetime.timedelta(seconds=COLLECTIVE_TIMEOUT_S),
+        timeout=timeout,
     )
 
 
