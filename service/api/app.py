@@ -14,6 +14,7 @@ from service.api import docs, errors
 from service.api.admission import ConcurrencyLimitMiddleware
 from service.api.limits import BodyLimitMiddleware
 from service.api.model_cache import ModelCache
+from service.api.prometheus import LatencyMiddleware, RequestLatency
 from service.api.routes import admin, health, infer, metrics, page, perplexity, stats, topics
 from service.api.view import View
 from service.redis_client import connect
@@ -76,4 +77,6 @@ def create_app(settings: Settings) -> FastAPI:
             allow_headers=["Authorization", "Content-Type", "If-None-Match"],
             expose_headers=["ETag"],
         )
+    app.state.latency = RequestLatency()
+    app.add_middleware(LatencyMiddleware, latency=app.state.latency)  # outermost: all of it
     return app

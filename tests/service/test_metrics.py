@@ -82,3 +82,19 @@ def test_metrics_report_redis_down(down_api: TestClient) -> None:
     response = down_api.get("/metrics")
     assert response.status_code == 200
     assert parse(response.text) == {("streamlda_redis_up", frozenset()): 0}
+
+
+def test_metrics_time_requests_by_route_template(api: TestClient, published: Published) -> None:
+    for path in ("/healthz", "/healthz", "/topics/1", "/topics/2", "/no-such-page"):
+        api.get(path)
+    samples = parse(api.get("/metrics").text)
+    count = "streamlda_http_request_duration_seconds_count"
+
+    def requests(route: str) -> float:
+        return samples[(count, frozenset({("route", route), ("method", "GET")}))]
+
+    assert requests("/healthz") == 2
+    assert requests("/topics/{topic_id}") == 2  # one series per template, not per id
+    assert requests("unmatched") == 1
+    infinite = frozenset({("route", "/healthz"), ("method", "GET"), ("le", "+Inf")})
+    assert samples[("streamlda_http_request_duration_seconds_bucket", infinite)] == 2
