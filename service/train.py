@@ -22,6 +22,13 @@ from typing import TextIO
 import torch
 
 from lda.batch import Batch
+from lda.coherence import (
+    COHERENCE_WORDS,
+    DIVERSITY_WORDS,
+    npmi_coherence,
+    top_word_ids,
+    topic_diversity,
+)
 from lda.model import NonFiniteError, StreamingLDA, resolve_device
 from lda.perplexity import HeldoutSet
 from lda.vocab import Vocabulary, build_vocabulary
@@ -64,12 +71,16 @@ class Report:
     learner_seconds: float = 0.0
     header_done: bool = False
 
-    def row(self, model: StreamingLDA, perplexity: float, averaged: float) -> None:
+    def row(
+        self, model: StreamingLDA, perplexity: float, averaged: float, quality: Quality
+    ) -> None:
         busy = max(self.learner_seconds, 1e-9)
         record = {
             "docs_seen": model.docs_seen,
             "perplexity": _number(perplexity),
             "perplexity_avg": _number(averaged),
+            "coherence": _number(quality.coherence),
+            "diversity": _number(quality.diversity),
             "docs_per_second": round(model.docs_seen / busy, 3),
             "tokens_per_second": round(model.tokens_seen / busy, 1),
             "elapsed_s": round(time.perf_counter() - self.started, 3),
@@ -80,13 +91,14 @@ class Report:
             return
         if not self.header_done:
             print(
-                f"{'docs':>8} {'perplexity':>11} {'averaged':>10} {'docs/s':>8} "
-                f"{'tokens/s':>10} {'elapsed':>8}",
+                f"{'docs':>8} {'perplexity':>11} {'averaged':>10} {'coherence':>9} "
+                f"{'diversity':>9} {'docs/s':>8} {'tokens/s':>10} {'elapsed':>8}",
                 file=self.stream,
             )
             self.header_done = True
         print(
             f"{record['docs_seen']:>8} {perplexity:>11.1f} {averaged:>10.1f} "
+            f"{quality.coherence:>9.3f} {quality.diversity:>9.2f} "
             f"{record['docs_per_second']:>8.1f} {record['tokens_per_second']:>10.0f} "
             f"{record['elapsed_s']:>7.1f}s",
             file=self.stream,
@@ -95,8 +107,24 @@ class Report:
 
 
 def _number(value: float) -> float | None:
-    """A perplexity for JSON: null when undefined (no held-out test tokens), never NaN."""
-    return round(value, 3) if math.isfinite(value) else None
+    """A figure for JSON: null when undefined (no held-out test tokens), never NaN."""
+    return round(value, 4) if math.isfinite(value) else None
+
+
+@dataclass(frozen=True)
+class Quality:
+    """Mean NPMI coherence of the served topics' top words in the held-out documents, and
+    their diversity (lda.coherence)."""
+
+    coherence: float
+    diversity: float
+
+    @classmethod
+    def of(cls, model: StreamingLDA, documents: list[list[int]]) -> Quality:
+        beta = model.beta_mean
+        coherence = npmi_coherence(top_word_ids(beta, COHERENCE_WORDS), documents)
+        diversity = topic_diversity(top_word_ids(beta, DIVERSITY_WORDS))
+        return cls(float(coherence.mean()), diversity)
 
 
 def _progress(done: int, total: int) -> None:
@@ -156,7 +184,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         model = _new_model(settings, len(vocabulary), device)
         report = Report(sys.stdout, args.json, settings.sampler)
         heldout = HeldoutSet.from_documents(heldout_docs, device) if heldout_docs else None
-        _train(model, documents, heldout, settings, args.docs, report)
+        _train(model, documents, heldout, heldout_docs, settings, args.docs, report)
     except SourceError as exc:
         raise CommandError(str(exc)) from exc
     except NonFiniteError as exc:
@@ -206,6 +234,7 @@ def _train(
     model: StreamingLDA,
     documents: Iterator[list[int]],
     heldout: HeldoutSet | None,
+    heldout_docs: list[list[int]],
     settings: Settings,
     total: int,
     report: Report,
@@ -221,10 +250,10 @@ def _train(
         report.learner_seconds += time.perf_counter() - started
         _progress(model.docs_seen, total)
         if heldout is not None and model.docs_seen >= next_eval:
-            report.row(model, *model.evaluate(heldout))
+            report.row(model, *model.evaluate(heldout), Quality.of(model, heldout_docs))
             next_eval += settings.eval_every
     if heldout is not None and model.docs_seen and model.docs_seen % settings.eval_every:
-        report.row(model, *model.evaluate(heldout))
+        report.row(model, *model.evaluate(heldout), Quality.of(model, heldout_docs))
 
 
 def _print_topics(model: StreamingLDA, vocabulary: Vocabulary, stream: TextIO) -> None:

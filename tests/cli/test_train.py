@@ -59,12 +59,15 @@ def test_train_json_lines_and_exports(tmp_path, capsys):
             "docs_seen",
             "perplexity",
             "perplexity_avg",
+            "coherence",
+            "diversity",
             "docs_per_second",
             "tokens_per_second",
             "elapsed_s",
             "sampler",
         }
         assert row["perplexity"] > 1 and row["sampler"] == "sgrld"
+        assert -1 <= row["coherence"] <= 1 and 0 < row["diversity"] <= 1
     assert "topic   0:" in captured.err  # top words go to stderr with --json
     beta = np.load(out / "beta.npy")
     assert beta.shape == (5, 7702) and beta.dtype == np.float32
