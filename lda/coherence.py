@@ -58,3 +58,10 @@ def topic_diversity(top_words: torch.Tensor) -> float:
 def top_word_ids(beta: torch.Tensor, n: int) -> torch.Tensor:
     """(K, n) the ``n`` most probable word ids of each topic of ``beta``, most probable first."""
     return torch.topk(beta, k=min(n, beta.shape[1]), dim=1).indices.cpu()
+
+
+def topic_quality(beta: torch.Tensor, documents: Sequence[Sequence[int]]) -> tuple[float, float]:
+    """(mean NPMI coherence of the top COHERENCE_WORDS, diversity of the top DIVERSITY_WORDS)
+    of the topics ``beta`` (K x W), co-occurrence counted in ``documents``."""
+    coherence = npmi_coherence(top_word_ids(beta, COHERENCE_WORDS), documents)
+    return float(coherence.mean()), topic_diversity(top_word_ids(beta, DIVERSITY_WORDS))

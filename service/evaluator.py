@@ -61,6 +61,8 @@ class Scored:
     docs_seen: int
     perplexity: float
     averaged: float
+    coherence: float  # mean NPMI of the top 10 words in the held-out documents
+    diversity: float  # distinct share of the top 25 words
     state: dict[str, Any]
 
 
@@ -163,13 +165,13 @@ class Evaluator:
             except queue.Empty:
                 break
             wait = None
-            _kind, epoch, docs, perplexity, averaged, state = message
+            _kind, epoch, docs, perplexity, averaged, coherence, diversity, state = message
             if epoch != self._epoch:
                 continue  # scored before a reset: scored again after it
             expected = self.pending[len(results)][0] if len(results) < len(self.pending) else None
             if docs != expected:
                 continue
-            results.append(Scored(docs, perplexity, averaged, state))
+            results.append(Scored(docs, perplexity, averaged, coherence, diversity, state))
         if not results:
             self._revive()
         return results

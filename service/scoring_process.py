@@ -2,7 +2,8 @@
 
 Messages in (see :class:`service.evaluator.Evaluator`): ``("reset", epoch, (gamma, sweeps,
 method), packed scorer state, held-out documents)``, ``("score", epoch, docs_seen, beta)`` and
-``None`` (exit). Out: ``("scored", epoch, docs_seen, perplexity, averaged, packed state)``.
+``None`` (exit). Out: ``("scored", epoch, docs_seen, perplexity, averaged, coherence,
+diversity, packed state)``.
 Betas of an older epoch than the last reset are ignored. No Redis, no files: the worker
 publishes and checkpoints.
 """
@@ -16,6 +17,7 @@ from typing import Any
 
 import torch
 
+from lda.coherence import topic_quality
 from lda.perplexity import HeldoutSet
 from lda.scorer import HeldoutScorer, ScorerConfig
 from service.evaluator import pack_state, unpack_state
@@ -57,6 +59,7 @@ def serve(inbox: Any, outbox: Any, device_name: str, threads: int | None, parent
     epoch = -1
     scorer: HeldoutScorer | None = None
     heldout: HeldoutSet | None = None
+    documents: list[list[int]] = []
     while (message := _next(inbox, parent)) is not None:
         if message[0] == "reset":
             _kind, epoch, (gamma, sweeps, method), state, documents = message
@@ -68,7 +71,8 @@ def serve(inbox: Any, outbox: Any, device_name: str, threads: int | None, parent
         _kind, at_epoch, docs_seen, beta = message
         if at_epoch != epoch or scorer is None or heldout is None:
             continue
-        perplexity, averaged = scorer.score(torch.from_numpy(beta).to(device), heldout)
-        outbox.put(
-            ("scored", epoch, docs_seen, perplexity, averaged, pack_state(scorer.state_dict()))
-        )
+        topics = torch.from_numpy(beta).to(device)
+        perplexity, averaged = scorer.score(topics, heldout)
+        coherence, diversity = topic_quality(topics, documents)
+        state = pack_state(scorer.state_dict())
+        outbox.put(("scored", epoch, docs_seen, perplexity, averaged, coherence, diversity, state))

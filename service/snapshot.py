@@ -186,6 +186,8 @@ class PerplexityPoint:
     perplexity: float
     perplexity_avg: float
     at: float
+    coherence: float | None = None  # absent from points of workers before issue 13
+    diversity: float | None = None
 
 
 def append_perplexity(client: redis.Redis, point: PerplexityPoint, *, keep: int) -> None:

@@ -22,13 +22,7 @@ from typing import TextIO
 import torch
 
 from lda.batch import Batch
-from lda.coherence import (
-    COHERENCE_WORDS,
-    DIVERSITY_WORDS,
-    npmi_coherence,
-    top_word_ids,
-    topic_diversity,
-)
+from lda.coherence import topic_quality
 from lda.model import NonFiniteError, StreamingLDA, resolve_device
 from lda.perplexity import HeldoutSet
 from lda.vocab import Vocabulary, build_vocabulary
@@ -121,10 +115,7 @@ class Quality:
 
     @classmethod
     def of(cls, model: StreamingLDA, documents: list[list[int]]) -> Quality:
-        beta = model.beta_mean
-        coherence = npmi_coherence(top_word_ids(beta, COHERENCE_WORDS), documents)
-        diversity = topic_diversity(top_word_ids(beta, DIVERSITY_WORDS))
-        return cls(float(coherence.mean()), diversity)
+        return cls(*topic_quality(model.beta_mean, documents))
 
 
 def _progress(done: int, total: int) -> None:

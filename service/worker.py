@@ -421,7 +421,14 @@ class Worker:
         if not (math.isfinite(scored.perplexity) and math.isfinite(scored.averaged)):
             log.warning("non-finite perplexity at %d documents: not published", scored.docs_seen)
             return
-        point = PerplexityPoint(scored.docs_seen, scored.perplexity, scored.averaged, time.time())
+        point = PerplexityPoint(
+            scored.docs_seen,
+            scored.perplexity,
+            scored.averaged,
+            time.time(),
+            _finite_or_none(scored.coherence),
+            scored.diversity,
+        )
         keep = self.settings.perplexity_history
         self.redis("appending perplexity", lambda: append_perplexity(self.client, point, keep=keep))
         log.info(
@@ -565,3 +572,8 @@ class Worker:
             "publishing the snapshot", functools.partial(publish_snapshot, self.client, snapshot)
         )
         self.published_docs, self.published_at = model.docs_seen, time.monotonic()
+
+
+def _finite_or_none(value: float) -> float | None:
+    """Coherence is NaN without held-out documents: JSON and the API carry null instead."""
+    return value if math.isfinite(value) else None

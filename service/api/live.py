@@ -163,6 +163,18 @@ def metrics(snapshot: Snapshot | None, point: PerplexityPoint | None, live: Live
                 point.docs_seen
             )
         )
+        if point.coherence is not None:
+            families.append(
+                Metric(
+                    "streamlda_topic_coherence", "Mean NPMI of the topics' top 10 words (held out)"
+                ).add(point.coherence)
+            )
+        if point.diversity is not None:
+            families.append(
+                Metric("streamlda_topic_diversity", "Distinct share of the topics' top 25").add(
+                    point.diversity
+                )
+            )
     return families + _scraper_metrics(live.scraper)
 
 

@@ -64,6 +64,8 @@ def point(p: PerplexityPoint) -> bytes:
             "docs_seen": p.docs_seen,
             "perplexity": p.perplexity,
             "perplexity_avg": p.perplexity_avg,
+            "coherence": p.coherence,
+            "diversity": p.diversity,
             "at": iso(p.at),
         }
     )

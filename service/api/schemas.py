@@ -65,6 +65,14 @@ class PerplexityPointOut(BaseModel):
     docs_seen: int
     perplexity: float = Field(description="Held-out perplexity of the topics served (beta_mean)")
     perplexity_avg: float = Field(description="Perplexity of the posterior-averaged predictive")
+    coherence: float | None = Field(
+        None,
+        description="Mean NPMI coherence of the topics' top 10 words in the held-out documents "
+        "(-1 to 1; null from workers before it existed)",
+    )
+    diversity: float | None = Field(
+        None, description="Share of distinct words among all topics' top 25 (0 to 1)"
+    )
     at: datetime
 
 

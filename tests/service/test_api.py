@@ -74,7 +74,14 @@ def test_perplexity_history_and_since(api: TestClient, published: Published) -> 
     body = api.get("/perplexity").json()
     assert body["latest"]["docs_seen"] == 3000
     assert [p["docs_seen"] for p in body["history"]] == [1000, 2000, 3000]
-    assert set(body["history"][0]) == {"docs_seen", "perplexity", "perplexity_avg", "at"}
+    assert set(body["history"][0]) == {
+        "docs_seen",
+        "perplexity",
+        "perplexity_avg",
+        "coherence",
+        "diversity",
+        "at",
+    }
     assert body["history"][1]["perplexity_avg"] == 2600.0
     since = api.get("/perplexity", params={"since": 2000}).json()
     assert [p["docs_seen"] for p in since["history"]] == [3000]
@@ -201,3 +208,18 @@ def test_page_is_self_contained(api: TestClient) -> None:
 def test_perplexity_points_appear_as_published(api: TestClient, redis_client: redis.Redis) -> None:
     append_perplexity(redis_client, PerplexityPoint(500, 10.0, 11.0, 1.0), keep=10)
     assert api.get("/perplexity").json()["latest"]["perplexity_avg"] == 11.0
+
+
+def test_points_carry_topic_quality_when_the_worker_scored_it(
+    api: TestClient, redis_client: redis.Redis
+) -> None:
+    append_perplexity(redis_client, PerplexityPoint(500, 10.0, 11.0, 1.0), keep=10)  # older worker
+    append_perplexity(redis_client, PerplexityPoint(1000, 9.0, 10.0, 2.0, 0.31, 0.62), keep=10)
+    body = api.get("/perplexity").json()
+    assert [(p["coherence"], p["diversity"]) for p in body["history"]] == [
+        (None, None),
+        (0.31, 0.62),
+    ]
+    metrics = api.get("/metrics").text
+    assert "streamlda_topic_coherence 0.31" in metrics
+    assert "streamlda_topic_diversity 0.62" in metrics

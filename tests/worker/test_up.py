@@ -116,7 +116,16 @@ def test_up_serves_topics_and_perplexity_then_stops_cleanly_and_resumes(tmp_path
         assert get(port, f"/topics/{TOPICS}")[0] == 404
         status, perplexity = get(port, "/perplexity")
         assert set(perplexity) == {"latest", "history"}
-        assert set(perplexity["history"][0]) == {"docs_seen", "perplexity", "perplexity_avg", "at"}
+        assert set(perplexity["history"][0]) == {
+            "docs_seen",
+            "perplexity",
+            "perplexity_avg",
+            "coherence",
+            "diversity",
+            "at",
+        }
+        assert -1 <= perplexity["history"][0]["coherence"] <= 1
+        assert 0 < perplexity["history"][0]["diversity"] <= 1
         status, stats = get(port, "/stats")
         assert status == 200 and stats["topics"] == TOPICS and stats["docs_seen"] > 0
         assert stats["sampler"] == "sgrld" and stats["device"] == "cpu"
@@ -125,7 +134,7 @@ def test_up_serves_topics_and_perplexity_then_stops_cleanly_and_resumes(tmp_path
         wait_until(lambda: get(port, "/readyz")[0] == 200, "/readyz")
         status, metrics = get(port, "/metrics")
         assert status == 200 and "streamlda_docs_seen " in metrics
-        assert "streamlda_perplexity" in metrics
+        assert "streamlda_perplexity" in metrics and "streamlda_topic_coherence " in metrics
     finally:
         code = stop_up(up)
     output = log.read_text()
