@@ -108,23 +108,13 @@ class GroupWorker(Worker):
     def _group_shutdown(self) -> None:
         leader = self.group.leader
         if leader and self.model is not None:
-            self._finish_scoring()
+            # torchrun kills a rank still running 30 s after its SIGTERM; what is not scored
+            # stays in the checkpoint.
+            self._finish_scoring(GROUP_STOP_SCORING_S)
             self._publish_if_stale()
         has_model = self.reducer.broadcast_object(leader and self.model is not None)
         if has_model and self.model is not None:
             self._group_checkpoint("stop", final=True)
-
-    def _finish_scoring(self) -> None:
-        """As a single worker, but within GROUP_STOP_SCORING_S: torchrun kills a rank that has
-        not stopped 30 s after its SIGTERM (what is not scored stays in the checkpoint)."""
-        wait = self.settings.eval_stop_wait_s
-        self.settings = self.settings.model_copy(
-            update={"eval_stop_wait_s": min(wait, GROUP_STOP_SCORING_S)}
-        )
-        try:
-            super()._finish_scoring()
-        finally:
-            self.settings = self.settings.model_copy(update={"eval_stop_wait_s": wait})
 
     # --- one iteration ---------------------------------------------------------------------
     def _group_step(self) -> None:

@@ -187,13 +187,14 @@ class Worker:
             if self.evaluator is not None:
                 self.evaluator.close()
 
-    def _finish_scoring(self) -> None:
-        """Wait up to eval_stop_wait_s for the betas handed off (the rest stay in the
-        checkpoint, scored after a restart)."""
+    def _finish_scoring(self, most_s: float | None = None) -> None:
+        """Wait up to eval_stop_wait_s (or ``most_s``, if shorter) for the betas handed off
+        (the rest stay in the checkpoint, scored after a restart)."""
         evaluator = self.evaluator
         if evaluator is None or not evaluator.ready or not evaluator.pending:
             return
-        deadline = time.monotonic() + self.settings.eval_stop_wait_s
+        wait = self.settings.eval_stop_wait_s
+        deadline = time.monotonic() + (wait if most_s is None else min(wait, most_s))
         while evaluator.pending and (left := deadline - time.monotonic()) > 0:
             self._collect(timeout=min(left, 0.5))
 
