@@ -63,6 +63,7 @@ from lda.perplexity import (
 from lda.samplers import SAMPLERS
 from lda.schedules import StepSchedule
 from lda.vocab import Vocabulary
+from service.session import LearningSession, learner_config
 from service.settings import Settings
 
 HERE = Path(__file__).resolve().parent
@@ -337,22 +338,22 @@ def parse_run_spec(spec: str) -> RunSpec:
 
 
 def make_config(args: argparse.Namespace, spec: RunSpec, n_words: int) -> LearnerConfig:
-    """The run's LearnerConfig: the command line's settings, then the spec's fields."""
-    settings: dict[str, Any] = {
-        "n_topics": args.topics,
-        "n_words": n_words,
-        "sampler": spec.sampler,
-        "corpus_size": args.corpus_size,
-        "corpus_growth": args.corpus_growth,
-        "dtype": args.dtype,
-        "alpha": args.alpha,
-        "schedule": None if args.step_size is None else StepSchedule(args.step_size),
-        "friction": args.friction,
-    }
-    for name in ("sweeps", "gibbs"):  # unset: the learner's defaults
-        if getattr(args, name) is not None:
-            settings[name] = getattr(args, name)
-    return LearnerConfig(**{**settings, **spec.overrides})
+    """The run's LearnerConfig as the service builds it from its settings (the command line's
+    here; ``--step-size`` is a constant eps), then the spec's fields."""
+    constant = args.step_size is not None
+    settings = Settings(
+        sampler=spec.sampler,
+        topics=args.topics,
+        corpus_size=args.corpus_size,
+        corpus_growth=args.corpus_growth,
+        alpha=args.alpha,
+        step_size=args.step_size,
+        step_c=0.0 if constant else None,
+        friction=args.friction,
+        sweeps=args.sweeps,
+        gibbs=args.gibbs,
+    )
+    return learner_config(settings, n_words, dtype=args.dtype, **spec.overrides)
 
 
 def run_streamlda(
@@ -360,28 +361,30 @@ def run_streamlda(
     args: argparse.Namespace,
     batches: list[Batch],
     checkpoints: list[int],
-    n_words: int,
+    vocabulary: Vocabulary,
     scorer: Scorer,
 ) -> Run:
     """Train one StreamingLDA run, timing only ``update``; score beta and beta_mean."""
-    config = make_config(args, spec, n_words)
+    config = make_config(args, spec, len(vocabulary))
     assert config.gamma is not None
     run = Run(name=spec.name, settings=config.to_dict(), sweeps=config.sweeps)
     run.settings["batch_size"] = batches[0].n_documents
     start = time.perf_counter()
     StreamingLDA(config, seed=args.seed + 999).update(batches[0])  # compile / warm caches
     run.warmup_s = time.perf_counter() - start
-    model = StreamingLDA(config, seed=args.seed)
-    train_s, docs, tokens, index = 0.0, 0, 0, 0
+    # The service's learning session: its learn() is the step the worker and train take, and
+    # times the learner alone.
+    session: LearningSession[None] = LearningSession(Settings(), torch.device("cpu"))
+    model = session.begin(vocabulary, StreamingLDA(config, seed=args.seed))
+    docs, tokens, index = 0, 0, 0
     for batch in batches:
-        start = time.perf_counter()
         try:
-            model.update(batch)
+            session.learn(batch)
         except NonFiniteError as exc:
             run.error = f"{exc} after {docs} documents"
             print(f"  {spec.name}: {run.error}", file=sys.stderr)
             return run
-        train_s += time.perf_counter() - start
+        train_s = session.busy_s
         docs += batch.n_documents
         tokens += batch.n_tokens
         if index < len(checkpoints) and docs >= checkpoints[index]:
@@ -977,7 +980,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     for spec in args.run_specs:
         size = spec.batch_size or args.streamlda_batch_size
         batches = [Batch.from_ids(g) for g in minibatches(corpus.train, size)]
-        runs.append(run_streamlda(spec, args, batches, checkpoints, len(vocab), scorer))
+        runs.append(run_streamlda(spec, args, batches, checkpoints, vocab, scorer))
     summary = targets(runs, args.topics)
     quality = time_to_quality(runs, checkpoints)
     print(format_table(runs, args.eval_gamma))

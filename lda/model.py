@@ -19,7 +19,7 @@ from lda.averaging import ExponentialMean
 from lda.batch import Batch
 from lda.gibbs import Method, gibbs_expectations
 from lda.gradient import MinibatchStatistics
-from lda.parallel import Reducer, layout
+from lda.parallel import Layout, Reducer, layout
 from lda.perplexity import HeldoutSet, PosteriorAverage
 from lda.perplexity import test_token_probabilities as _test_token_probabilities
 from lda.samplers import SAMPLERS, Hyper, SamplerState, StepInfo, init_state, step
@@ -156,16 +156,20 @@ class StreamingLDA:
             return max(self.config.corpus_size, float(self.docs_seen + n_documents))
         return self.config.corpus_size
 
-    def update(self, batch: Batch, reducer: Reducer | None = None) -> StepInfo:
+    def update(
+        self, batch: Batch, reducer: Reducer | None = None, where: Layout | None = None
+    ) -> StepInfo:
         """Learn from one minibatch: Gibbs expectations, then one sampler step.
 
         With a ``reducer`` the minibatch is the union of every rank's ``batch`` (one may be
         empty): each rank computes its documents' expectations, their sum goes into the same
-        step on every rank (:mod:`lda.parallel`)."""
+        step on every rank (:mod:`lda.parallel`). ``where`` is the step's layout when the
+        caller already has it (saves a collective)."""
         cfg = self.config
         assert cfg.gamma is not None and cfg.burn_in is not None
         assert cfg.sweeps is not None and cfg.gibbs is not None
-        where = layout(reducer, batch.n_documents, batch.n_tokens)
+        if where is None:
+            where = layout(reducer, batch.n_documents, batch.n_tokens)
         if where.documents == 0:
             raise ValueError("cannot learn from an empty minibatch")
         batch = Batch(batch.words.to(self.device), batch.offsets)

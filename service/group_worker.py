@@ -28,12 +28,12 @@ import redis
 
 from lda.batch import Batch
 from lda.model import StreamingLDA
-from lda.parallel import layout
+from lda.parallel import Layout, layout
 from lda.vocab import Vocabulary
 from service.distributed import DistributedReducer, Group
+from service.session import LearningSession
 from service.settings import Settings
 from service.snapshot import read_control
-from service.sources import Article
 from service.worker import Worker
 
 log = logging.getLogger(__name__)
@@ -68,6 +68,8 @@ class GroupWorker(Worker):
         self.group = group
         self.reducer = reducer
         self.consumer = f"{settings.consumer_name}-{group.rank}"
+        self.session = LearningSession(settings, self.device, holds_out=group.leader)
+        self.where: Layout | None = None  # the layout of the step about to be taken
         self.model_epoch = 0  # rank 0: bumped whenever the model is replaced
         self.sent_epoch = 0
         self.group_buffered = 0
@@ -94,10 +96,10 @@ class GroupWorker(Worker):
         """Exchange every rank's counts; False once any rank was asked to stop."""
         mine = [
             float(self.stop.is_set()),
-            float(len(self.buffer)),
+            float(len(self.session.buffer)),
             float(len(self.trained)),
-            float(self.docs_here),
-            self.busy_s,
+            float(self.session.docs_here),
+            self.session.busy_s,
         ]
         every = self.reducer.exchange(mine)
         self.group_buffered = int(sum(r[1] for r in every))
@@ -133,7 +135,7 @@ class GroupWorker(Worker):
             else:
                 self.stop.wait(self.settings.read_block_ms / 1000)
             return
-        if len(self.buffer) < self.settings.batch_size:
+        if self.session.wanted:
             entries = self._read()
             if entries:
                 self.empty_since = None
@@ -161,7 +163,8 @@ class GroupWorker(Worker):
         if self.model is not None and self.vocab is not None and self.sent_epoch < self.model_epoch:
             model = (self.model_epoch, self.model.state_dict(), list(self.vocab.words))
             self.sent_epoch = self.model_epoch
-        ready = self.model is not None and (self.heldout is not None or self.settings.heldout == 0)
+        heldout_done = self.session.heldout is not None or self.settings.heldout == 0
+        ready = self.model is not None and heldout_done
         return Plan(ready=ready, paused=control.paused, checkpoint=reason, model=model)
 
     def _periodic_due(self) -> bool:
@@ -181,10 +184,9 @@ class GroupWorker(Worker):
     def _group_train(self) -> None:
         """Every rank: one step on the union of the ranks' next minibatches (or, when every
         buffer is empty, rank 0 shows the latest topics)."""
-        size = min(len(self.buffer), self.settings.batch_size)
-        tokens = sum(len(ids) for _, ids in self.buffer[:size])
-        where = layout(self.reducer, size, tokens)
-        if where.documents:
+        buffer = self.session.buffer[: self.settings.batch_size]  # what _train_next takes
+        self.where = layout(self.reducer, len(buffer), sum(len(ids) for _, ids in buffer))
+        if self.where.documents:
             self._train_next()
             return
         if self.group.leader and not self._publish_if_stale():
@@ -192,8 +194,8 @@ class GroupWorker(Worker):
             self._idle_long_enough()  # starts the idle clock that "drained" reads
 
     # --- hooks of the single worker --------------------------------------------------------
-    def _learn(self, model: StreamingLDA, batch: Batch) -> None:
-        model.update(batch, self.reducer)
+    def _learn(self, batch: Batch) -> None:
+        self.session.learn(batch, self.reducer, self.where)
 
     def _set_model(
         self, model: StreamingLDA, vocab: Vocabulary, extra: dict[str, Any] | None = None
@@ -202,16 +204,15 @@ class GroupWorker(Worker):
         if self.group.leader:
             super()._set_model(model, vocab, extra)
         else:
-            self.model, self.vocab = model, vocab
+            self.session.begin(vocab, model)
 
     def _receive(self, epoch: int, state: dict[str, Any], words: list[str]) -> None:
         """Ranks 1..N-1: rank 0's model (new, resumed or restored)."""
-        self.model = StreamingLDA.from_state_dict(state, self.device)
-        self.vocab = Vocabulary(words)
-        self.model_epoch = self.sent_epoch = epoch
-        log.info(
-            "rank %d: model at %d documents from rank 0", self.group.rank, self.model.docs_seen
+        model = self.session.begin(
+            Vocabulary(words), StreamingLDA.from_state_dict(state, self.device)
         )
+        self.model_epoch = self.sent_epoch = epoch
+        log.info("rank %d: model at %d documents from rank 0", self.group.rank, model.docs_seen)
 
     def _restore(self, exc: Exception, entries: list[str]) -> None:
         """Every rank meets the same non-finite theta: rank 0 restores its checkpoint (sent to
@@ -221,7 +222,7 @@ class GroupWorker(Worker):
             super()._restore(exc, entries)
             return
         self.trained = entries + self.trained
-        self.model = None  # until rank 0's restored model arrives
+        self.session.model = None  # until rank 0's restored model arrives
 
     def _checkpoint(self, reason: str, *, final: bool = False) -> None:
         if self.group.leader and reason in ("vocabulary", "restore"):
@@ -254,10 +255,6 @@ class GroupWorker(Worker):
     def _hand_off(self) -> None:
         if self.group.leader:
             super()._hand_off()
-        else:
-            assert self.model is not None
-            every = self.settings.eval_every
-            self.next_eval = (self.model.docs_seen // every + 1) * every
 
     def _beat(self) -> None:
         if self.group.leader:
@@ -271,18 +268,3 @@ class GroupWorker(Worker):
 
     def _rank_rates(self) -> list[float]:
         return list(self.rank_rates)
-
-    def _ingest(self, entries: list[tuple[str, Article]]) -> None:
-        """Rank 0 ingests as a single worker does; the others only train (the vocabulary and
-        the held-out set are rank 0's)."""
-        if self.group.leader:
-            super()._ingest(entries)
-            return
-        assert self.vocab is not None
-        for entry_id, article in entries:
-            ids = self.vocab.encode(article.text)
-            if ids:
-                self.buffer.append((entry_id, ids))
-            else:
-                self.counters["empty_docs"] += 1
-                self.trained.append(entry_id)

@@ -13,40 +13,11 @@ import numpy as np
 import torch
 
 from lda.checkpoint import load_checkpoint, save_checkpoint
-from lda.model import LearnerConfig, StreamingLDA
-from lda.samplers import SAMPLERS
-from lda.schedules import StepSchedule
+from lda.model import StreamingLDA
 from lda.vocab import Vocabulary
 from service.settings import Settings
 
 CHECKPOINT_NAME = "checkpoint.pt"
-
-
-def learner_config(settings: Settings, n_words: int) -> LearnerConfig:
-    """The learner's configuration from the settings (unset values take the sampler's)."""
-    default = SAMPLERS[settings.sampler].schedule
-    schedule = StepSchedule(
-        default.a if settings.step_size is None else settings.step_size,
-        default.b if settings.step_b is None else settings.step_b,
-        default.c if settings.step_c is None else settings.step_c,
-    )
-    return LearnerConfig(
-        n_topics=settings.topics,
-        n_words=n_words,
-        sampler=settings.sampler,
-        alpha=settings.alpha,
-        gamma=settings.gamma,
-        schedule=schedule,
-        friction=settings.friction,
-        corpus_size=settings.corpus_size,
-        corpus_growth=settings.corpus_growth,
-        sweeps=settings.sweeps,
-        burn_in=settings.burn_in,
-        gibbs=settings.gibbs,
-        eval_sweeps=settings.eval_sweeps,
-        eval_gibbs=settings.eval_gibbs,
-        mean_decay=settings.mean_decay,
-    )
 
 
 def save_model(

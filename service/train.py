@@ -19,23 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-import torch
-
-from lda.batch import Batch
 from lda.coherence import topic_quality
 from lda.model import NonFiniteError, StreamingLDA, resolve_device
-from lda.perplexity import HeldoutSet
-from lda.vocab import Vocabulary, build_vocabulary
+from lda.vocab import Vocabulary
 from service.errors import CommandError
 from service.learner_flags import add_learner_flags
-from service.model_store import (
-    CHECKPOINT_NAME,
-    export_model,
-    learner_config,
-    save_model,
-    topics_summary,
-)
+from service.model_store import CHECKPOINT_NAME, export_model, save_model, topics_summary
 from service.runtime import set_threads
+from service.session import LearningSession, ModelTooLarge, VocabularyError
 from service.settings import Settings
 from service.sources import Article, SourceError, open_source
 
@@ -126,33 +117,11 @@ def _progress(done: int, total: int) -> None:
         print(f"\r[{bar}] {done}/{total} docs", end="", file=sys.stderr, flush=True)
 
 
-def _encoded(
-    articles: Iterator[Article], vocabulary: Vocabulary, skipped: list[int]
-) -> Iterator[list[int]]:
-    """Word ids of each article; articles with no in-vocabulary word are counted and skipped."""
-    for article in articles:
-        ids = vocabulary.encode(article.text)
-        if ids:
-            yield ids
-        else:
-            skipped[0] += 1
-
-
-def _vocabulary(
-    settings: Settings, articles: Iterator[Article]
-) -> tuple[Vocabulary, Iterator[Article]]:
-    """The vocabulary file, or one built from the first documents (which are then replayed)."""
-    if settings.vocab is not None:
-        try:
-            return Vocabulary.load(settings.vocab), articles
-        except (OSError, ValueError) as exc:
-            raise CommandError(f"cannot read vocabulary {settings.vocab}: {exc}") from exc
-    head = list(itertools.islice(articles, settings.vocab_docs))
+def _load_vocabulary(path: Path) -> Vocabulary:
     try:
-        vocabulary = build_vocabulary((a.text for a in head), settings.vocab_size)
-    except ValueError as exc:
-        raise CommandError(f"cannot build a vocabulary: {exc}") from exc
-    return vocabulary, itertools.chain(head, articles)
+        return Vocabulary.load(path)
+    except (OSError, ValueError) as exc:
+        raise CommandError(f"cannot read vocabulary {path}: {exc}") from exc
 
 
 def run(settings: Settings, args: argparse.Namespace) -> int:
@@ -165,26 +134,26 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from exc
     set_threads(settings.threads)
     out_dir: Path = args.out
+    session: LearningSession[None] = LearningSession(settings, device)
     try:
         source = open_source(settings.source, settings=settings)
-        vocabulary, articles = _vocabulary(settings, iter(source))
+        if settings.vocab is not None:
+            session.begin(_load_vocabulary(settings.vocab))
         _make_output_directory(out_dir)
-        skipped = [0]
-        documents = _encoded(articles, vocabulary, skipped)
-        heldout_docs = list(itertools.islice(documents, settings.heldout))
-        model = _new_model(settings, len(vocabulary), device)
         report = Report(sys.stdout, args.json, settings.sampler)
-        heldout = HeldoutSet.from_documents(heldout_docs, device) if heldout_docs else None
-        _train(model, documents, heldout, heldout_docs, settings, args.docs, report)
+        empty = _train(session, iter(source), args.docs, report)
     except SourceError as exc:
+        raise CommandError(str(exc)) from exc
+    except (VocabularyError, ModelTooLarge) as exc:
         raise CommandError(str(exc)) from exc
     except NonFiniteError as exc:
         raise CommandError(f"{exc}; try a smaller --step-size") from exc
     if sys.stderr.isatty():
         print(file=sys.stderr)
-    if model.docs_seen == 0:
+    model, vocabulary = session.model, session.vocabulary
+    if model is None or vocabulary is None or model.docs_seen == 0:
         raise CommandError(
-            f"no documents left to train on: the source gave {len(heldout_docs)} with "
+            f"no documents left to train on: the source gave {len(session.heldout_docs)} with "
             f"in-vocabulary words and --heldout takes the first {settings.heldout}"
         )
     if model.docs_seen < args.docs:
@@ -192,7 +161,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
             f"note: the source ran out after {model.docs_seen} training documents",
             file=sys.stderr,
         )
-    extra = {"skipped_no_vocabulary_words": skipped[0], "source_skips": dict(source.skipped.counts)}
+    extra = {"skipped_no_vocabulary_words": empty, "source_skips": dict(source.skipped.counts)}
     try:
         save_model(out_dir / CHECKPOINT_NAME, model, vocabulary, settings, extra)
         export_model(out_dir, model, vocabulary, TOP_WORDS_EXPORTED)
@@ -210,41 +179,45 @@ def _make_output_directory(out_dir: Path) -> None:
         raise CommandError(f"cannot create output directory {out_dir}: {exc}") from exc
 
 
-def _new_model(settings: Settings, n_words: int, device: torch.device) -> StreamingLDA:
-    """The learner, or one error line when K x W does not fit in memory."""
-    try:
-        return StreamingLDA(learner_config(settings, n_words), device, settings.seed)
-    except (RuntimeError, MemoryError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise CommandError(
-            f"cannot allocate the model ({settings.topics} topics x {n_words} words): {first}"
-        ) from exc
-
-
 def _train(
-    model: StreamingLDA,
-    documents: Iterator[list[int]],
-    heldout: HeldoutSet | None,
-    heldout_docs: list[list[int]],
-    settings: Settings,
-    total: int,
-    report: Report,
-) -> None:
-    next_eval = settings.eval_every
-    while model.docs_seen < total:
-        size = min(settings.batch_size, total - model.docs_seen)
-        chunk = list(itertools.islice(documents, size))
-        if not chunk:
+    session: LearningSession[None], articles: Iterator[Article], total: int, report: Report
+) -> int:
+    """Feed the session until ``total`` documents are trained or the source ends (the last
+    minibatch is cut to land on ``total``); the documents with no vocabulary word."""
+    batch_size = session.settings.batch_size
+    empty = 0
+    evaluated = 0
+    for article in itertools.chain(articles, [None]):
+        ended = article is None
+        placed = session.flush() if article is None else session.offer([(None, article.text)])
+        empty += sum(p.kind == "empty" for p in placed)
+        model = session.model
+        if model is None:
+            continue
+        while session.buffer and (
+            ended or len(session.buffer) >= min(batch_size, total - model.docs_seen)
+        ):
+            _, batch = session.take(total - model.docs_seen)
+            session.learn(batch)
+            report.learner_seconds = session.busy_s
+            _progress(model.docs_seen, total)
+            if session.heldout is not None and session.evaluation_due():
+                _evaluate(session, report)
+                evaluated = model.docs_seen
+            if model.docs_seen >= total:
+                break
+        if model.docs_seen >= total:
             break
-        started = time.perf_counter()
-        model.update(Batch.from_ids(chunk, model.device))
-        report.learner_seconds += time.perf_counter() - started
-        _progress(model.docs_seen, total)
-        if heldout is not None and model.docs_seen >= next_eval:
-            report.row(model, *model.evaluate(heldout), Quality.of(model, heldout_docs))
-            next_eval += settings.eval_every
-    if heldout is not None and model.docs_seen and model.docs_seen % settings.eval_every:
-        report.row(model, *model.evaluate(heldout), Quality.of(model, heldout_docs))
+    model = session.model
+    if session.heldout is not None and model is not None and model.docs_seen != evaluated:
+        _evaluate(session, report)
+    return empty
+
+
+def _evaluate(session: LearningSession[None], report: Report) -> None:
+    model, heldout = session.model, session.heldout
+    assert model is not None and heldout is not None
+    report.row(model, *model.evaluate(heldout), Quality.of(model, session.heldout_docs))
 
 
 def _print_topics(model: StreamingLDA, vocabulary: Vocabulary, stream: TextIO) -> None:

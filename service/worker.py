@@ -59,13 +59,13 @@ import redis
 
 from lda.batch import Batch
 from lda.model import NonFiniteError, StreamingLDA, resolve_device
-from lda.perplexity import HeldoutSet
-from lda.vocab import Vocabulary, build_vocabulary
+from lda.vocab import Vocabulary
 from service.evaluator import Evaluator, Scored
 from service.heldout_store import HeldoutStore
-from service.model_store import CHECKPOINT_NAME, learner_config, load_model, save_model
+from service.model_store import CHECKPOINT_NAME, load_model, save_model
 from service.queue import ArticleQueue
 from service.redis_retry import RedisGaveUp, RedisRetry
+from service.session import LearningSession, ModelTooLarge, VocabularyError
 from service.settings import Settings
 from service.snapshot import (
     PerplexityPoint,
@@ -81,6 +81,8 @@ from service.snapshot import (
 from service.sources import Article
 
 log = logging.getLogger(__name__)
+
+Entry = tuple[str, Article]  # a stream entry: its id and its article
 
 # The worker's counters in every snapshot (zero until they happen), kept across restarts.
 COUNTERS = (
@@ -108,26 +110,27 @@ class Worker:
         self.redis = RedisRetry(settings, self.stop)
         self.device = resolve_device(settings.device)
         self.path = Path(settings.data_dir) / CHECKPOINT_NAME
-        self.model: StreamingLDA | None = None
-        self.vocab: Vocabulary | None = None
-        self.heldout: HeldoutSet | None = None
-        self.heldout_docs: list[list[int]] = []
+        # The learning protocol: vocabulary, held-out set, minibatches, evaluation schedule.
+        self.session: LearningSession[Entry] = LearningSession(settings, self.device)
         self.evaluator: Evaluator | None = None
-        self.vocab_articles: list[tuple[str, Article]] = []  # held until a vocabulary exists
-        self.buffer: list[tuple[str, list[int]]] = []  # encoded, not trained yet
         self.trained: list[str] = []  # entries to acknowledge with the next checkpoint
         self.counters: Counter[str] = Counter(dict.fromkeys(COUNTERS, 0))
         self.checkpoint_seq = 0
         self.last_checkpoint = time.monotonic()
         self.empty_since: float | None = None  # when reads began finding the stream empty
         self.checkpointed_docs = -1
-        self.next_eval = settings.eval_every
-        self.busy_s = 0.0
-        self.docs_here = 0
-        self.tokens_here = 0
         self.model_published = False
         self.published_docs = -1  # docs_seen of the last snapshot published
         self.published_at = -math.inf  # its time.monotonic()
+
+    @property
+    def model(self) -> StreamingLDA | None:
+        """The learner, once a vocabulary exists."""
+        return self.session.model
+
+    @property
+    def vocab(self) -> Vocabulary | None:
+        return self.session.vocabulary
 
     # --- lifecycle -------------------------------------------------------------------------
     def run(self) -> None:
@@ -161,7 +164,7 @@ class Worker:
             self._set_model(model, vocab, extra)
             self.checkpointed_docs = model.docs_seen
         elif self.settings.vocab is not None:
-            self._new_model(Vocabulary.load(self.settings.vocab))
+            self._new_model(Vocabulary.load(self.settings.vocab), None)
         else:
             log.info(
                 "building a vocabulary of %d words from the first %d documents",
@@ -212,17 +215,17 @@ class Worker:
             return
         if reason := self._checkpoint_due():
             self._checkpoint(reason)
-        if len(self.buffer) >= self.settings.batch_size:
+        if self.session.batch_ready:
             self._train_next()
             return
         entries = self._read()
         if entries:
             self.empty_since = None
             self._ingest(entries)
-            if len(self.buffer) >= self.settings.batch_size:
+            if self.session.batch_ready:
                 self._train_next()
             return
-        if self.buffer:  # the stream is empty: do not wait for a full minibatch
+        if self.session.buffer:  # the stream is empty: do not wait for a full minibatch
             self._train_next()
         elif not self._publish_if_stale():  # the stream ran dry: show the latest topics now
             self._beat()
@@ -238,20 +241,16 @@ class Worker:
             self.empty_since = now
         return now - self.empty_since >= self.settings.checkpoint_idle_s
 
-    def _read(self) -> list[tuple[str, Article]]:
-        s = self.settings
-        if self.model is None:
-            wanted = s.vocab_docs - len(self.vocab_articles)
-        else:
-            wanted = s.batch_size - len(self.buffer)
+    def _read(self) -> list[Entry]:
+        wanted, block_ms = self.session.wanted, self.settings.read_block_ms
         return self.redis(
             "reading the stream",
-            lambda: self.queue.read(self.consumer, wanted, block_ms=s.read_block_ms),
+            lambda: self.queue.read(self.consumer, wanted, block_ms=block_ms),
         )
 
     def _paused(self) -> None:
         """Train what is in hand, checkpoint it, then idle (still beating)."""
-        if self.buffer and self.model is not None:
+        if self.session.buffer and self.model is not None:
             self._train_next()
             return
         if self.model is not None and self.trained:
@@ -271,29 +270,30 @@ class Worker:
         return "periodic" if changed and elapsed >= self.settings.checkpoint_every_s else None
 
     # --- documents -------------------------------------------------------------------------
-    def _ingest(self, entries: list[tuple[str, Article]]) -> None:
-        if self.model is None:
-            self.vocab_articles += entries
-            if len(self.vocab_articles) < self.settings.vocab_docs:
-                return
-            entries, self.vocab_articles = self.vocab_articles, []
-            try:
-                vocab = build_vocabulary((a.text for _, a in entries), self.settings.vocab_size)
-            except ValueError as exc:
-                raise SystemExit(f"streamlda worker: cannot build a vocabulary: {exc}") from exc
-            self._new_model(vocab)
-        assert self.vocab is not None
-        for entry_id, article in entries:
-            ids = self.vocab.encode(article.text)
-            if not ids:
+    def _ingest(self, entries: list[Entry]) -> None:
+        """Hand the entries to the session; store and acknowledge the held-out ones, queue the
+        empty ones for acknowledgement. The first vocab_docs entries wait for the vocabulary."""
+        begun = self.model is not None
+        had_heldout = self.session.heldout is not None
+        try:
+            placed = self.session.offer((entry, entry[1].text) for entry in entries)
+        except (VocabularyError, ModelTooLarge) as exc:
+            raise SystemExit(f"streamlda worker: {exc}") from exc
+        if not begun and self.model is not None:
+            assert self.vocab is not None
+            self._new_model(self.vocab, self.model)  # tells the evaluator of a held-out set
+            had_heldout = self.session.heldout is not None
+        for where in placed:
+            entry_id, article = where.item
+            if where.kind == "empty":
                 self.counters["empty_docs"] += 1
                 self.trained.append(entry_id)  # nothing to learn: acknowledged with the rest
-            elif len(self.heldout_docs) < self.settings.heldout:
-                self._hold_out(entry_id, article, ids)
-            else:
-                self.buffer.append((entry_id, ids))
+            elif where.kind == "heldout":
+                self._hold_out(entry_id, article)
+        if not had_heldout and self.session.heldout is not None:
+            self._heldout_complete()
 
-    def _hold_out(self, entry_id: str, article: Article, ids: list[int]) -> None:
+    def _hold_out(self, entry_id: str, article: Article) -> None:
         self.redis(
             "storing a held-out article",
             functools.partial(self.heldout_store.add, entry_id, article),
@@ -301,20 +301,20 @@ class Worker:
         self.redis(
             "acknowledging a held-out article", functools.partial(self.queue.ack, [entry_id])
         )
-        self.heldout_docs.append(ids)
-        if len(self.heldout_docs) == self.settings.heldout:
-            self._heldout_complete()
-            log.info("held-out set complete: %d documents", len(self.heldout_docs))
 
     def _heldout_complete(self) -> None:
-        self.heldout = HeldoutSet.from_documents(self.heldout_docs, self.device)
         if self.evaluator is not None:
-            self.evaluator.set_heldout(self.heldout_docs)
+            self.evaluator.set_heldout(self.session.heldout_docs)
+        log.info("held-out set complete: %d documents", len(self.session.heldout_docs))
 
     # --- the model -------------------------------------------------------------------------
-    def _new_model(self, vocab: Vocabulary) -> None:
-        config = learner_config(self.settings, len(vocab))
-        self._set_model(StreamingLDA(config, self.device, self.settings.seed), vocab)
+    def _new_model(self, vocab: Vocabulary, model: StreamingLDA | None) -> None:
+        """A first learner over ``vocab`` (``model``: the one the session began)."""
+        try:
+            model = model or self.session.new_model(len(vocab))
+        except ModelTooLarge as exc:
+            raise SystemExit(f"streamlda worker: {exc}") from exc
+        self._set_model(model, vocab)
         self._checkpoint("vocabulary")  # persist the vocabulary before anything depends on it
 
     def _set_model(
@@ -322,9 +322,7 @@ class Worker:
     ) -> None:
         """Learn with ``model`` (new, resumed or restored); its checkpoint's ``extra`` says which
         perplexity points were published and which betas still wait for scoring."""
-        self.model, self.vocab = model, vocab
-        every = self.settings.eval_every
-        self.next_eval = (model.docs_seen // every + 1) * every
+        self.session.begin(vocab, model)
         # Checkpoints before asynchronous scoring had every point up to docs_seen scored.
         evaluations = (extra or {}).get("evaluations", {})
         scored_docs = int(evaluations.get("scored_docs", model.docs_seen))
@@ -346,36 +344,27 @@ class Worker:
             pending,
         )
         self.evaluator.start()
-        if self.heldout is None and self.settings.heldout:
-            texts = self.redis("reading the held-out set", self.heldout_store.texts)
-            encoded = (vocab.encode(text) for text in texts)
-            self.heldout_docs = [ids for ids in encoded if ids][: self.settings.heldout]
-            if len(self.heldout_docs) == self.settings.heldout:
+        session = self.session
+        if session.heldout is not None:
+            self.evaluator.set_heldout(session.heldout_docs)
+        elif self.settings.heldout and not session.heldout_docs:  # resumed: read it back
+            session.restore_heldout(
+                self.redis("reading the held-out set", self.heldout_store.texts)
+            )
+            if session.heldout is not None:
                 self._heldout_complete()
-        elif self.heldout is not None:
-            self.evaluator.set_heldout(self.heldout_docs)
 
     def _train_next(self) -> None:
-        model = self.model
-        assert model is not None
-        items, self.buffer = (
-            self.buffer[: self.settings.batch_size],
-            self.buffer[self.settings.batch_size :],
-        )
-        entries = [entry for entry, _ in items]
-        documents = [ids for _, ids in items]
-        started = time.perf_counter()
+        items, batch = self.session.take()
+        entries = [entry_id for entry_id, _ in items]
         try:
-            self._learn(model, Batch.from_ids(documents, self.device))  # checks theta is finite
+            self._learn(batch)  # checks theta is finite
         except NonFiniteError as exc:
             self._restore(exc, entries)
             return
-        self.busy_s += time.perf_counter() - started
-        self.docs_here += len(documents)
-        self.tokens_here += sum(len(ids) for ids in documents)
         self.counters["updates"] += 1
         self.trained += entries
-        if model.docs_seen >= self.next_eval:
+        if self.session.evaluation_due():
             self._hand_off()
         if not self.model_published:
             self._publish_model()
@@ -384,9 +373,9 @@ class Worker:
         else:  # rendering top words every minibatch would cost the worker and the API CPU
             self._beat()
 
-    def _learn(self, model: StreamingLDA, batch: Batch) -> None:
+    def _learn(self, batch: Batch) -> None:
         """One sampler step on ``batch`` (a group of ranks steps together)."""
-        model.update(batch)
+        self.session.learn(batch)
 
     def _beat(self) -> None:
         self.redis("beating", functools.partial(beat, self.client))
@@ -397,9 +386,7 @@ class Worker:
         not wait for it."""
         model, evaluator = self.model, self.evaluator
         assert model is not None and evaluator is not None
-        every = self.settings.eval_every
-        self.next_eval = (model.docs_seen // every + 1) * every
-        if self.heldout is None:
+        if self.session.heldout is None:
             return
         if not evaluator.submit(model.docs_seen, model.beta_mean):
             self.counters["evals_skipped"] += 1
@@ -451,8 +438,7 @@ class Worker:
         if self.path.exists():
             model, _vocab, extra = load_model(self.path, self.device)
         else:
-            config = learner_config(self.settings, len(self.vocab))
-            model = StreamingLDA(config, self.device, self.settings.seed)
+            model = self.session.new_model(len(self.vocab))
         log.error(
             "%s: restored the checkpoint at %d documents (restore %d); %d documents dropped",
             exc,
@@ -516,8 +502,7 @@ class Worker:
 
     # --- publication -----------------------------------------------------------------------
     def _rates(self) -> tuple[float, float]:
-        busy = max(self.busy_s, 1e-9)
-        return self.docs_here / busy, self.tokens_here / busy
+        return self.session.rates()
 
     def _rank_rates(self) -> list[float]:
         """Each rank's docs/s: none for a single worker (see GroupWorker)."""
@@ -550,7 +535,7 @@ class Worker:
         counters = {
             **self.counters,
             "redis_retries": self.redis.retries,
-            "heldout_docs": len(self.heldout_docs),
+            "heldout_docs": len(self.session.heldout_docs),
             "unacked": len(self.trained),
             "evals_waiting": 0 if self.evaluator is None else len(self.evaluator.pending),
             "scorer_restarts": 0 if self.evaluator is None else self.evaluator.restarts,

@@ -18,8 +18,9 @@ from lda.batch import Batch
 from lda.model import StreamingLDA
 from lda.perplexity import HeldoutSet
 from lda.vocab import Vocabulary, build_vocabulary
-from service.model_store import CHECKPOINT_NAME, learner_config, load_model
+from service.model_store import CHECKPOINT_NAME, load_model
 from service.queue import ArticleQueue
+from service.session import learner_config
 from service.settings import Settings
 from service.snapshot import read_snapshot
 from service.sources import Article

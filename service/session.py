@@ -1,0 +1,222 @@
+"""The learning protocol, without Redis: what ``train``, the worker and the benchmark share.
+
+A session turns documents into sampler steps the same way wherever they come from: a vocabulary
+built from the first ``vocab_docs`` texts unless one is given, the first ``heldout`` documents
+with a vocabulary word held out (never trained on), documents with none counted as empty, the
+rest trained in minibatches of ``batch_size``, an evaluation due at each multiple of
+``eval_every`` documents, and the learner's configuration from the settings
+(:func:`learner_config`). Documents carry an opaque ``item`` (a stream entry for the worker, a
+position for ``train``) that comes back with each placement and each trained minibatch: the
+caller decides what storing, acknowledging and scoring mean.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Generic, Literal, TypeVar
+
+import torch
+
+from lda.batch import Batch
+from lda.model import LearnerConfig, StreamingLDA
+from lda.parallel import Layout, Reducer
+from lda.perplexity import HeldoutSet
+from lda.samplers import SAMPLERS
+from lda.schedules import StepSchedule
+from lda.vocab import Vocabulary, build_vocabulary
+from service.settings import Settings
+
+Item = TypeVar("Item")
+Kind = Literal["empty", "heldout", "train"]
+
+
+class VocabularyError(ValueError):
+    """No vocabulary could be built from the first documents."""
+
+
+class ModelTooLarge(MemoryError):
+    """The learner's K x W parameters could not be allocated."""
+
+
+def learner_config(settings: Settings, n_words: int, **overrides: Any) -> LearnerConfig:
+    """The learner's configuration from the settings (unset values take the sampler's), then
+    ``overrides`` (LearnerConfig fields: a benchmark's run spec)."""
+    default = SAMPLERS[settings.sampler].schedule
+    schedule = StepSchedule(
+        default.a if settings.step_size is None else settings.step_size,
+        default.b if settings.step_b is None else settings.step_b,
+        default.c if settings.step_c is None else settings.step_c,
+    )
+    fields: dict[str, Any] = {
+        "n_topics": settings.topics,
+        "n_words": n_words,
+        "sampler": settings.sampler,
+        "alpha": settings.alpha,
+        "gamma": settings.gamma,
+        "schedule": schedule,
+        "friction": settings.friction,
+        "corpus_size": settings.corpus_size,
+        "corpus_growth": settings.corpus_growth,
+        "sweeps": settings.sweeps,
+        "burn_in": settings.burn_in,
+        "gibbs": settings.gibbs,
+        "eval_sweeps": settings.eval_sweeps,
+        "eval_gibbs": settings.eval_gibbs,
+        "mean_decay": settings.mean_decay,
+    }
+    return LearnerConfig(**{**fields, **overrides})
+
+
+@dataclass(frozen=True)
+class Placed(Generic[Item]):
+    """Where one offered document went: ``empty`` (no vocabulary word), ``heldout`` or
+    ``train`` (buffered for a minibatch)."""
+
+    item: Item
+    kind: Kind
+
+
+class LearningSession(Generic[Item]):
+    """One learner fed document by document; see the module docstring for the protocol."""
+
+    def __init__(self, settings: Settings, device: torch.device, holds_out: bool = True) -> None:
+        """``holds_out=False``: every document with a vocabulary word is trained (a group's
+        ranks other than 0, whose held-out set is rank 0's)."""
+        self.settings = settings
+        self.device = device
+        self.holds_out = holds_out
+        self.vocabulary: Vocabulary | None = None
+        self.model: StreamingLDA | None = None
+        self.heldout_docs: list[list[int]] = []
+        self.heldout: HeldoutSet | None = None  # once all ``heldout`` documents are in
+        self.waiting: list[tuple[Item, str]] = []  # texts held until a vocabulary exists
+        self.buffer: list[tuple[Item, list[int]]] = []  # encoded, not trained yet
+        self.next_eval = settings.eval_every
+        self.busy_s = 0.0  # in StreamingLDA.update, since this session began
+        self.docs_here = 0
+        self.tokens_here = 0
+
+    # --- the learner -----------------------------------------------------------------------
+    def new_model(self, n_words: int) -> StreamingLDA:
+        """A fresh learner for a vocabulary of ``n_words``; ModelTooLarge, with one line to
+        show, when K x W does not fit in memory."""
+        config = learner_config(self.settings, n_words)
+        try:
+            return StreamingLDA(config, self.device, self.settings.seed)
+        except (RuntimeError, MemoryError) as exc:
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise ModelTooLarge(
+                f"cannot allocate the model ({config.n_topics} topics x {n_words} words): {first}"
+            ) from exc
+
+    def begin(self, vocabulary: Vocabulary, model: StreamingLDA | None = None) -> StreamingLDA:
+        """Learn with ``model`` (resumed or restored; a new one when None) over
+        ``vocabulary``; the next evaluation is the next multiple of eval_every."""
+        self.vocabulary = vocabulary
+        self.model = self.new_model(len(vocabulary)) if model is None else model
+        every = self.settings.eval_every
+        self.next_eval = (self.model.docs_seen // every + 1) * every
+        return self.model
+
+    @property
+    def wanted(self) -> int:
+        """How many documents to read next: the vocabulary's still missing, or a minibatch's."""
+        if self.vocabulary is None:
+            return max(self.settings.vocab_docs - len(self.waiting), 0)
+        return max(self.settings.batch_size - len(self.buffer), 0)
+
+    # --- documents -------------------------------------------------------------------------
+    def offer(self, documents: Iterable[tuple[Item, str]]) -> list[Placed[Item]]:
+        """Place each (item, text): held until the vocabulary's ``vocab_docs`` texts are in
+        (then the vocabulary is built, the learner begun, and all of them placed), then empty,
+        held out or buffered. Raises VocabularyError when no vocabulary can be built."""
+        if self.vocabulary is None:
+            self.waiting += documents
+            if len(self.waiting) < self.settings.vocab_docs:
+                return []
+            return self.flush()
+        return self._place_all(documents)
+
+    def flush(self) -> list[Placed[Item]]:
+        """The source ended before ``vocab_docs`` texts: build the vocabulary from those held
+        and place them (nothing to do once a vocabulary exists)."""
+        if self.vocabulary is not None or not self.waiting:
+            return []
+        documents, self.waiting = self.waiting, []
+        try:
+            vocabulary = build_vocabulary((text for _, text in documents), self.settings.vocab_size)
+        except ValueError as exc:
+            raise VocabularyError(f"cannot build a vocabulary: {exc}") from exc
+        self.begin(vocabulary)
+        return self._place_all(documents)
+
+    def _place_all(self, documents: Iterable[tuple[Item, str]]) -> list[Placed[Item]]:
+        assert self.vocabulary is not None
+        placed: list[Placed[Item]] = []
+        for item, text in documents:
+            ids = self.vocabulary.encode(text)
+            placed.append(Placed(item, self._place(item, ids)))
+        return placed
+
+    def _place(self, item: Item, ids: list[int]) -> Kind:
+        if not ids:
+            return "empty"
+        if self.holds_out and len(self.heldout_docs) < self.settings.heldout:
+            self.heldout_docs.append(ids)
+            if len(self.heldout_docs) == self.settings.heldout:
+                self.heldout = HeldoutSet.from_documents(self.heldout_docs, self.device)
+            return "heldout"
+        self.buffer.append((item, ids))
+        return "train"
+
+    def restore_heldout(self, texts: Iterable[str]) -> None:
+        """The held-out set from its stored texts (after a restart), in arrival order."""
+        assert self.vocabulary is not None
+        encoded = (self.vocabulary.encode(text) for text in texts)
+        self.heldout_docs = [ids for ids in encoded if ids][: self.settings.heldout]
+        complete = self.settings.heldout and len(self.heldout_docs) == self.settings.heldout
+        self.heldout = (
+            HeldoutSet.from_documents(self.heldout_docs, self.device) if complete else None
+        )
+
+    # --- minibatches -----------------------------------------------------------------------
+    @property
+    def batch_ready(self) -> bool:
+        """A whole minibatch is buffered."""
+        return len(self.buffer) >= self.settings.batch_size
+
+    def take(self, most: int | None = None) -> tuple[list[Item], Batch]:
+        """The next minibatch (at most batch_size documents, or ``most``) out of the buffer."""
+        size = self.settings.batch_size if most is None else min(most, self.settings.batch_size)
+        taken, self.buffer = self.buffer[:size], self.buffer[size:]
+        return [item for item, _ in taken], Batch.from_ids([ids for _, ids in taken], self.device)
+
+    def learn(
+        self, batch: Batch, reducer: Reducer | None = None, where: Layout | None = None
+    ) -> None:
+        """One sampler step on ``batch`` (with a group's ``reducer``, on every rank's union);
+        raises lda.model.NonFiniteError and leaves the learner as it was if theta would not be
+        finite. Only the step is timed: the throughput reported is the learner's."""
+        model = self.model
+        assert model is not None
+        started = time.perf_counter()
+        model.update(batch, reducer, where)
+        self.busy_s += time.perf_counter() - started
+        self.docs_here += batch.n_documents
+        self.tokens_here += batch.n_tokens
+
+    def evaluation_due(self) -> bool:
+        """True once per multiple of eval_every reached (several at once count as one)."""
+        model = self.model
+        if model is None or model.docs_seen < self.next_eval:
+            return False
+        every = self.settings.eval_every
+        self.next_eval = (model.docs_seen // every + 1) * every
+        return True
+
+    def rates(self) -> tuple[float, float]:
+        """This process's docs/s and tokens/s while learning."""
+        busy = max(self.busy_s, 1e-9)
+        return self.docs_here / busy, self.tokens_here / busy
