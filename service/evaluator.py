@@ -63,6 +63,7 @@ class Scored:
     averaged: float
     coherence: float  # mean NPMI of the top 10 words in the held-out documents
     diversity: float  # distinct share of the top 25 words
+    topics: dict[str, Any]  # per topic: coherence, drift and matched (None for an epoch's first)
     state: dict[str, Any]
 
 
@@ -165,13 +166,14 @@ class Evaluator:
             except queue.Empty:
                 break
             wait = None
-            _kind, epoch, docs, perplexity, averaged, coherence, diversity, state = message
+            _kind, epoch, docs, perplexity, averaged, coherence, diversity, topics, state = message
             if epoch != self._epoch:
                 continue  # scored before a reset: scored again after it
             expected = self.pending[len(results)][0] if len(results) < len(self.pending) else None
             if docs != expected:
                 continue
-            results.append(Scored(docs, perplexity, averaged, coherence, diversity, state))
+            point = (docs, perplexity, averaged, coherence, diversity, topics)
+            results.append(Scored(*point, state))
         if not results:
             self._revive()
         return results

@@ -34,6 +34,7 @@ from service.distributed import DistributedReducer, Group
 from service.session import LearningSession
 from service.settings import Settings
 from service.snapshot import read_control
+from service.topic_watch import TopicWatch
 from service.worker import Worker
 
 log = logging.getLogger(__name__)
@@ -70,6 +71,7 @@ class GroupWorker(Worker):
         self.consumer = f"{settings.consumer_name}-{group.rank}"
         self.session = LearningSession(settings, self.device, holds_out=group.leader)
         self.where: Layout | None = None  # the layout of the step about to be taken
+        self.watch = TopicWatch(settings.uncertainty_samples if group.leader else 0)
         self.model_epoch = 0  # rank 0: bumped whenever the model is replaced
         self.sent_epoch = 0
         self.group_buffered = 0

@@ -3,7 +3,8 @@
 Messages in (see :class:`service.evaluator.Evaluator`): ``("reset", epoch, (gamma, sweeps,
 method), packed scorer state, held-out documents)``, ``("score", epoch, docs_seen, beta)`` and
 ``None`` (exit). Out: ``("scored", epoch, docs_seen, perplexity, averaged, coherence,
-diversity, packed state)``.
+diversity, topics, packed state)``, ``topics`` each topic's NPMI coherence and, from the second
+beta of an epoch on, how far it moved since the previous one (:mod:`lda.drift`).
 Betas of an older epoch than the last reset are ignored. No Redis, no files: the worker
 publishes and checkpoints.
 """
@@ -17,7 +18,14 @@ from typing import Any
 
 import torch
 
-from lda.coherence import topic_quality
+from lda.coherence import (
+    COHERENCE_WORDS,
+    DIVERSITY_WORDS,
+    npmi_coherence,
+    top_word_ids,
+    topic_diversity,
+)
+from lda.drift import topic_drift
 from lda.perplexity import HeldoutSet
 from lda.scorer import HeldoutScorer, ScorerConfig
 from service.evaluator import pack_state, unpack_state
@@ -60,6 +68,7 @@ def serve(inbox: Any, outbox: Any, device_name: str, threads: int | None, parent
     scorer: HeldoutScorer | None = None
     heldout: HeldoutSet | None = None
     documents: list[list[int]] = []
+    previous: torch.Tensor | None = None  # the last beta scored in this epoch
     while (message := _next(inbox, parent)) is not None:
         if message[0] == "reset":
             _kind, epoch, (gamma, sweeps, method), state, documents = message
@@ -67,12 +76,29 @@ def serve(inbox: Any, outbox: Any, device_name: str, threads: int | None, parent
             scorer = HeldoutScorer(config, torch.Generator(device=device))
             scorer.load_state_dict(unpack_state(state))
             heldout = HeldoutSet.from_documents(documents, device)
+            previous = None
             continue
         _kind, at_epoch, docs_seen, beta = message
         if at_epoch != epoch or scorer is None or heldout is None:
             continue
         topics = torch.from_numpy(beta).to(device)
         perplexity, averaged = scorer.score(topics, heldout)
-        coherence, diversity = topic_quality(topics, documents)
+        coherence = npmi_coherence(top_word_ids(topics, COHERENCE_WORDS), documents)
+        diversity = topic_diversity(top_word_ids(topics, DIVERSITY_WORDS))
+        per_topic = _per_topic(coherence, previous, topics)
+        previous = topics
         state = pack_state(scorer.state_dict())
-        outbox.put(("scored", epoch, docs_seen, perplexity, averaged, coherence, diversity, state))
+        mean = float(coherence.mean())
+        message = ("scored", epoch, docs_seen, perplexity, averaged, mean, diversity, per_topic)
+        outbox.put((*message, state))
+
+
+def _per_topic(
+    coherence: torch.Tensor, previous: torch.Tensor | None, topics: torch.Tensor
+) -> dict[str, Any]:
+    """Each topic's coherence, and its drift since ``previous`` (None for the first)."""
+    out: dict[str, Any] = {"coherence": coherence.tolist(), "drift": None, "matched": None}
+    if previous is not None:
+        drift = topic_drift(previous, topics)
+        out["drift"], out["matched"] = drift.divergence.tolist(), drift.matched.tolist()
+    return out

@@ -240,6 +240,12 @@ class Settings(BaseSettings):
     topic_words: int = Field(
         100, ge=1, description="Top words per topic kept in each snapshot (the largest ?top=)"
     )
+    uncertainty_samples: int = Field(
+        20,
+        ge=0,
+        description="Recent samples of beta whose spread gives each top word's 5-95% interval "
+        "(0: none; the worker keeps S x K x W float32)",
+    )
     perplexity_history: int = Field(
         10_000, ge=1, description="Perplexity points kept in Redis (oldest dropped)"
     )

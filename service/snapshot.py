@@ -80,6 +80,16 @@ class Snapshot:
     tokens_per_s: float = 0.0
     counters: dict[str, int] = field(default_factory=dict)
     rank_docs_per_s: list[float] = field(default_factory=list)  # per rank of a group (issue 11)
+    # Per topic of ``topics`` (issue 13; absent from older workers' snapshots): as of the
+    # evaluation at ``quality_docs``, NPMI coherence (None without held-out documents), JS
+    # divergence in bits since the evaluation before (None for the first) and the documents
+    # seen when it last moved more than lda.drift.CHANGED_BITS; and for each of its words the
+    # 5-95% interval of its weight over the chain's recent samples (None until two).
+    quality_docs: int | None = None
+    topic_coherence: list[float | None] | None = None
+    topic_drift: list[float] | None = None
+    topic_changed_at: list[int] | None = None
+    intervals: list[list[list[float]]] | None = None
 
     @property
     def world_size(self) -> int:
@@ -111,13 +121,22 @@ class Snapshot:
         return cls(**data)
 
 
+def _top(beta: torch.Tensor, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    return torch.topk(beta.detach().float().cpu(), min(n, beta.shape[1]), dim=1)
+
+
+def top_word_indices(beta: torch.Tensor, n: int) -> torch.Tensor:
+    """(K, n) the word ids :func:`top_words` lists, in its order."""
+    return _top(beta, n)[1]
+
+
 def top_words(beta: torch.Tensor, vocab: Sequence[str], n: int) -> list[list[WordWeight]]:
     """The ``n`` most probable words of each topic (row of ``beta``), most probable first."""
     if beta.dim() != 2 or beta.shape[1] != len(vocab):
         raise ValueError(f"beta is {tuple(beta.shape)}, expected (K, {len(vocab)})")
     if not bool(torch.isfinite(beta).all()):
         raise ValueError("beta has non-finite entries: never publish NaN")
-    values, indices = torch.topk(beta.detach().float().cpu(), min(n, beta.shape[1]), dim=1)
+    values, indices = _top(beta, n)
     return [
         [WordWeight(vocab[i], float(v)) for v, i in zip(row_v, row_i, strict=True)]
         for row_v, row_i in zip(values.tolist(), indices.tolist(), strict=True)

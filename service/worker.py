@@ -79,6 +79,7 @@ from service.snapshot import (
     truncate_perplexity,
 )
 from service.sources import Article
+from service.topic_watch import TopicWatch
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +114,7 @@ class Worker:
         # The learning protocol: vocabulary, held-out set, minibatches, evaluation schedule.
         self.session: LearningSession[Entry] = LearningSession(settings, self.device)
         self.evaluator: Evaluator | None = None
+        self.watch = TopicWatch(settings.uncertainty_samples)  # coherence, drift, intervals
         self.trained: list[str] = []  # entries to acknowledge with the next checkpoint
         self.counters: Counter[str] = Counter(dict.fromkeys(COUNTERS, 0))
         self.checkpoint_seq = 0
@@ -364,6 +366,8 @@ class Worker:
             return
         self.counters["updates"] += 1
         self.trained += entries
+        if self.model is not None:
+            self.watch.sample(self.model.beta)
         if self.session.evaluation_due():
             self._hand_off()
         if not self.model_published:
@@ -417,6 +421,8 @@ class Worker:
             _finite_or_none(scored.coherence),
             scored.diversity,
         )
+        self.watch.scored(scored.docs_seen, scored.topics)
+        self.published_docs = -1  # the snapshot's per-topic quality is behind: republish
         keep = self.settings.perplexity_history
         self.redis("appending perplexity", lambda: append_perplexity(self.client, point, keep=keep))
         log.info(
@@ -553,6 +559,7 @@ class Worker:
             tokens_per_s=tokens_per_s,
             counters={name: int(value) for name, value in counters.items()},
             rank_docs_per_s=self._rank_rates(),
+            **self.watch.fields(model.beta_mean, self.settings.topic_words),
         )
         self.redis(
             "publishing the snapshot", functools.partial(publish_snapshot, self.client, snapshot)

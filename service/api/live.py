@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import redis
 
+from lda.drift import CHANGED_BITS
 from service.api.prometheus import Metric, metric_name
 from service.api.schemas import QueueOut, StatsOut, timestamp
 from service.settings import Settings
@@ -143,6 +144,7 @@ def metrics(snapshot: Snapshot | None, point: PerplexityPoint | None, live: Live
                 snapshot.updated_at
             ),
         ]
+        families += _topic_metrics(snapshot)
         for name, value in snapshot.counters.items():
             family = metric_name("streamlda", "worker", name, "total")
             families.append(Metric(family, f"Worker counter {name}", "counter").add(value))
@@ -176,6 +178,25 @@ def metrics(snapshot: Snapshot | None, point: PerplexityPoint | None, live: Live
                 )
             )
     return families + _scraper_metrics(live.scraper)
+
+
+def _topic_metrics(snapshot: Snapshot) -> list[Metric]:
+    """How far the topics moved at the latest evaluation, and how many changed much."""
+    drift = snapshot.topic_drift
+    if not drift:
+        return []
+    return [
+        Metric(
+            "streamlda_topic_drift_bits",
+            "Jensen-Shannon divergence of the topics since the evaluation before (matched)",
+        )
+        .add(sum(drift) / len(drift), stat="mean")
+        .add(max(drift), stat="max"),
+        Metric(
+            "streamlda_topics_changed",
+            f"Topics that moved more than {CHANGED_BITS} bits at the latest evaluation",
+        ).add(sum(d > CHANGED_BITS for d in drift)),
+    ]
 
 
 def _rank_rates(snapshot: Snapshot) -> Metric:

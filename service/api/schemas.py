@@ -36,14 +36,37 @@ class ValidationErrorOut(BaseModel):
     errors: list[ValidationItemOut]
 
 
+UNCERTAINTY = (
+    "Add each word's low and high: the 5% and 95% quantiles of its weight over the chain's "
+    "recent samples (setting uncertainty_samples); wide means the data has not pinned it down"
+)
+SORT = "Order of the topics: id, or coherence (highest first, topics without one last)"
+
+
 class WordOut(BaseModel):
     word: str
     weight: float = Field(description="beta[k, w], the word's probability in the topic")
+    low: float | None = Field(
+        None, description="5% quantile of the weight over recent samples (?uncertainty=true)"
+    )
+    high: float | None = Field(
+        None, description="95% quantile of the weight over recent samples (?uncertainty=true)"
+    )
 
 
 class TopicOut(BaseModel):
     id: int
     words: list[WordOut]
+    coherence: float | None = Field(
+        None,
+        description="NPMI coherence of the top 10 words of beta_mean in the held-out documents, "
+        "in [-1, 1], at the latest evaluation (null before one)",
+    )
+    drift: float | None = Field(
+        None,
+        description="Jensen-Shannon divergence (bits, 0 to 1) of the topic since the evaluation "
+        "before, topics matched across the two (null for the first)",
+    )
 
 
 class TopicsOut(BaseModel):
@@ -51,6 +74,9 @@ class TopicsOut(BaseModel):
     updated_at: datetime
     sampler: str
     estimate: Estimate = Field(description=ESTIMATE)
+    quality_docs: int | None = Field(
+        None, description="Documents seen at the evaluation that coherence and drift come from"
+    )
     topics: list[TopicOut]
 
 
@@ -59,6 +85,14 @@ class OneTopicOut(TopicOut):
     updated_at: datetime
     sampler: str
     estimate: Estimate = Field(description=ESTIMATE)
+    quality_docs: int | None = Field(
+        None, description="Documents seen at the evaluation that coherence and drift come from"
+    )
+    changed_at_docs: int | None = Field(
+        None,
+        description="Documents seen at the last evaluation where the topic moved more than "
+        "0.05 bits (or was first evaluated)",
+    )
 
 
 class PerplexityPointOut(BaseModel):

@@ -52,14 +52,18 @@ class TopicsView:
         # Closures over the snapshot, not bound methods: a cache holding ``self`` would make a
         # cycle, and every replaced view (tens of thousands of objects) would wait for a full
         # garbage collection, which stalled every request for 150-270 ms.
-        def all_topics(top: int, estimate: Estimate) -> Rendered:
-            return Rendered.of(render.topics(snapshot, top, estimate))
+        def all_topics(
+            top: int, estimate: Estimate, uncertainty: bool, sort: render.TopicOrder
+        ) -> Rendered:
+            return Rendered.of(render.topics(snapshot, top, estimate, uncertainty, sort))
 
-        def one_topic(topic_id: int, top: int, estimate: Estimate) -> Rendered:
-            return Rendered.of(render.one_topic(snapshot, topic_id, top, estimate))
+        def one_topic(topic_id: int, top: int, estimate: Estimate, uncertainty: bool) -> Rendered:
+            return Rendered.of(render.one_topic(snapshot, topic_id, top, estimate, uncertainty))
 
-        self.all: Callable[[int, Estimate], Rendered] = lru_cache(maxsize=cache_size)(all_topics)
-        self.one: Callable[[int, int, Estimate], Rendered] = lru_cache(maxsize=cache_size)(
+        self.all: Callable[[int, Estimate, bool, render.TopicOrder], Rendered] = lru_cache(
+            maxsize=cache_size
+        )(all_topics)
+        self.one: Callable[[int, int, Estimate, bool], Rendered] = lru_cache(maxsize=cache_size)(
             one_topic
         )
 

@@ -22,7 +22,8 @@ from tests.service.conftest import Published
 
 def test_topics_lists_every_topic_with_top_words(api: TestClient, published: Published) -> None:
     body = api.get("/topics", params={"top": 3}).json()
-    assert set(body) == {"docs_seen", "updated_at", "sampler", "estimate", "topics"}
+    assert set(body) == {"docs_seen", "updated_at", "sampler", "estimate", "quality_docs", "topics"}
+    assert set(body["topics"][0]) == {"id", "words", "coherence", "drift"}
     assert body["docs_seen"] == 3000 and body["sampler"] == "sgrld" and body["estimate"] == "mean"
     datetime.fromisoformat(body["updated_at"])
     assert [t["id"] for t in body["topics"]] == [0, 1, 2]

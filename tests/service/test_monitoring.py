@@ -56,6 +56,7 @@ REQUIRED_METRICS = {
     "streamlda_perplexity",
     "streamlda_topic_coherence",
     "streamlda_topic_diversity",
+    "streamlda_topic_drift_bits",
     "streamlda_docs_per_second",
     "streamlda_rank_docs_per_second",
     "streamlda_queue_length",
@@ -295,12 +296,17 @@ def test_dashboard_shows_what_the_issue_asks_for() -> None:
 
 def publish_everything(client: redis.Redis, settings: Settings, published: Published) -> None:
     """What a running pipeline leaves in Redis: a worker's snapshot with its real counters and
-    two ranks, a scored point with coherence and diversity, the scrapers' real counters with
+    two ranks and topic drift, a scored point with coherence and diversity, the scrapers' real counters with
     skipped articles and errors, and a stream entry."""
     for name in WORKER_EXTRA_COUNTERS:
         assert f'"{name}"' in inspect.getsource(Worker._publish_snapshot), name
     counters = dict.fromkeys((*COUNTERS, *WORKER_EXTRA_COUNTERS), 1)
-    snapshot = dataclasses.replace(published.snapshot, counters=counters, rank_docs_per_s=[6, 6.5])
+    snapshot = dataclasses.replace(
+        published.snapshot,
+        counters=counters,
+        rank_docs_per_s=[6, 6.5],
+        topic_drift=[0.01, 0.2, 0.03],  # one per topic of the fixture's K = 3
+    )
     publish_snapshot(client, snapshot)
     point = dataclasses.replace(published.points[-1], coherence=0.12, diversity=0.8)
     append_perplexity(client, point, keep=100)

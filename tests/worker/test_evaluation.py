@@ -83,6 +83,17 @@ def test_points_equal_a_synchronous_evaluation_across_a_kill_and_restart(
         assert point[1:] == pytest.approx(wanted[1:], rel=1e-9), point[0]
     snap = read_snapshot(client)
     assert snap is not None and snap.counters["evals_skipped"] == 0
+    # Per topic, as of the last point: coherence (their mean is the point's), drift, intervals.
+    last = read_perplexity(client)[-1]
+    k = settings.topics
+    assert snap.quality_docs == last.docs_seen and snap.topic_coherence is not None
+    assert last.coherence is not None and len(snap.topic_coherence) == k
+    assert sum(c or 0.0 for c in snap.topic_coherence) / k == pytest.approx(last.coherence)
+    assert snap.topic_drift is None or len(snap.topic_drift) == k
+    if snap.intervals is not None:  # None when the restarted worker had nothing to retrain
+        assert len(snap.intervals) == k
+        assert all(len(words) == len(snap.topics[0]) for words in snap.intervals)
+        assert all(low <= high for words in snap.intervals for low, high in words)
     resumed, _vocab, _extra = load_model(data_dir / CHECKPOINT_NAME)
     assert resumed.docs_seen == replayed.docs_seen
     torch.testing.assert_close(resumed.beta_mean, replayed.beta_mean)

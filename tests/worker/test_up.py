@@ -102,15 +102,24 @@ def test_up_serves_topics_and_perplexity_then_stops_cleanly_and_resumes(tmp_path
     try:
         wait_until(lambda: up.poll() is not None or two_points(port), "two perplexity points")
         assert up.poll() is None, log.read_text()
+        wait_until(lambda: get(port, "/topics")[1]["quality_docs"], "per-topic coherence")
         status, topics = get(port, "/topics?top=5")
         assert status == 200
-        assert set(topics) == {"docs_seen", "updated_at", "sampler", "estimate", "topics"}
+        assert set(topics) == {
+            "docs_seen", "updated_at", "sampler", "estimate", "quality_docs", "topics"
+        }  # fmt: skip
         assert topics["estimate"] == "mean"
         assert [t["id"] for t in topics["topics"]] == list(range(TOPICS))
         assert all(
             len(t["words"]) == 5 and set(t["words"][0]) == {"word", "weight"}
             for t in topics["topics"]
         )
+        assert all(-1 <= t["coherence"] <= 1 for t in topics["topics"])
+        status, ranked = get(port, "/topics?top=5&sort=coherence&uncertainty=true")
+        coherence = [t["coherence"] for t in ranked["topics"]]
+        assert status == 200 and coherence == sorted(coherence, reverse=True)
+        words = [w for t in ranked["topics"] for w in t["words"]]
+        assert all(0 <= w["low"] <= w["high"] <= 1 for w in words)
         status, one = get(port, "/topics/2?top=3")
         assert status == 200 and one["id"] == 2 and len(one["words"]) == 3
         assert get(port, f"/topics/{TOPICS}")[0] == 404

@@ -1,7 +1,9 @@
 """``GET /topics`` and ``GET /topics/{id}``: the top words of each topic, served from memory.
 
 ``?estimate=mean`` (the default) gives beta_mean's words, the topics served everywhere else;
-``?estimate=sample`` the chain's current sample's. Each body says which.
+``?estimate=sample`` the chain's current sample's. Each body says which. Every topic carries
+its coherence and drift as of the latest evaluation; ``?uncertainty=true`` adds each word's
+5-95% interval over the chain's recent samples, ``?sort=coherence`` orders the list.
 
 Built per app by :func:`router`, because the bound of ``top`` (the setting topic_words) belongs
 in the OpenAPI schema. (No ``from __future__ import annotations`` here: the signatures use
@@ -15,11 +17,22 @@ from fastapi import APIRouter, HTTPException, Path, Query, Request, Response, st
 from lda.model import Estimate
 from service.api.conditional import IF_NONE_MATCH, NOT_MODIFIED, respond
 from service.api.deps import StateDep
-from service.api.schemas import ESTIMATE, INVALID, UNAVAILABLE, ErrorOut, OneTopicOut, TopicsOut
+from service.api.render import TopicOrder
+from service.api.schemas import (
+    ESTIMATE,
+    INVALID,
+    SORT,
+    UNAVAILABLE,
+    UNCERTAINTY,
+    ErrorOut,
+    OneTopicOut,
+    TopicsOut,
+)
 from service.settings import Settings
 
 _TOP = "Words per topic, most probable first (at most the setting topic_words)"
 EstimateQuery = Annotated[Estimate, Query(description=ESTIMATE)]
+UncertaintyQuery = Annotated[bool, Query(description=UNCERTAINTY)]
 
 
 def router(settings: Settings) -> APIRouter:
@@ -38,9 +51,11 @@ def router(settings: Settings) -> APIRouter:
         state: StateDep,
         top: Annotated[int, Query(ge=1, le=most, description=_TOP)] = min(10, most),
         estimate: EstimateQuery = "mean",
+        uncertainty: UncertaintyQuery = False,
+        sort: Annotated[TopicOrder, Query(description=SORT)] = "id",
     ) -> Response:
-        """Every topic with its ``top`` most probable words."""
-        return respond(state.require_topics().all(top, estimate), request)
+        """Every topic with its ``top`` most probable words, coherence and drift."""
+        return respond(state.require_topics().all(top, estimate, uncertainty, sort), request)
 
     @routes.get(
         "/topics/{topic_id}",
@@ -59,14 +74,16 @@ def router(settings: Settings) -> APIRouter:
         topic_id: Annotated[int, Path(description="Topic id, 0 to K-1")],
         top: Annotated[int, Query(ge=1, le=most, description=_TOP)] = min(20, most),
         estimate: EstimateQuery = "mean",
+        uncertainty: UncertaintyQuery = False,
     ) -> Response:
-        """One topic with its ``top`` most probable words; 404 for an id outside 0..K-1."""
+        """One topic with its ``top`` most probable words, coherence, drift and when it last
+        changed; 404 for an id outside 0..K-1."""
         topics = state.require_topics()
         k = topics.snapshot.n_topics
         if not 0 <= topic_id < k:
             raise HTTPException(
                 status.HTTP_404_NOT_FOUND, f"no topic {topic_id}: topic ids are 0 to {k - 1}"
             )
-        return respond(topics.one(topic_id, top, estimate), request)
+        return respond(topics.one(topic_id, top, estimate, uncertainty), request)
 
     return routes

@@ -1,0 +1,75 @@
+"""What the worker's snapshot says about each topic beyond its words (issue 13).
+
+Per topic: NPMI coherence and drift from the latest scored evaluation (the scoring process
+computes both, :mod:`service.scoring_process`), the documents seen when the topic last moved
+more than ``CHANGED_BITS`` (its label followed through the matching of :mod:`lda.drift`), and
+the 5-95% interval of each top word's weight over the chain's last ``uncertainty_samples``
+samples. Nothing here is checkpointed: after a restart drift and intervals start over.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from lda.drift import CHANGED_BITS
+from lda.uncertainty import SampleWindow
+from service.snapshot import top_word_indices
+
+
+class TopicWatch:
+    """The worker's per-topic record: fed every sample and every scored evaluation."""
+
+    def __init__(self, samples: int) -> None:
+        self.window = SampleWindow(samples) if samples >= 2 else None
+        self.docs: int | None = None
+        self.coherence: list[float | None] | None = None
+        self.drift: list[float] | None = None
+        self.changed_at: list[int] | None = None
+
+    def sample(self, beta: torch.Tensor) -> None:
+        """The chain's sample after a step."""
+        if self.window is not None:
+            self.window.add(beta)
+
+    def scored(self, docs_seen: int, topics: dict[str, Any]) -> None:
+        """An evaluation's per-topic figures (see Scored.topics), in order of docs_seen."""
+        coherence = [c if math.isfinite(c) else None for c in topics["coherence"]]
+        drift, matched = topics.get("drift"), topics.get("matched")
+        before = self.changed_at
+        if drift is None or matched is None or before is None or len(before) != len(coherence):
+            changed = [docs_seen] * len(coherence)  # first seen now
+        else:
+            changed = [
+                docs_seen if d > CHANGED_BITS else before[m]
+                for d, m in zip(drift, matched, strict=True)
+            ]
+        self.docs, self.coherence, self.drift, self.changed_at = (
+            docs_seen,
+            coherence,
+            drift,
+            changed,
+        )
+
+    def fields(self, beta_mean: torch.Tensor, n: int) -> dict[str, Any]:
+        """The snapshot's per-topic fields for its ``n`` top words of ``beta_mean``."""
+        intervals = None
+        if self.window is not None:
+            bounds = self.window.intervals(top_word_indices(beta_mean, n))
+            if bounds is not None:
+                low, high = bounds[0].tolist(), bounds[1].tolist()
+                intervals = [
+                    [[lo, hi] for lo, hi in zip(lows, highs, strict=True)]
+                    for lows, highs in zip(low, high, strict=True)
+                ]
+        k = beta_mean.shape[0]
+        fits = self.coherence is not None and len(self.coherence) == k
+        return {
+            "quality_docs": self.docs if fits else None,
+            "topic_coherence": self.coherence if fits else None,
+            "topic_drift": self.drift if fits else None,
+            "topic_changed_at": self.changed_at if fits else None,
+            "intervals": intervals,
+        }

@@ -1,0 +1,64 @@
+"""Topic drift (JS divergence after matching) and the posterior window's intervals (issue 13)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from scipy.spatial.distance import jensenshannon
+
+from lda.drift import js_divergence, match_topics, topic_drift
+from lda.uncertainty import SampleWindow
+
+
+def _topics(k: int, w: int, seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch._sample_dirichlet(torch.full((k, w), 0.05, dtype=torch.float64), generator=g)
+
+
+def test_js_divergence_is_scipys_in_bits():
+    p, q = _topics(6, 40, 0), _topics(6, 40, 1)
+    q[0, :5] = 0.0  # zeros in one distribution only
+    q = q / q.sum(1, keepdim=True)
+    ours = js_divergence(p, q)
+    reference = [jensenshannon(p[k].numpy(), q[k].numpy(), base=2) ** 2 for k in range(6)]
+    assert ours.tolist() == pytest.approx(reference, rel=1e-9, abs=1e-12)
+    assert js_divergence(p, p).abs().max() < 1e-12
+    disjoint = torch.tensor([[1.0, 0.0]]), torch.tensor([[0.0, 1.0]])
+    assert js_divergence(*disjoint).item() == pytest.approx(1.0)
+
+
+def test_topics_relabelled_and_nudged_are_matched_back():
+    previous = _topics(12, 200, 2)
+    order = torch.randperm(12, generator=torch.Generator().manual_seed(3))
+    noise = _topics(12, 200, 4)
+    current = 0.9 * previous[order] + 0.1 * noise
+    matched = match_topics(previous, current)
+    assert torch.equal(matched, order)  # current topic k came from previous topic order[k]
+    drift = topic_drift(previous, current)
+    assert torch.equal(drift.matched, order)
+    expected = js_divergence(previous[order], current)
+    assert torch.allclose(drift.divergence, expected)
+    # Without the matching (label k against label k) the same topics would look far apart.
+    assert js_divergence(previous, current).mean() > 5 * drift.divergence.mean()
+
+
+def test_the_window_gives_the_quantiles_of_the_last_samples():
+    window = SampleWindow(5)
+    ids = torch.tensor([[0, 3], [2, 1]])
+    assert window.intervals(ids) is None
+    samples = [_topics(2, 4, s).to(torch.float32) for s in range(8)]
+    window.add(samples[0])
+    assert window.intervals(ids) is None  # one sample: no spread yet
+    for sample in samples[1:]:
+        window.add(sample)
+    bounds = window.intervals(ids)
+    assert bounds is not None
+    last = np.stack([s.numpy() for s in samples[-5:]]).astype(np.float64)  # the ring wrapped
+    for k in range(2):
+        for i in range(2):
+            values = last[:, k, int(ids[k, i])]
+            assert bounds[0][k, i].item() == pytest.approx(np.quantile(values, 0.05), rel=1e-6)
+            assert bounds[1][k, i].item() == pytest.approx(np.quantile(values, 0.95), rel=1e-6)
+    with pytest.raises(ValueError, match="at least 2"):
+        SampleWindow(1)
