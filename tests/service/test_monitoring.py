@@ -295,9 +295,9 @@ def test_dashboard_shows_what_the_issue_asks_for() -> None:
 
 
 def publish_everything(client: redis.Redis, settings: Settings, published: Published) -> None:
-    """What a running pipeline leaves in Redis: a worker's snapshot with its real counters and
-    two ranks and topic drift, a scored point with coherence and diversity, the scrapers' real counters with
-    skipped articles and errors, and a stream entry."""
+    """What a running pipeline leaves in Redis: a worker's snapshot with its real counters, two
+    ranks and topic drift, a scored point with coherence and diversity, the scrapers' real
+    counters with skipped articles and errors, and a stream entry."""
     for name in WORKER_EXTRA_COUNTERS:
         assert f'"{name}"' in inspect.getsource(Worker._publish_snapshot), name
     counters = dict.fromkeys((*COUNTERS, *WORKER_EXTRA_COUNTERS), 1)
