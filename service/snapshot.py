@@ -85,6 +85,7 @@ class Snapshot:
     # divergence in bits since the evaluation before (None for the first) and the documents
     # seen when it last moved more than lda.drift.CHANGED_BITS; and for each of its words the
     # 5-95% interval of its weight over the chain's recent samples (None until two).
+    checkpoint_at: float | None = None  # unix time of the last checkpoint written
     quality_docs: int | None = None
     topic_coherence: list[float | None] | None = None
     topic_drift: list[float] | None = None

@@ -119,6 +119,7 @@ class Worker:
         self.counters: Counter[str] = Counter(dict.fromkeys(COUNTERS, 0))
         self.checkpoint_seq = 0
         self.last_checkpoint = time.monotonic()
+        self.checkpoint_at: float | None = None  # time.time() of the last checkpoint written
         self.empty_since: float | None = None  # when reads began finding the stream empty
         self.checkpointed_docs = -1
         self.model_published = False
@@ -153,6 +154,7 @@ class Worker:
         if self.path.exists():
             model, vocab, extra = load_model(self.path, self.device)
             self.counters.update(extra.get("counters", {}))
+            self.checkpoint_at = extra.get("saved_at")
             done = [str(e) for e in extra.get("acked_entries", [])]
             self.redis("acknowledging checkpointed entries", lambda: self.queue.ack(done))
             log.info(
@@ -483,7 +485,7 @@ class Worker:
             model.scorer().load_state_dict(state)
             extra["evaluations"] = {"scored_docs": scored_docs, "pending": pending}
         save_model(self.path, model, vocab, self.settings, extra)
-        self.last_checkpoint = time.monotonic()
+        self.last_checkpoint, self.checkpoint_at = time.monotonic(), extra["saved_at"]
         self.checkpointed_docs = model.docs_seen
 
     def _acknowledge(self, done: list[str], *, final: bool) -> None:
@@ -559,6 +561,7 @@ class Worker:
             tokens_per_s=tokens_per_s,
             counters={name: int(value) for name, value in counters.items()},
             rank_docs_per_s=self._rank_rates(),
+            checkpoint_at=self.checkpoint_at,
             **self.watch.fields(model.beta_mean, self.settings.topic_words),
         )
         self.redis(

@@ -72,6 +72,7 @@ def stats(snapshot: Snapshot | None, live: Live, settings: Settings) -> StatsOut
         updated_at=None if s is None else timestamp(s.updated_at),
         heartbeat_at=timestamp(live.heartbeat),
         heartbeat_age_s=None if live.heartbeat is None else max(0.0, live.at - live.heartbeat),
+        checkpoint_at=None if s is None else timestamp(s.checkpoint_at),
         paused=live.control.paused,
         checkpoint_seq=live.control.checkpoint_seq,
         worker={} if s is None else s.counters,

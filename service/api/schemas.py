@@ -138,6 +138,7 @@ class StatsOut(BaseModel):
     updated_at: datetime | None = Field(description="Time of the last update")
     heartbeat_at: datetime | None = Field(description="Last sign of life of the worker")
     heartbeat_age_s: float | None
+    checkpoint_at: datetime | None = Field(None, description="When the last checkpoint was written")
     paused: bool
     checkpoint_seq: int = Field(description="Checkpoints requested through /admin/checkpoint")
     worker: dict[str, int] = Field(description="The worker's own counters")

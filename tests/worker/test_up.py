@@ -140,6 +140,7 @@ def test_up_serves_topics_and_perplexity_then_stops_cleanly_and_resumes(tmp_path
         assert stats["sampler"] == "sgrld" and stats["device"] == "cpu"
         assert {"length", "pending"} <= set(stats["queue"]) and stats["scraper"]["queued"] > 0
         assert stats["worker"]["updates"] > 0
+        assert stats["checkpoint_at"] is not None  # the vocabulary's checkpoint at least
         wait_until(lambda: get(port, "/readyz")[0] == 200, "/readyz")
         status, metrics = get(port, "/metrics")
         assert status == 200 and "streamlda_docs_seen " in metrics
