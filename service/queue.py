@@ -11,6 +11,10 @@ Redis keys (names are settings, defaults shown; every key of the service: :mod:`
   queued before the first worker are read too).
 * ``streamlda:seen`` (``dedupe_key``): set of every page id ever queued; an id in it is never
   queued again, across restarts and across concurrent scrapers.
+* ``streamlda:seen:batch:<token>`` (``dedupe_key`` + ``:batch:`` + a token per batch): hash of
+  the ids this batch queued -> their position in it, so that an add retried after its reply was
+  lost counts its own entries as queued, not as duplicates. Deleted once the add returns;
+  expires after :data:`BATCH_RECORD_TTL_S` if it never does (the scraper died, or gave up).
 * ``streamlda:scraper:counters`` (``counters_key``): hash of the scrapers' running totals,
   summed over every scraper process, for ``/stats`` and ``/metrics``: ``fetched``, ``queued``,
   ``duplicates``, ``skipped`` and ``skipped:<reason>``, ``requests``, ``retries``,
@@ -22,9 +26,14 @@ new *and* fewer than the high-water mark are unread (stream length minus the gro
 count). The mark bounds what waits to be read, not what waits for a checkpoint, so scrapers
 run as fast as the worker reads; the worker bounds the rest by acknowledging at checkpoints
 (see :mod:`service.worker`). At the mark :meth:`ArticleQueue.add` waits (backpressure)
-instead of dropping or trimming. Reading reclaims entries another consumer has
-held longer than ``claim_after_ms`` (XAUTOCLAIM), so a crashed worker's entries are redelivered;
-a consumer keeps its own unacknowledged entries alive by reading regularly.
+instead of dropping or trimming. A Redis error can come after the script ran and before its
+reply arrived; the caller then adds the same batch again under the same token, and its own
+entries are recognised by their batch record (the id at the same position of the same batch),
+while ids queued by any other batch, or earlier in this one, are still duplicates.
+
+Reading reclaims entries another consumer has held longer than ``claim_after_ms``
+(XAUTOCLAIM), so a crashed worker's entries are redelivered; a consumer keeps its own
+unacknowledged entries alive by reading regularly.
 """
 
 from __future__ import annotations
@@ -32,6 +41,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,9 +53,12 @@ from service.sources import Article
 
 log = logging.getLogger(__name__)
 
-# KEYS: stream, seen-set. ARGV: high-water mark, fetched_at, group, then id/title/text/source
-# per article. Returns one status per article handled: 1 queued, 0 duplicate, -1 too many
-# unread (then it stops: that article and the rest are left to the caller to retry).
+# KEYS: stream, seen-set, this batch's record. ARGV: high-water mark, fetched_at, group, record
+# TTL (s; 0: no record), position in the batch of the first article, then id/title/text/source
+# per article.
+# Returns one status per article handled: 1 queued, 2 queued already by an earlier attempt of
+# this batch (its reply was lost), 0 duplicate, -1 too many unread (then it stops: that article
+# and the rest are left to the caller to retry).
 # Unread = XLEN - the group's pending count (no group yet: everything is unread); XPENDING's
 # summary form exists in every Redis with streams (5.0+).
 _ADD_SCRIPT = """
@@ -56,26 +69,53 @@ if type(summary) == 'table' and summary.err == nil then
   pending = tonumber(summary[1])
 end
 local unread = redis.call('XLEN', KEYS[1]) - pending
+local ttl = tonumber(ARGV[4])
+local position = tonumber(ARGV[5])
 local statuses = {}
-for base = 4, #ARGV, 4 do
+local recorded = false
+local function finish()
+  if recorded then
+    redis.call('EXPIRE', KEYS[3], ARGV[4])
+  end
+  return statuses
+end
+for base = 6, #ARGV, 4 do
   local id = ARGV[base]
   if redis.call('SISMEMBER', KEYS[2], id) == 1 then
-    statuses[#statuses + 1] = 0
+    if ttl > 0 and redis.call('HGET', KEYS[3], id) == tostring(position) then
+      statuses[#statuses + 1] = 2
+    else
+      statuses[#statuses + 1] = 0
+    end
   elseif unread >= high_water then
     statuses[#statuses + 1] = -1
-    return statuses
+    return finish()
   else
     redis.call('XADD', KEYS[1], '*', 'id', id, 'title', ARGV[base + 1], 'text', ARGV[base + 2],
                'source', ARGV[base + 3], 'fetched_at', ARGV[2])
     redis.call('SADD', KEYS[2], id)
+    if ttl > 0 then
+      redis.call('HSET', KEYS[3], id, tostring(position))
+      recorded = true
+    end
     unread = unread + 1
     statuses[#statuses + 1] = 1
   end
+  position = position + 1
 end
-return statuses
+return finish()
 """
 
 QUEUED, DUPLICATE, FULL = 1, 0, -1
+QUEUED_BEFORE = 2  # queued by an earlier attempt of the same batch whose reply was lost
+
+# How long a batch record outlives an add that never returned (its retry must come sooner).
+BATCH_RECORD_TTL_S = 24 * 3600
+
+
+def new_batch_token() -> str:
+    """A token naming one batch across the attempts to add it (random: unique among scrapers)."""
+    return uuid.uuid4().hex
 
 
 def _text(value: Any) -> str:
@@ -117,18 +157,30 @@ class ArticleQueue:
                 raise
 
     # --- producer side ---------------------------------------------------------------------
-    def try_add(self, articles: Sequence[Article], fetched_at: float | None = None) -> list[int]:
-        """One atomic attempt: a status per article handled (QUEUED, DUPLICATE, or FULL last)."""
+    def try_add(
+        self,
+        articles: Sequence[Article],
+        fetched_at: float | None = None,
+        *,
+        batch: str | None = None,
+        position: int = 0,
+    ) -> list[int]:
+        """One atomic attempt: a status per article handled (QUEUED, QUEUED_BEFORE, DUPLICATE, or
+        FULL last). ``articles`` start at ``position`` in the batch whose token is ``batch``; with
+        no token nothing is recorded, so a retry cannot tell its own entries from duplicates."""
         if not articles:
             return []
         args: list[str | float | int] = [
             self.settings.stream_high_water,
             repr(time.time() if fetched_at is None else fetched_at),
             self.group,
+            BATCH_RECORD_TTL_S if batch else 0,
+            position,
         ]
         for article in articles:
             args += [article.id, article.title, article.text, article.source]
-        statuses = self._add_script(keys=[self.stream, self.settings.dedupe_key], args=args)
+        keys = [self.stream, self.settings.dedupe_key, self._batch_key(batch or "")]
+        statuses = self._add_script(keys=keys, args=args)
         return [int(status) for status in statuses]
 
     def add(
@@ -137,19 +189,26 @@ class ArticleQueue:
         *,
         fetched_at: float | None = None,
         stop: threading.Event | None = None,
+        batch: str | None = None,
     ) -> AddResult:
         """Queue new articles, skipping known ids; wait while the unread entries are at the
         high-water mark.
 
         Returns early only when ``stop`` is set while waiting; the articles not queued then are
-        in ``unqueued``. Redis errors propagate (the scraper reconnects and calls again: ids
-        already queued are then recognised as duplicates, so nothing is queued twice).
+        in ``unqueued``. Redis errors propagate: call again with the same ``batch`` token (see
+        :func:`new_batch_token`) and the articles an attempt queued before its reply was lost
+        count as queued, not as duplicates (without a token they count as duplicates). No
+        article is ever queued twice.
         """
         result = AddResult()
         remaining = list(articles)
         while remaining:
-            statuses = self.try_add(remaining, fetched_at)
-            result.queued += statuses.count(QUEUED)
+            position = len(articles) - len(remaining)
+            statuses = self.try_add(remaining, fetched_at, batch=batch, position=position)
+            before = statuses.count(QUEUED_BEFORE)
+            if before:
+                log.info("%d articles were queued by an attempt whose reply was lost", before)
+            result.queued += statuses.count(QUEUED) + before
             result.duplicates += statuses.count(DUPLICATE)
             if not statuses or statuses[-1] != FULL:
                 break
@@ -161,7 +220,19 @@ class ArticleQueue:
             if stopped:
                 result.unqueued = remaining
                 break
+        if batch and result.queued:
+            self._forget_batch(batch)
         return result
+
+    def _batch_key(self, token: str) -> str:
+        return f"{self.settings.dedupe_key}:batch:{token}"
+
+    def _forget_batch(self, token: str) -> None:
+        """Delete a batch's record once its add returned; on failure its TTL removes it."""
+        try:
+            self.client.delete(self._batch_key(token))
+        except (redis.RedisError, OSError) as exc:
+            log.debug("batch record %s left to expire (%s)", token, exc)
 
     def _wait_below_high_water(self, stop: threading.Event | None) -> bool:
         """Poll until fewer than the mark are unread; True if ``stop`` was set first."""

@@ -6,6 +6,8 @@ shared counters hash (see :mod:`service.queue`). When Redis is unavailable, at s
 middle of a run, the scraper keeps the batch it holds and retries with exponential backoff
 (:class:`service.redis_retry.RedisRetry`, counted as ``redis_reconnects``) until Redis is back;
 only a stop request ends that wait, and then it says how many fetched articles it did not queue.
+Each batch is added under its own token, so when Redis dies after queueing it but before
+replying, the retry counts those articles as queued rather than as duplicates.
 Several scrapers can run at once; the queue's atomic de-duplication keeps every page id to one
 entry.
 """
@@ -26,7 +28,7 @@ from types import FrameType
 import redis
 
 from service.errors import CommandError
-from service.queue import ArticleQueue
+from service.queue import ArticleQueue, new_batch_token
 from service.redact import configure_logging, redact
 from service.redis_client import RedisURLError, connect
 from service.redis_retry import RedisGaveUp, RedisRetry
@@ -177,10 +179,11 @@ class Scraper:
 
     def _queue_batch(self, batch: list[Article]) -> None:
         fetched_at = time.time()
+        token = new_batch_token()  # one for all retries: what an unanswered try queued counts
         try:
             result = self.redis(
                 "queueing a batch",
-                lambda: self.queue.add(batch, fetched_at=fetched_at, stop=self.stop),
+                lambda: self.queue.add(batch, fetched_at=fetched_at, stop=self.stop, batch=token),
             )
         except RedisGaveUp:
             self.unqueued = batch

@@ -7,12 +7,14 @@ import subprocess
 import sys
 import threading
 import time
+from typing import Any
 
 import pytest
+import redis
 from ingestion.helpers import fast_settings, stream_ids, wait_until
 from support.redis_server import RedisServer
 
-from service.queue import ArticleQueue
+from service.queue import ArticleQueue, new_batch_token
 from service.redis_client import connect
 from service.settings import Settings
 from service.sources import Article
@@ -239,3 +241,78 @@ def test_counters_are_summed_in_a_hash(redis_server: RedisServer) -> None:
     assert counters["backpressure_wait_seconds"] == pytest.approx(0.75)
     assert "queued" not in counters and counters["updated_at"] > 0
     assert Settings.model_validate({}).counters_key == "streamlda:scraper:counters"
+
+
+def _lose_replies(queue: ArticleQueue, *lost: int) -> list[list[int]]:
+    """Make the ``lost``-th try_add calls (1-based) run in Redis, then fail as if the reply was
+    lost on the way back; returns the statuses Redis answered to every call."""
+    real = queue.try_add
+    answered: list[list[int]] = []
+
+    def try_add(*args: Any, **kwargs: Any) -> list[int]:
+        statuses = real(*args, **kwargs)
+        answered.append(statuses)
+        if len(answered) in lost:
+            raise redis.ConnectionError("Connection closed by server.")
+        return statuses
+
+    queue.try_add = try_add  # type: ignore[method-assign]
+    return answered
+
+
+def _batch_record(queue: ArticleQueue, token: str) -> str:
+    return f"{queue.settings.dedupe_key}:batch:{token}"
+
+
+def test_an_add_retried_after_its_reply_was_lost_counts_its_own_entries_as_queued(
+    redis_server: RedisServer,
+) -> None:
+    queue = _queue(redis_server)
+    queue.ensure_group()
+    assert queue.add(_articles(100, 1)).queued == 1  # an earlier batch
+    batch = _articles(1, 10) + _articles(5, 1) + _articles(100, 1)
+    token = new_batch_token()
+    answered = _lose_replies(queue, 1)
+    with pytest.raises(redis.ConnectionError):
+        queue.add(batch, fetched_at=7.0, batch=token)
+    assert answered == [[1] * 10 + [0, 0]]  # Redis queued the batch; the scraper never heard
+    assert redis_server.client().ttl(_batch_record(queue, token)) > 0
+    retried = queue.add(batch, fetched_at=7.0, batch=token)  # as RedisRetry calls it again
+    assert (retried.queued, retried.duplicates) == (10, 2)  # as if the first reply had arrived
+    assert answered[1] == [2] * 10 + [0, 0]
+    expected = ["100"] + [str(i) for i in range(1, 11)]
+    assert stream_ids(redis_server.client(), queue.stream) == expected  # each exactly once
+    assert not redis_server.client().exists(_batch_record(queue, token))  # forgotten once done
+
+
+def test_a_retried_add_recognises_what_it_queued_on_both_sides_of_a_backpressure_wait(
+    redis_server: RedisServer,
+) -> None:
+    queue = _queue(redis_server, stream_high_water=5)
+    queue.ensure_group()
+    batch = _articles(1, 6) + _articles(1, 1) + _articles(7, 1)  # id 1 again at position 6
+    token = new_batch_token()
+    assert queue.try_add(batch, batch=token) == [1] * 5 + [-1]
+    queue.read("w", 5, block_ms=50)  # room again: the add's next attempt goes on
+    assert queue.try_add(batch[5:], batch=token, position=5) == [1, 0, 1]  # reply lost
+    retried = queue.add(batch, batch=token)
+    assert (retried.queued, retried.duplicates, retried.backpressure_waits) == (7, 1, 0)
+    assert stream_ids(redis_server.client(), queue.stream) == [str(i) for i in range(1, 8)]
+
+
+def test_ids_queued_by_another_batch_stay_duplicates_when_an_add_is_retried(
+    redis_server: RedisServer,
+) -> None:
+    queue = _queue(redis_server)
+    queue.ensure_group()
+    first = queue.add(_articles(1, 5), batch=new_batch_token())
+    assert (first.queued, first.duplicates) == (5, 0)
+    redis_server.client().sadd(queue.settings.dedupe_key, "6")  # queued before batch records
+    token = new_batch_token()
+    _lose_replies(queue, 1)
+    with pytest.raises(redis.ConnectionError):
+        queue.add(_articles(1, 8), batch=token)
+    retried = queue.add(_articles(1, 8), batch=token)
+    assert (retried.queued, retried.duplicates) == (2, 6)  # 1-6 were never this batch's own
+    assert stream_ids(redis_server.client(), queue.stream) == ["1", "2", "3", "4", "5", "7", "8"]
+    assert queue.add(_articles(7, 3)).duplicates == 2  # and 7, 8 are duplicates for other batches

@@ -12,8 +12,10 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+import redis
 from ingestion.helpers import Background, fast_settings, stream_ids, wait_until
 from support.corpora import RawPage
 from support.redis_server import RedisServer
@@ -147,6 +149,37 @@ def test_redis_restart_mid_run_loses_nothing(
     assert totals.counts["redis_reconnects"] >= 1
     assert set(_entries(redis_server, scraper.settings)) == good
     assert totals.counts["queued"] == len(good)
+
+
+def test_a_batch_whose_reply_redis_lost_counts_as_queued_and_the_limit_is_reached(
+    make_wikipedia_api: MakeAPI, redis_server: RedisServer
+) -> None:
+    # Redis ran the second batch's add, then the reply was lost: the scraper retries the add.
+    # Counted as duplicates, that batch would keep --limit out of reach of a finite pool.
+    api = make_wikipedia_api(pages=_small_pool(60))
+    good = {str(p.pageid) for p in api.good_pages()}
+    scraper = _scraper(api, redis_server, limit=len(good), articles_per_request=20)
+    real = scraper.queue.try_add
+    calls: list[list[int]] = []
+
+    def try_add(*args: Any, **kwargs: Any) -> list[int]:
+        statuses = real(*args, **kwargs)
+        calls.append(statuses)
+        if len(calls) == 2:
+            raise redis.ConnectionError("Connection closed by server.")
+        return statuses
+
+    scraper.queue.try_add = try_add  # type: ignore[method-assign]
+    runner = Background(scraper.run)
+    runner.start()
+    totals = runner.finish(timeout=30)
+    assert calls[1] == [1] * 20 and calls[2] == [2] * 20  # run, reply lost, recognised
+    assert totals.counts["queued"] == len(good) and totals.counts["duplicates"] == 0
+    assert totals.counts["redis_reconnects"] == 1
+    assert set(_entries(redis_server, scraper.settings)) == good  # each exactly once
+    counters = ArticleQueue(redis_server.client(), scraper.settings).counters()
+    assert counters["queued"] == len(good) and counters["fetched"] == len(good)
+    assert not redis_server.client().keys(f"{scraper.settings.dedupe_key}:batch:*")
 
 
 def test_redis_unavailable_at_start_is_waited_for(
