@@ -1,58 +1,315 @@
-"""The page at ``/`` in headless Chromium: the topics table and the plot's points are drawn."""
+"""The page at ``/`` in headless Chromium, on the real API and a real Redis.
+
+DOM tests read what Chromium serialises after the page's scripts ran (``--dump-dom``, with a
+virtual-time budget that lets the first fetches finish); the page's deep links
+(``/#sort=coherence&topic=2``) stand in for clicks. A screenshot test checks that the page is
+drawn, in colour, with its plots and bars.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import html
 import re
 import shutil
 import subprocess
+import threading
+import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
+import redis
+from fastapi import Request, Response
 
+from lda.drift import topic_drift
+from service.api.app import create_app
 from service.settings import Settings
-from tests.service.conftest import Published
+from service.snapshot import append_perplexity, publish_snapshot, set_paused
+from service.topic_watch import TopicWatch
+from tests.service.conftest import TOPIC_WORDS, VOCAB, Published, model_beta, serve
 
 CHROMIUM = shutil.which("chromium")
 CHROMIUM_TIMEOUT_S = 60
 VIRTUAL_TIME_MS = 5000
+COHERENCE = [0.12, float("nan"), 0.31]  # topic 1: no held-out document has its words
+QUEUE_LENGTH, QUEUE_PENDING = 7, 3
 
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)"
 )
 
 
-def dump_dom(url: str, profile: Path) -> str:
-    """The DOM after the page's scripts ran, as Chromium serialises it."""
+def chromium(url: str, profile: Path, *args: str, budget_ms: int = VIRTUAL_TIME_MS) -> str:
+    """Run headless Chromium on ``url`` for ``budget_ms`` of virtual time; its stdout."""
     assert CHROMIUM is not None
-    args = [
+    command = [
         CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
         "--no-first-run", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", f"--user-data-dir={profile}",
-        f"--virtual-time-budget={VIRTUAL_TIME_MS}", "--dump-dom", url,
+        "--disable-sync", f"--user-data-dir={profile}", f"--virtual-time-budget={budget_ms}",
+        *args, url,
     ]  # fmt: skip
-    result = subprocess.run(args, capture_output=True, text=True, timeout=CHROMIUM_TIMEOUT_S)
+    result = subprocess.run(command, capture_output=True, text=True, timeout=CHROMIUM_TIMEOUT_S)
     assert result.returncode == 0, result.stderr[-2000:]
     return result.stdout
+
+
+def dump_dom(url: str, profile: Path, budget_ms: int = VIRTUAL_TIME_MS) -> str:
+    """The DOM after the page's scripts ran, as Chromium serialises it."""
+    return chromium(url, profile, "--dump-dom", budget_ms=budget_ms)
+
+
+def rows(dom: str) -> list[tuple[int, str]]:
+    """(topic id, row HTML) of the topic list, in the order shown."""
+    found = re.findall(r'<tr class="topic[^"]*" data-id="(\d+)">(.*?)</tr>', dom, flags=re.S)
+    return [(int(k), row) for k, row in found]
+
+
+def cell(row: str, name: str) -> str:
+    """The text of a row's cell of class ``name``."""
+    match = re.search(rf'<td class="{name}[^"]*"[^>]*>(.*?)</td>', row, flags=re.S)
+    assert match is not None, row
+    return text(match.group(1))
+
+
+def field(dom: str, name: str) -> str:
+    """The text of the health field ``name``."""
+    match = re.search(rf'data-field="{name}"[^>]*>([^<]*)<', dom)
+    assert match is not None, name
+    return html.unescape(match.group(1))
+
+
+def element(dom: str, pattern: str) -> str:
+    match = re.search(pattern, dom, flags=re.S)
+    assert match is not None, pattern
+    return match.group(0)
+
+
+def text(fragment: str) -> str:
+    """What a person reads: tags, scripts and styles dropped, whitespace collapsed."""
+    fragment = re.sub(r"<(script|style)\b.*?</\1>", " ", fragment, flags=re.S)
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", fragment)).split())
+
+
+def _watch(published: Published) -> TopicWatch:
+    """A watch fed as the worker feeds it: samples, then two evaluations, the second with
+    topics 0 and 2 swapped and nudged (as in tests/service/test_topic_quality.py)."""
+    watch = TopicWatch(samples=4)
+    for i in range(6):
+        watch.sample(model_beta((0.4 - 0.01 * i, 0.3, 0.15 + 0.01 * i, 0.12)))
+    first = published.beta
+    watch.scored(1000, {"coherence": [0.1, 0.2, 0.3], "drift": None, "matched": None})
+    drift = topic_drift(first, first[[2, 1, 0]] * 0.7 + 0.3 * first)
+    topics = {
+        "coherence": COHERENCE,
+        "drift": drift.divergence.tolist(),
+        "matched": drift.matched.tolist(),
+    }
+    watch.scored(2000, topics)
+    return watch
+
+
+@pytest.fixture
+def watched(redis_client: redis.Redis, published: Published, settings: Settings) -> TopicWatch:
+    """The published model plus everything a worker and scrapers add: per-topic quality and
+    intervals, a checkpoint, coherence in the perplexity history, a queue with entries pending
+    and the scrapers' counters."""
+    watch = _watch(published)
+    now = time.time()
+    fields = watch.fields(published.beta, TOPIC_WORDS)
+    publish_snapshot(
+        redis_client, dataclasses.replace(published.snapshot, checkpoint_at=now - 40, **fields)
+    )
+    for i, point in enumerate(published.points):
+        scored = dataclasses.replace(point, coherence=0.05 + 0.05 * i, diversity=0.6 + 0.1 * i)
+        append_perplexity(redis_client, scored, keep=100)
+    for i in range(QUEUE_LENGTH):
+        redis_client.xadd(settings.stream, {"id": str(i), "text": "apple banana"})
+    redis_client.xgroup_create(settings.stream, settings.group, id="0")
+    redis_client.xreadgroup(settings.group, "worker", {settings.stream: ">"}, count=QUEUE_PENDING)
+    redis_client.hset(
+        settings.counters_key,
+        mapping={
+            "fetched": 130,
+            "queued": 100,
+            "duplicates": 8,
+            "skipped": 12,
+            "skipped:redirect": 12,
+            "updated_at": repr(now - 5),
+        },
+    )
+    return watch
 
 
 def test_page_shows_topics_and_plot(published: Published, served: str, tmp_path: Path) -> None:
     # published first: the app reads Redis once before it serves, so the first fetch sees it.
     dom = dump_dom(served, tmp_path / "profile")
-    rows = re.findall(r'<tr class="topic">(.*?)</tr>', dom, flags=re.S)
-    assert len(rows) == 3, dom[:3000]
-    assert "apple banana cherry grape" in rows[0]
-    assert "sonata violin cello opera" in rows[2]
-    plot = re.search(r'<svg id="plot".*?</svg>', dom, flags=re.S)
-    assert plot is not None
+    listed = rows(dom)
+    assert [k for k, _ in listed] == [0, 1, 2], dom[:3000]
+    assert "apple banana cherry grape" in listed[0][1]
+    assert "sonata violin cello opera" in listed[2][1]
+    # A worker from before issue 13: no coherence and no drift, shown as such.
+    assert {cell(row, "coherence") for _, row in listed} == {"—"}
+    assert {cell(row, "drift") for _, row in listed} == {"—"}
+    assert "coherence and drift come with the first evaluation" in text(dom)
+    plot = element(dom, r'<svg id="plot".*?</svg>')
     # Three evaluations, each drawn for the sample and the posterior average.
-    assert len(re.findall(r"<circle[^>]*class=\"point", plot.group(0))) == 6
-    assert plot.group(0).count("<polyline") == 2
-    assert "3000 documents seen" in dom
+    assert len(re.findall(r"<circle[^>]*class=\"point", plot)) == 6
+    assert plot.count("<polyline") == 2
+    assert "no coherence yet" in element(dom, r'<svg id="coherence-plot".*?</svg>')
+    assert "3,000 documents seen" in text(dom)
+
+
+def test_topics_sort_by_coherence_and_a_topic_shows_its_words_with_intervals(
+    watched: TopicWatch, served: str, tmp_path: Path
+) -> None:
+    dom = dump_dom(served + "#sort=coherence&topic=2", tmp_path / "profile")
+    listed = rows(dom)
+    assert [k for k, _ in listed] == [2, 0, 1]  # highest coherence first, none last
+    assert [cell(row, "coherence") for _, row in listed] == ["0.31", "0.12", "—"]
+    assert watched.drift is not None and watched.changed_at is not None
+    assert [cell(row, "drift") for _, row in listed] == [
+        f"{watched.drift[k]:.3f}" for k in (2, 0, 1)
+    ]
+    assert 'class="topic selected" data-id="2"' in dom
+    assert re.search(r'data-sort="coherence" aria-pressed="true"', dom)
+    assert "as of the evaluation at 2,000 documents" in text(dom)
+
+    detail = element(dom, r'<aside id="detail".*?</aside>')
+    assert "Topic 2" in text(detail)
+    facts = dict(re.findall(r'<dd data-fact="([^"]+)">([^<]*)</dd>', detail))
+    assert facts["coherence"] == "0.310 NPMI"
+    assert facts["drift"].startswith(f"{watched.drift[2]:.3f} bits")
+    assert facts["last changed"] == f"at {watched.changed_at[2]:,} documents"
+    # every word of the topic (the vocabulary has 12), a bar each and an interval each
+    bars = re.findall(r'<rect[^>]*class="bar"', detail)
+    intervals = re.findall(r'<line[^>]*class="whisker interval"', detail)
+    assert len(bars) == len(intervals) == len(VOCAB)
+    assert text(detail).count("[") == len(VOCAB) and "[—]" not in detail
+    assert "sonata" in text(detail)
+
+    coherence = element(dom, r'<svg id="coherence-plot".*?</svg>')
+    assert coherence.count("<polyline") == 2  # mean coherence and diversity
+    assert len(re.findall(r"<circle[^>]*class=\"point", coherence)) == 6
+
+
+def test_health_shows_the_pipeline_with_relative_times(
+    watched: TopicWatch, redis_client: redis.Redis, served: str, tmp_path: Path
+) -> None:
+    set_paused(redis_client, True)
+    time.sleep(0.5)  # the API's next refresh of its live values sees the pause
+    dom = dump_dom(served, tmp_path / "profile")
+    assert field(dom, "queue-length") == str(QUEUE_LENGTH)
+    assert field(dom, "queue-pending") == str(QUEUE_PENDING)
+    assert field(dom, "queue-unread") == str(QUEUE_LENGTH - QUEUE_PENDING)
+    assert field(dom, "scraper-fetched") == "130"
+    assert field(dom, "scraper-queued") == "100"
+    assert field(dom, "scraper-errors") == "12"
+    assert field(dom, "worker-rate") == "12.5"
+    assert field(dom, "worker-ranks") == "1 (single worker)"
+    assert field(dom, "worker-state") == "paused by an operator"
+    assert '<span id="paused" class="badge">paused</span>' in dom  # shown: no hidden attribute
+    relative = re.compile(r"^(just now|\d+ s ago)$")
+    for name in ("scraper-updated", "worker-heartbeat", "model-updated", "model-checkpoint"):
+        assert relative.match(field(dom, name)), (name, field(dom, name))
+    assert 35 <= int(field(dom, "model-checkpoint").split()[0]) <= 60
+    # times are relative: no raw ISO timestamp in what a person reads
+    assert not re.search(r"\d{4}-\d\d-\d\dT\d\d:", text(dom))
+
+
+def test_polling_measures_the_scraper_rate_and_revalidates_with_etags(
+    watched: TopicWatch, redis_client: redis.Redis, settings: Settings, tmp_path: Path
+) -> None:
+    fast = settings.model_copy(update={"page_refresh_s": 0.05, "api_refresh_s": 0.02})
+    stop = threading.Event()
+    queued: list[tuple[float, int]] = []
+
+    def scrape() -> None:  # a scraper publishing its counters every 20 ms
+        while not stop.wait(0.02):
+            total = redis_client.hincrby(fast.counters_key, "queued", 1)
+            now = time.time()
+            redis_client.hset(fast.counters_key, "updated_at", repr(now))
+            queued.append((now, total))
+
+    app = create_app(fast)
+    answers: list[tuple[str, int]] = []
+
+    @app.middleware("http")
+    async def record(
+        request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        response = await call_next(request)
+        answers.append((request.url.path, response.status_code))
+        return response
+
+    thread = threading.Thread(target=scrape, daemon=True)
+    thread.start()
+    try:
+        with serve(app) as url:
+            dom = dump_dom(url + "#topic=1", tmp_path / "profile")
+    finally:
+        stop.set()
+        thread.join()
+    rate = field(dom, "scraper-rate")
+    assert re.fullmatch(r"\d+\.\d", rate), rate
+    (t0, n0), (t1, n1) = queued[0], queued[-1]
+    assert float(rate) == pytest.approx((n1 - n0) / (t1 - t0), rel=0.5)
+    # unchanged topics come back as 304 (the browser asked with If-None-Match), not as bodies
+    for path in ("/topics", "/topics/1"):
+        statuses = [status for answered, status in answers if answered == path]
+        assert statuses[0] == 200 and 304 in statuses, (path, statuses)
+
+
+def test_page_loads_nothing_from_elsewhere(
+    watched: TopicWatch, served: str, tmp_path: Path
+) -> None:
+    dom = dump_dom(served + "#topic=0", tmp_path / "profile")
+    links = re.findall(r'\s(?:src|href|action|srcset)="([^"]*)"', dom)
+    assert links and all(link.startswith("#") for link in links), links
+    urls = set(re.findall(r"[a-z][a-z0-9+.-]*://[^\s\"'<>)]+", dom))
+    assert urls <= {"http://www.w3.org/2000/svg"}, urls
+    assert "url(" not in dom and "@import" not in dom and "<link" not in dom
+
+
+def test_screenshot_draws_the_page(watched: TopicWatch, served: str, tmp_path: Path) -> None:
+    from PIL import Image as image_module
+
+    png = tmp_path / "page.png"
+    chromium(
+        served + "#sort=coherence&topic=2",
+        tmp_path / "profile",
+        "--hide-scrollbars",
+        "--window-size=1280,1100",
+        f"--screenshot={png}",
+    )
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with image_module.open(png) as image:
+        assert image.size == (1280, 1100)
+        rgb = image.convert("RGB")
+    colours = rgb.getcolors(maxcolors=1 << 20)
+    assert colours is not None and len(colours) > 50  # not blank: text, plots, bars
+    present = {colour for _, colour in colours}
+
+    def drawn(hex_colour: str) -> bool:
+        want = bytes.fromhex(hex_colour)
+        return any(all(abs(a - b) <= 3 for a, b in zip(c, want, strict=True)) for c in present)
+
+    # the perplexity lines, the coherence line, the detail panel's bars, the selected row
+    for colour in ("1f77b4", "d62728", "2a8a3e", "9fbfe3", "e6eefb"):
+        assert drawn(colour), colour
 
 
 def test_page_says_what_is_missing_before_the_first_update(
     served: str, settings: Settings, tmp_path: Path
 ) -> None:
-    dom = dump_dom(served, tmp_path / "profile")
+    dom = dump_dom(served + "#topic=1", tmp_path / "profile")
     assert "no perplexity yet" in dom
-    assert "first snapshot" in dom
+    assert "no coherence yet" in dom
+    assert "first snapshot" in element(dom, r'<table id="topics".*?</table>')
+    # the detail panel says why there is no topic 1 (the API's 503 message)
+    assert "first snapshot" in element(dom, r'<aside id="detail".*?</aside>')
+    assert field(dom, "scraper-updated") == "none yet"
+    assert field(dom, "worker-ranks") == "—"
+    assert field(dom, "worker-state") == "not started"
+    assert field(dom, "queue-length") == "0"
+    assert field(dom, "model-checkpoint") == "—"

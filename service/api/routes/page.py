@@ -1,4 +1,10 @@
-"""``GET /``: a page for people: the topics and a self-refreshing perplexity plot.
+"""``GET /``: a page for people watching the stream.
+
+The pipeline's health (scrapers, queue, worker, checkpoints, with relative times), perplexity
+and topic quality (coherence, diversity) against documents seen, the topics with their coherence
+and drift (sorted by either), and one topic's words with weight bars and uncertainty intervals
+(deep link ``/#topic=2&sort=coherence``). It polls ``/stats``, ``/perplexity?since=``,
+``/topics`` and ``/topics/{id}`` every ``page_refresh_s`` seconds, revalidating with ETags.
 
 Self-contained HTML, CSS and JS (``service/static/index.html``); nothing is loaded from the
 internet.
@@ -12,6 +18,7 @@ from importlib.resources import files
 from fastapi import APIRouter
 from fastapi.responses import HTMLResponse
 
+from lda.drift import CHANGED_BITS
 from service.api.deps import SettingsDep
 
 router = APIRouter(tags=["page"])
@@ -19,7 +26,8 @@ router = APIRouter(tags=["page"])
 
 @cache
 def _template() -> str:
-    return files("service").joinpath("static", "index.html").read_text(encoding="utf-8")
+    page = files("service").joinpath("static", "index.html").read_text(encoding="utf-8")
+    return page.replace("__CHANGED_BITS__", repr(CHANGED_BITS))
 
 
 @router.get("/", response_class=HTMLResponse, include_in_schema=False)
