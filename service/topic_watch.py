@@ -59,11 +59,7 @@ class TopicWatch:
         if self.window is not None:
             bounds = self.window.intervals(top_word_indices(beta_mean, n))
             if bounds is not None:
-                low, high = bounds[0].tolist(), bounds[1].tolist()
-                intervals = [
-                    [[lo, hi] for lo, hi in zip(lows, highs, strict=True)]
-                    for lows, highs in zip(low, high, strict=True)
-                ]
+                intervals = torch.stack(bounds, dim=-1).tolist()  # K x n x [low, high]
         k = beta_mean.shape[0]
         fits = self.coherence is not None and len(self.coherence) == k
         return {
