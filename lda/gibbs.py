@@ -6,18 +6,22 @@ p(k | w) ∝ beta_kw, which cuts the burn-in the held-out scorer needs), discard
 sweeps and averages the kept ones: the 0/1
 indicators (``exact``) or the conditional probabilities (``rao-blackwell``, same expectation,
 lower variance).
-The collapsed sampler runs in a compiled CPU kernel, all documents in parallel, whatever the
-model's device (a torch twin that advances every document one token position at a time consumes
-the same uniforms and gives the same numbers, but costs ~10 kernel launches per position on a
-GPU). ``uncollapsed`` draws pi_d and then every token at once, in whole-minibatch tensor
-operations that suit a GPU; its held-out perplexity is within 1% of the collapsed sampler's for
-SGRLD but 1.4% worse for SGRHMC over two seeds (BENCHMARKS.md), so it is not the default.
+The collapsed sampler runs in a compiled CPU kernel, all documents in parallel (a torch twin that
+advances every document one token position at a time consumes the same uniforms and gives the
+same numbers, but costs ~10 kernel launches per position on a GPU), or, when beta is on a CUDA
+device, in a CUDA kernel (:mod:`lda.gibbs_cuda`: every sweep in one launch, a block per
+document, its own counter-based random stream, the sums reduced on the device; the same law,
+not the same draws). ``uncollapsed`` draws pi_d and then every token at once, in
+whole-minibatch tensor operations that suit a GPU; its held-out perplexity is within 1% of the
+collapsed sampler's for SGRLD but 1.4% worse for SGRHMC over two seeds (BENCHMARKS.md), so it
+is not the default.
 SparseLDA buckets and alias-table Metropolis-Hastings variants were measured and gave no
 speed-up here (BENCHMARKS.md).
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Literal
 
@@ -29,26 +33,41 @@ from lda.batch import Batch
 from lda.parallel import Shard
 
 Method = Literal["exact", "rao-blackwell", "uncollapsed"]
-Backend = Literal["auto", "torch"]
+# auto: the CUDA kernel when beta is on a CUDA device numba can compile for, else the CPU kernel;
+# cpu: the compiled CPU kernel whatever the device; torch: its per-position twin (tests);
+# cuda: the CUDA kernel (CPU tensors: under numba's simulator, or on a device if present).
+Backend = Literal["auto", "cpu", "torch", "cuda"]
 Init = Literal["uniform", "beta"]
 
 
 @dataclass(frozen=True)
 class GibbsExpectations:
-    """Expected topic indicators of each token, averaged over the kept sweeps."""
+    """Expected topic indicators of each token, averaged over the kept sweeps. The CUDA kernel
+    keeps no per-token sums (``summed`` is None): it hands over the sums already reduced by
+    word and by document on the device."""
 
-    summed: torch.Tensor  # (T, K) kept-sweep indicator counts (or conditionals), any dtype
+    summed: torch.Tensor | None  # (T, K) kept-sweep indicator counts (or conditionals), any dtype
     kept: int  # sweeps summed
     dtype: torch.dtype  # of the expectations handed out
     batch: Batch
+    topic_word_sums: torch.Tensor | None = None  # (K, W) float64, kept-sweep sums (CUDA kernel)
+    document_topic_sums: torch.Tensor | None = None  # (n, K) float64, kept-sweep sums (CUDA)
 
     @property
     def token_topics(self) -> torch.Tensor:
         """(T, K) E[1{z_j = k}]; rows sum to 1."""
+        if self.summed is None:
+            raise ValueError(
+                "the CUDA Gibbs kernel reduces on the device and keeps no per-token "
+                "expectations: use document_topic() / topic_word(), or backend='cpu'"
+            )
         return (self.summed.to(torch.float64) / self.kept).to(self.dtype)
 
     def document_topic(self) -> torch.Tensor:
         """(n, K) E[n_dk]: expected tokens of each topic in each document."""
+        if self.document_topic_sums is not None:
+            return (self.document_topic_sums / self.kept).to(self.dtype)
+        assert self.summed is not None
         if self.summed.device.type == "cpu":
             # One pass over the raw counts, as topic_word: no (T, K) float copy (the held-out
             # scorer's chunks are 100,000 tokens, a 40 MB copy and a third of a 2-sweep score).
@@ -66,6 +85,13 @@ class GibbsExpectations:
 
     def topic_word(self, n_words: int) -> torch.Tensor:
         """(K, W) sum over documents of E[n_dkw]."""
+        if self.summed is None:
+            sums = self.topic_word_sums
+            if sums is None:
+                raise ValueError("topic_word was not accumulated (need_topic_word=False)")
+            if sums.shape[1] != n_words:
+                raise ValueError(f"topic_word has {sums.shape[1]} words, asked for {n_words}")
+            return (sums / self.kept).to(self.dtype)
         if self.summed.device.type == "cpu":
             # One pass over the raw counts: the (T, K) float conversion, division and
             # index_add took 15 ms of a 50-document minibatch, this 2.4 ms. Same sums, same order.
@@ -92,13 +118,15 @@ def gibbs_expectations(
     backend: Backend = "auto",
     init: Init = "uniform",
     shard: Shard | None = None,
+    need_topic_word: bool = True,
 ) -> GibbsExpectations:
     """Run Gibbs on every document of ``batch`` and average the kept sweeps.
 
-    The collapsed methods run in the compiled CPU kernel whatever the model's device unless
-    ``backend="torch"`` (the per-position torch twin, for tests). With a ``shard`` the batch is
-    one rank's part of a larger minibatch: the draws are made for all its tokens and this
-    rank's slice used (see :mod:`lda.parallel`).
+    The collapsed methods run in the compiled CPU kernel, or in the CUDA kernel when beta is on
+    a CUDA device (``backend``: see :data:`Backend`). With a ``shard`` the batch is one rank's
+    part of a larger minibatch: the draws are made for all its tokens and this rank's slice
+    used (see :mod:`lda.parallel`). ``need_topic_word=False`` lets the CUDA kernel skip the
+    (K, W) sums when only ``document_topic`` will be read (the held-out scorer).
     """
     if not 0 <= burn_in < sweeps:
         raise ValueError(f"need 0 <= burn_in < sweeps, got burn_in={burn_in}, sweeps={sweeps}")
@@ -108,7 +136,9 @@ def gibbs_expectations(
     n_topics = beta.shape[0]
     device = beta.device
     words = batch.words.to(device)
-    use_kernel = backend == "auto"
+    if backend == "auto":
+        backend = "cuda" if device.type == "cuda" and _cuda_kernel_usable() else "cpu"
+    use_kernel = backend == "cpu"
     own = batch.n_tokens
     if init == "beta":
         kernel = use_kernel and method != "uncollapsed"
@@ -120,12 +150,46 @@ def gibbs_expectations(
     if method == "uncollapsed":
         summed = _run_uncollapsed(beta, words, batch, gamma, z, sweeps, burn_in, generator)
         return _expectations(summed, sweeps - burn_in, beta.dtype, words, batch)
+    if backend == "cuda":
+        from lda.gibbs_cuda import collapsed_gibbs_cuda
+
+        # The kernel's Philox key; its counter is (global token index, sweep), so every rank
+        # of a group (same generator) draws what one learner would for its tokens.
+        key = torch.randint(0, 2**32, (2,), generator=generator, device=device)
+        topic_word, document_topic = collapsed_gibbs_cuda(
+            beta, words, batch.offsets, gamma, z, key, shard.start, sweeps, burn_in,
+            method == "rao-blackwell", word_sums=need_topic_word,
+        )  # fmt: skip
+        return GibbsExpectations(
+            summed=None,
+            kept=sweeps - burn_in,
+            dtype=beta.dtype,
+            batch=Batch(words, batch.offsets),
+            topic_word_sums=topic_word,
+            document_topic_sums=document_topic,
+        )
     uniforms = torch.rand((sweeps, shard.total), generator=generator, device=device)
     if own != shard.total:
         uniforms = shard.take(uniforms, own).contiguous()
     run = _run_kernel if use_kernel else _run_torch
     summed = run(beta, words, batch.offsets, gamma, z, uniforms, burn_in, method == "rao-blackwell")
     return _expectations(summed, sweeps - burn_in, beta.dtype, words, batch)
+
+
+def _cuda_kernel_usable() -> bool:
+    """numba can compile for this machine's CUDA device; if not (e.g. no NVVM in the image), the
+    CPU kernel runs, as before the CUDA kernel existed, with a warning."""
+    from lda.gibbs_cuda import available
+
+    if available():
+        return True
+    warnings.warn(
+        "beta is on a CUDA device but numba cannot compile for it (no driver or NVVM): "
+        "collapsed Gibbs runs in the CPU kernel",
+        RuntimeWarning,
+        stacklevel=3,
+    )
+    return False
 
 
 def topics_from_beta(

@@ -11,13 +11,13 @@ trajectory; both are part of ``state_dict`` so a resumed run equals an uninterru
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import torch
 
 from lda.averaging import ExponentialMean
 from lda.batch import Batch
-from lda.gibbs import Method, gibbs_expectations
+from lda.gibbs import Backend, Method, gibbs_expectations
 from lda.gradient import MinibatchStatistics
 from lda.parallel import Layout, Reducer, layout
 from lda.perplexity import HeldoutSet, PosteriorAverage
@@ -50,6 +50,10 @@ class LearnerConfig:
     sweeps: int | None = None  # Gibbs sweeps per minibatch (default: the sampler's)
     burn_in: int | None = None
     gibbs: Method | None = None  # (default: the sampler's)
+    # Where the training Gibbs sweeps run (lda.gibbs.Backend): "auto" is the compiled CPU kernel
+    # on the CPU and the CUDA kernel when the model is on a CUDA device; "cpu" keeps them in
+    # the CPU kernel whatever the device.
+    gibbs_backend: Backend = "auto"
     # The held-out estimator of DESIGN §3, whatever trains: 20 Rao-Blackwellised sweeps from a
     # start drawn from beta (4 burn-in) come closer to a 400-sweep reference than 50 exact
     # sweeps from a uniform start, in ~half the time (BENCHMARKS.md, "held-out estimator").
@@ -72,6 +76,10 @@ class LearnerConfig:
         if not 0 <= burn < self.sweeps:
             raise ValueError(f"burn_in must be in [0, sweeps), got {burn} with {self.sweeps}")
         object.__setattr__(self, "burn_in", burn)
+        if self.gibbs_backend not in get_args(Backend):
+            raise ValueError(
+                f"unknown gibbs_backend {self.gibbs_backend!r}: choose from {get_args(Backend)}"
+            )
         if not 0.0 <= self.mean_decay < 1.0:
             raise ValueError(f"mean_decay must be in [0, 1), got {self.mean_decay}")
 
@@ -181,6 +189,7 @@ class StreamingLDA:
             cfg.burn_in,
             self.generator,
             cfg.gibbs,
+            cfg.gibbs_backend,
             shard=where.shard,
         )
         topic_word = expected.topic_word(cfg.n_words).to(self.state.theta.dtype)

@@ -83,8 +83,9 @@ def document_topic_proportions(
         words = batch.words[int(offsets[0]) : int(offsets[-1])]
         chunk = Batch(words=words, offsets=offsets - offsets[0])
         expected = gibbs_expectations(
-            beta, chunk, gamma, sweeps, burn_in, generator, method, init=init
-        )
+            beta, chunk, gamma, sweeps, burn_in, generator, method, init=init,
+            need_topic_word=False,
+        )  # fmt: skip
         parts.append(expected.document_topic())
     counts = torch.cat(parts) if parts else beta.new_zeros(0, n_topics)
     lengths = batch.lengths.to(beta.device, beta.dtype)[:, None]
