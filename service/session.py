@@ -62,6 +62,7 @@ def learner_config(settings: Settings, n_words: int, **overrides: Any) -> Learne
         "sweeps": settings.sweeps,
         "burn_in": settings.burn_in,
         "gibbs": settings.gibbs,
+        "gibbs_backend": settings.gibbs_backend,
         "eval_sweeps": settings.eval_sweeps,
         "eval_gibbs": settings.eval_gibbs,
         "mean_decay": settings.mean_decay,

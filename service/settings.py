@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from lda.gibbs import Backend as GibbsBackend
 from lda.gibbs import Method as GibbsMethod
 from lda.model import LearnerConfig
 from lda.samplers import SAMPLERS, SamplerName
@@ -75,6 +76,11 @@ class Settings(BaseSettings):
         description="Gibbs expectation: exact (collapsed), rao-blackwell, or uncollapsed "
         "(pi drawn, all tokens at once: for GPUs); default: the sampler's (rao-blackwell, "
         "SGRHMC exact)",
+    )
+    gibbs_backend: GibbsBackend = Field(
+        _learner_default("gibbs_backend"),
+        description="Where training Gibbs sweeps run: auto (the CUDA kernel on a CUDA device, "
+        "else the CPU kernel), cpu, cuda, or torch (slow reference)",
     )
     mean_decay: float = Field(
         _learner_default("mean_decay"),
