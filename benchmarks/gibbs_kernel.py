@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from lda.batch import Batch
+from lda.gibbs import default_burn_in
 from lda.gibbs_kernel import balanced_schedule, collapsed_gibbs
 from lda.model import LearnerConfig, StreamingLDA
 from lda.vocab import Vocabulary
@@ -50,7 +51,7 @@ def time_kernel(batch: Batch, beta_t: np.ndarray, sweeps: int, seed: int) -> flo
     start = time.perf_counter()
     collapsed_gibbs(
         batch.words.numpy(), offsets, schedule, bounds, beta_t, 0.01, z, uniforms,
-        sweeps // 2, False, out,
+        default_burn_in(sweeps), False, out,
     )  # fmt: skip
     return time.perf_counter() - start
 

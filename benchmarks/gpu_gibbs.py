@@ -29,7 +29,7 @@ import numba
 import torch
 
 from lda.batch import Batch
-from lda.gibbs import Method, gibbs_expectations
+from lda.gibbs import Method, default_burn_in, gibbs_expectations
 from lda.model import LearnerConfig, StreamingLDA
 from lda.vocab import Vocabulary
 
@@ -113,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     beta_cpu = model.beta.contiguous()
     beta_gpu = beta_cpu.to(device)
     method: Method = args.method
-    burn_in = args.sweeps // 2
+    burn_in = default_burn_in(args.sweeps)
     print(
         f"{torch.cuda.get_device_name(device)}; CPU kernel on {args.threads} numba threads; "
         f"K = {args.topics}, W = {len(vocab)}, {args.sweeps} sweeps ({burn_in} burn-in), "

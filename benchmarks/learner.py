@@ -52,7 +52,7 @@ import numba
 import torch
 
 from lda.batch import Batch
-from lda.gibbs import Method
+from lda.gibbs import Method, default_burn_in
 from lda.model import LearnerConfig, NonFiniteError, StreamingLDA
 from lda.perplexity import (
     HeldoutSet,
@@ -243,7 +243,7 @@ class Scorer:
             self.heldout,
             gamma,
             self.sweeps,
-            self.sweeps // 2,
+            default_burn_in(self.sweeps),
             generator,
             self.method,
             init="uniform",  # the estimator of issue 9's recorded tables, kept comparable

@@ -40,6 +40,12 @@ Backend = Literal["auto", "cpu", "torch", "cuda"]
 Init = Literal["uniform", "beta"]
 
 
+def default_burn_in(sweeps: int) -> int:
+    """Sweeps discarded when none is given: the first half (the learner's and the held-out
+    perplexity function's default; the held-out scorer's is lda.scorer.BURN_IN_SHARE)."""
+    return sweeps // 2
+
+
 @dataclass(frozen=True)
 class GibbsExpectations:
     """Expected topic indicators of each token, averaged over the kept sweeps. The CUDA kernel

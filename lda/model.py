@@ -17,7 +17,7 @@ import torch
 
 from lda.averaging import ExponentialMean
 from lda.batch import Batch
-from lda.gibbs import Backend, Method, gibbs_expectations
+from lda.gibbs import Backend, Method, default_burn_in, gibbs_expectations
 from lda.gradient import MinibatchStatistics
 from lda.parallel import Layout, Reducer, layout
 from lda.perplexity import HeldoutSet, PosteriorAverage
@@ -72,7 +72,7 @@ class LearnerConfig:
         object.__setattr__(self, "sweeps", spec.sweeps if self.sweeps is None else self.sweeps)
         object.__setattr__(self, "gibbs", spec.gibbs if self.gibbs is None else self.gibbs)
         assert self.sweeps is not None
-        burn = self.sweeps // 2 if self.burn_in is None else self.burn_in
+        burn = default_burn_in(self.sweeps) if self.burn_in is None else self.burn_in
         if not 0 <= burn < self.sweeps:
             raise ValueError(f"burn_in must be in [0, sweeps), got {burn} with {self.sweeps}")
         object.__setattr__(self, "burn_in", burn)

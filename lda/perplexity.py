@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 
 from lda.batch import Batch
-from lda.gibbs import Init, Method, gibbs_expectations
+from lda.gibbs import Init, Method, default_burn_in, gibbs_expectations
 
 TEST_EVERY = 10  # every 10th token is held out for testing (DESIGN §3)
 CHUNK_TOKENS = 100_000  # Gibbs runs over chunks of documents to bound memory
@@ -126,7 +126,7 @@ def perplexity(
 ) -> float:
     """Document-completion perplexity of any K x W topic matrix ``beta`` (rows sum to 1)."""
     generator = generator or torch.Generator(device=beta.device).manual_seed(0)
-    burn = sweeps // 2 if burn_in is None else burn_in
+    burn = default_burn_in(sweeps) if burn_in is None else burn_in
     return perplexity_from_probabilities(
         test_token_probabilities(beta, heldout, gamma, sweeps, burn, generator)
     )
