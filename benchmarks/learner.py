@@ -341,7 +341,7 @@ def make_config(args: argparse.Namespace, spec: RunSpec, n_words: int) -> Learne
     """The run's LearnerConfig as the service builds it from its settings (the command line's
     here; ``--step-size`` is a constant eps), then the spec's fields."""
     constant = args.step_size is not None
-    settings = Settings(
+    settings = Settings.model_construct(  # the command line's values only, not STREAMLDA_*
         sampler=spec.sampler,
         topics=args.topics,
         corpus_size=args.corpus_size,
@@ -353,7 +353,7 @@ def make_config(args: argparse.Namespace, spec: RunSpec, n_words: int) -> Learne
         sweeps=args.sweeps,
         gibbs=args.gibbs,
     )
-    return learner_config(settings, n_words, dtype=args.dtype, **spec.overrides)
+    return learner_config(settings, n_words, **{"dtype": args.dtype, **spec.overrides})
 
 
 def run_streamlda(
@@ -374,7 +374,9 @@ def run_streamlda(
     run.warmup_s = time.perf_counter() - start
     # The service's learning session: its learn() is the step the worker and train take, and
     # times the learner alone.
-    session: LearningSession[None] = LearningSession(Settings(), torch.device("cpu"))
+    session: LearningSession[None] = LearningSession(
+        Settings.model_construct(), torch.device("cpu")
+    )
     model = session.begin(vocabulary, StreamingLDA(config, seed=args.seed))
     docs, tokens, index = 0, 0, 0
     for batch in batches:

@@ -93,6 +93,7 @@ class LearningSession(Generic[Item]):
         self.heldout_docs: list[list[int]] = []
         self.heldout: HeldoutSet | None = None  # once all ``heldout`` documents are in
         self.waiting: list[tuple[Item, str]] = []  # texts held until a vocabulary exists
+        self.stored_heldout: list[str] = []  # an earlier run's held-out texts: placed first
         self.buffer: list[tuple[Item, list[int]]] = []  # encoded, not trained yet
         self.next_eval = settings.eval_every
         self.busy_s = 0.0  # in StreamingLDA.update, since this session began
@@ -151,6 +152,8 @@ class LearningSession(Generic[Item]):
         except ValueError as exc:
             raise VocabularyError(f"cannot build a vocabulary: {exc}") from exc
         self.begin(vocabulary)
+        if self.stored_heldout:  # the held-out set an earlier run stored comes first
+            self.restore_heldout(self.stored_heldout)
         return self._place_all(documents)
 
     def _place_all(self, documents: Iterable[tuple[Item, str]]) -> list[Placed[Item]]:

@@ -34,13 +34,22 @@ class TopicWatch:
         if self.window is not None:
             self.window.add(beta)
 
+    def forget_samples(self) -> None:
+        """Drop the window's samples (the chain was restored to a checkpoint)."""
+        if self.window is not None:
+            self.window = SampleWindow(self.window.size)
+
     def scored(self, docs_seen: int, topics: dict[str, Any]) -> None:
         """An evaluation's per-topic figures (see Scored.topics), in order of docs_seen."""
         coherence = [c if math.isfinite(c) else None for c in topics["coherence"]]
         drift, matched = topics.get("drift"), topics.get("matched")
         before = self.changed_at
-        if drift is None or matched is None or before is None or len(before) != len(coherence):
-            changed = [docs_seen] * len(coherence)  # first seen now
+        if before is not None and len(before) != len(coherence):
+            before = None
+        if before is None:  # first seen now
+            changed = [docs_seen] * len(coherence)
+        elif drift is None or matched is None:  # the scorer restarted: no previous beta
+            changed = before
         else:
             changed = [
                 docs_seen if d > CHANGED_BITS else before[m]

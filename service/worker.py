@@ -170,6 +170,11 @@ class Worker:
         elif self.settings.vocab is not None:
             self._new_model(Vocabulary.load(self.settings.vocab), None)
         else:
+            # A held-out set stored by a run that left no checkpoint is reused (it is never
+            # trained on): its texts come first once the vocabulary exists.
+            self.session.stored_heldout = self.redis(
+                "reading the held-out set", self.heldout_store.texts
+            )
             log.info(
                 "building a vocabulary of %d words from the first %d documents",
                 self.settings.vocab_size,
@@ -350,7 +355,7 @@ class Worker:
         self.evaluator.start()
         session = self.session
         if session.heldout is not None:
-            self.evaluator.set_heldout(session.heldout_docs)
+            self._heldout_complete()
         elif self.settings.heldout and not session.heldout_docs:  # resumed: read it back
             session.restore_heldout(
                 self.redis("reading the held-out set", self.heldout_store.texts)
@@ -412,6 +417,10 @@ class Worker:
             self.evaluator.commit(scored)
 
     def _publish_point(self, scored: Scored) -> None:
+        # Before the finiteness check: the scoring process matched this beta's topics to the
+        # previous one's whatever its perplexity.
+        self.watch.scored(scored.docs_seen, scored.topics)
+        self.published_docs = -1  # the snapshot's per-topic quality is behind: republish
         if not (math.isfinite(scored.perplexity) and math.isfinite(scored.averaged)):
             log.warning("non-finite perplexity at %d documents: not published", scored.docs_seen)
             return
@@ -423,8 +432,6 @@ class Worker:
             _finite_or_none(scored.coherence),
             scored.diversity,
         )
-        self.watch.scored(scored.docs_seen, scored.topics)
-        self.published_docs = -1  # the snapshot's per-topic quality is behind: republish
         keep = self.settings.perplexity_history
         self.redis("appending perplexity", lambda: append_perplexity(self.client, point, keep=keep))
         log.info(
@@ -455,6 +462,7 @@ class Worker:
             len(dropped),
         )
         self.trained = dropped
+        self.watch.forget_samples()  # those of the dropped trajectory
         self._set_model(model, self.vocab, extra)
         self._checkpoint("restore")
         self._publish_snapshot()

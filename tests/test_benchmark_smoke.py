@@ -133,3 +133,19 @@ def test_gibbs_kernel_timing_runs(capsys: pytest.CaptureFixture[str]) -> None:
          "--rounds", "1", "--sweeps", "4"]
     )  # fmt: skip
     assert "ns per token-sweep" in capsys.readouterr().out
+
+
+def test_run_configs_are_the_services_and_ignore_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """make_config maps the command line through the service's learner_config: a spec's fields
+    win over the command line's (dtype too), --step-size is a constant eps, and STREAMLDA_*
+    variables meant for the service do not leak into a benchmark run."""
+    bench = _load_benchmark()
+    monkeypatch.setenv("STREAMLDA_MEAN_DECAY", "0.5")
+    monkeypatch.setenv("STREAMLDA_BURN_IN", "999")
+    args = bench.parse_args(["--quick", "--step-size", "0.01"])
+    config = bench.make_config(args, bench.parse_run_spec("sgrld:dtype=float32:sweeps=8"), 30)
+    assert config.dtype == "float32" and config.sweeps == 8 and config.burn_in == 4
+    assert config.mean_decay == 0.97  # the learner's default, not the environment's
+    assert config.schedule is not None and config.schedule(0) == config.schedule(10_000) == 0.01

@@ -115,3 +115,14 @@ def test_metrics_report_drift(api: TestClient, quality: TopicWatch) -> None:
     )
     changed = samples[("streamlda_topics_changed", frozenset())]
     assert changed == sum(d > CHANGED_BITS for d in quality.drift)
+
+
+def test_a_restarted_scorer_keeps_when_each_topic_last_changed() -> None:
+    """After a scorer restart the first evaluation has no drift: the topics did not all change
+    then, so the documents-seen of their last change stay as they were."""
+    watch = TopicWatch(samples=0)
+    watch.scored(1000, {"coherence": [0.1, 0.2], "drift": None, "matched": None})
+    watch.scored(2000, {"coherence": [0.1, 0.2], "drift": [0.2, 0.01], "matched": [1, 0]})
+    assert watch.changed_at == [2000, 1000]  # topic 1 is the old topic 0, which stayed
+    watch.scored(3000, {"coherence": [0.1, 0.2], "drift": None, "matched": None})
+    assert watch.changed_at == [2000, 1000] and watch.drift is None and watch.docs == 3000

@@ -110,3 +110,24 @@ def test_a_resumed_session_reads_its_held_out_set_back_and_evaluates_at_the_next
     resumed.restore_heldout(_texts(60))  # the texts in arrival order (held-out ones first)
     assert resumed.heldout_docs == first.heldout_docs and resumed.heldout is not None
     assert resumed.next_eval == (first.model.docs_seen // 10 + 1) * 10
+
+
+def test_a_held_out_set_stored_by_an_earlier_run_comes_first():
+    """No checkpoint but a stored held-out set (the data directory was wiped): once the
+    vocabulary exists its texts are the held-out set's first documents, then placement goes on,
+    so a restart that reads the store back finds the same set."""
+    settings = Settings(**SETTINGS)
+    stored = [a.text for a in articles(100, 3)]
+    session: LearningSession[int] = LearningSession(settings, torch.device("cpu"))
+    session.stored_heldout = stored
+    placed = session.offer(enumerate(_texts(60)))
+    assert session.vocabulary is not None
+    held = [p.item for p in placed if p.kind == "heldout"]
+    assert len(held) == 2  # 3 stored + 2 new = heldout 5
+    encoded = [session.vocabulary.encode(t) for t in stored]
+    assert session.heldout_docs[:3] == [ids for ids in encoded if ids]
+    resumed: LearningSession[int] = LearningSession(settings, torch.device("cpu"))
+    resumed.begin(session.vocabulary)
+    texts = _texts(60)
+    resumed.restore_heldout(stored + [texts[i] for i in held])  # the store after this run
+    assert resumed.heldout_docs == session.heldout_docs
