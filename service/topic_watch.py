@@ -18,6 +18,8 @@ from lda.drift import CHANGED_BITS
 from lda.uncertainty import SampleWindow
 from service.snapshot import top_word_indices
 
+INTERVAL_DIGITS = 3  # significant digits of a published interval bound
+
 
 class TopicWatch:
     """The worker's per-topic record: fed every sample and every scored evaluation."""
@@ -67,8 +69,8 @@ class TopicWatch:
         intervals = None
         if self.window is not None:
             bounds = self.window.intervals(top_word_indices(beta_mean, n))
-            if bounds is not None:
-                intervals = torch.stack(bounds, dim=-1).tolist()  # K x n x [low, high]
+            if bounds is not None:  # K x n x [low, high]
+                intervals = significant(torch.stack(bounds, dim=-1)).tolist()
         k = beta_mean.shape[0]
         fits = self.coherence is not None and len(self.coherence) == k
         return {
@@ -78,3 +80,12 @@ class TopicWatch:
             "topic_changed_at": self.changed_at if fits else None,
             "intervals": intervals,
         }
+
+
+def significant(values: torch.Tensor, digits: int = INTERVAL_DIGITS) -> torch.Tensor:
+    """``values`` rounded to ``digits`` significant digits: an interval needs no more, and
+    their short JSON keeps the snapshot (rendered and parsed once a second) small."""
+    values = values.to(torch.float64)
+    magnitude = torch.floor(torch.log10(values.abs().clamp_min(1e-300)))
+    scale = torch.pow(10.0, digits - 1 - magnitude)
+    return torch.where(values == 0, values, torch.round(values * scale) / scale)
