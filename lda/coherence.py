@@ -12,6 +12,7 @@ of distinct words among all topics' top words (1: no word shared).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
 
@@ -60,8 +61,21 @@ def top_word_ids(beta: torch.Tensor, n: int) -> torch.Tensor:
     return torch.topk(beta, k=min(n, beta.shape[1]), dim=1).indices.cpu()
 
 
-def topic_quality(beta: torch.Tensor, documents: Sequence[Sequence[int]]) -> tuple[float, float]:
-    """(mean NPMI coherence of the top COHERENCE_WORDS, diversity of the top DIVERSITY_WORDS)
-    of the topics ``beta`` (K x W), co-occurrence counted in ``documents``."""
+@dataclass(frozen=True)
+class TopicQuality:
+    """Each topic's NPMI coherence (its top COHERENCE_WORDS) and the topics' diversity (their
+    top DIVERSITY_WORDS)."""
+
+    coherence: torch.Tensor  # (K,) float64, NaN without reference documents
+    diversity: float
+
+    @property
+    def mean_coherence(self) -> float:
+        return float(self.coherence.mean())
+
+
+def topic_quality(beta: torch.Tensor, documents: Sequence[Sequence[int]]) -> TopicQuality:
+    """Coherence and diversity of the topics ``beta`` (K x W), co-occurrence counted in
+    ``documents``."""
     coherence = npmi_coherence(top_word_ids(beta, COHERENCE_WORDS), documents)
-    return float(coherence.mean()), topic_diversity(top_word_ids(beta, DIVERSITY_WORDS))
+    return TopicQuality(coherence, topic_diversity(top_word_ids(beta, DIVERSITY_WORDS)))

@@ -18,13 +18,7 @@ from typing import Any
 
 import torch
 
-from lda.coherence import (
-    COHERENCE_WORDS,
-    DIVERSITY_WORDS,
-    npmi_coherence,
-    top_word_ids,
-    topic_diversity,
-)
+from lda.coherence import topic_quality
 from lda.drift import topic_drift
 from lda.perplexity import HeldoutSet
 from lda.scorer import HeldoutScorer, ScorerConfig
@@ -83,12 +77,11 @@ def serve(inbox: Any, outbox: Any, device_name: str, threads: int | None, parent
             continue
         topics = torch.from_numpy(beta).to(device)
         perplexity, averaged = scorer.score(topics, heldout)
-        coherence = npmi_coherence(top_word_ids(topics, COHERENCE_WORDS), documents)
-        diversity = topic_diversity(top_word_ids(topics, DIVERSITY_WORDS))
-        per_topic = _per_topic(coherence, previous, topics)
+        quality = topic_quality(topics, documents)
+        per_topic = _per_topic(quality.coherence, previous, topics)
         previous = topics
         state = pack_state(scorer.state_dict())
-        mean = float(coherence.mean())
+        mean, diversity = quality.mean_coherence, quality.diversity
         message = ("scored", epoch, docs_seen, perplexity, averaged, mean, diversity, per_topic)
         outbox.put((*message, state))
 

@@ -106,7 +106,8 @@ class Quality:
 
     @classmethod
     def of(cls, model: StreamingLDA, documents: list[list[int]]) -> Quality:
-        return cls(*topic_quality(model.beta_mean, documents))
+        quality = topic_quality(model.beta_mean, documents)
+        return cls(quality.mean_coherence, quality.diversity)
 
 
 def _progress(done: int, total: int) -> None:
