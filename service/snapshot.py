@@ -122,22 +122,24 @@ class Snapshot:
         return cls(**data)
 
 
-def _top(beta: torch.Tensor, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+Ranked = tuple[torch.Tensor, torch.Tensor]  # (K, n) weights and word ids, most probable first
+
+
+def ranked(beta: torch.Tensor, n: int) -> Ranked:
+    """Each topic's ``n`` most probable words (row of ``beta``): weights and ids."""
     return torch.topk(beta.detach().float().cpu(), min(n, beta.shape[1]), dim=1)
 
 
-def top_word_indices(beta: torch.Tensor, n: int) -> torch.Tensor:
-    """(K, n) the word ids :func:`top_words` lists, in its order."""
-    return _top(beta, n)[1]
-
-
-def top_words(beta: torch.Tensor, vocab: Sequence[str], n: int) -> list[list[WordWeight]]:
-    """The ``n`` most probable words of each topic (row of ``beta``), most probable first."""
+def top_words(
+    beta: torch.Tensor, vocab: Sequence[str], n: int, ranks: Ranked | None = None
+) -> list[list[WordWeight]]:
+    """The ``n`` most probable words of each topic (row of ``beta``), most probable first
+    (``ranks``: :func:`ranked` of the same beta and n, when the caller has it already)."""
     if beta.dim() != 2 or beta.shape[1] != len(vocab):
         raise ValueError(f"beta is {tuple(beta.shape)}, expected (K, {len(vocab)})")
     if not bool(torch.isfinite(beta).all()):
         raise ValueError("beta has non-finite entries: never publish NaN")
-    values, indices = _top(beta, n)
+    values, indices = ranked(beta, n) if ranks is None else ranks
     return [
         [WordWeight(vocab[i], float(v)) for v, i in zip(row_v, row_i, strict=True)]
         for row_v, row_i in zip(values.tolist(), indices.tolist(), strict=True)

@@ -16,7 +16,6 @@ import torch
 
 from lda.drift import CHANGED_BITS
 from lda.uncertainty import SampleWindow
-from service.snapshot import top_word_indices
 
 INTERVAL_DIGITS = 3  # significant digits of a published interval bound
 
@@ -64,14 +63,15 @@ class TopicWatch:
             changed,
         )
 
-    def fields(self, beta_mean: torch.Tensor, n: int) -> dict[str, Any]:
-        """The snapshot's per-topic fields for its ``n`` top words of ``beta_mean``."""
+    def fields(self, word_ids: torch.Tensor) -> dict[str, Any]:
+        """The snapshot's per-topic fields for its topics' top words ``word_ids`` (K x n, as
+        service.snapshot.ranked gives them)."""
         intervals = None
         if self.window is not None:
-            bounds = self.window.intervals(top_word_indices(beta_mean, n))
+            bounds = self.window.intervals(word_ids)
             if bounds is not None:  # K x n x [low, high]
                 intervals = significant(torch.stack(bounds, dim=-1)).tolist()
-        k = beta_mean.shape[0]
+        k = word_ids.shape[0]
         fits = self.coherence is not None and len(self.coherence) == k
         return {
             "quality_docs": self.docs if fits else None,

@@ -74,6 +74,7 @@ from service.snapshot import (
     beat,
     publish_model,
     publish_snapshot,
+    ranked,
     read_control,
     top_words,
     truncate_perplexity,
@@ -124,6 +125,7 @@ class Worker:
         self.checkpointed_docs = -1
         self.model_published = False
         self.published_docs = -1  # docs_seen of the last snapshot published
+        self.published_quality: int | None = None  # its per-topic figures' evaluation
         self.published_at = -math.inf  # its time.monotonic()
 
     @property
@@ -420,7 +422,6 @@ class Worker:
         # Before the finiteness check: the scoring process matched this beta's topics to the
         # previous one's whatever its perplexity.
         self.watch.scored(scored.docs_seen, scored.topics)
-        self.published_docs = -1  # the snapshot's per-topic quality is behind: republish
         if not (math.isfinite(scored.perplexity) and math.isfinite(scored.averaged)):
             log.warning("non-finite perplexity at %d documents: not published", scored.docs_seen)
             return
@@ -538,8 +539,12 @@ class Worker:
         self.model_published = True
 
     def _publish_if_stale(self) -> bool:
-        """Publish a snapshot if the last one is behind the model; True if it did."""
-        if self.model is None or self.published_docs == self.model.docs_seen:
+        """Publish a snapshot if the last one is behind the model or its per-topic figures
+        behind the latest evaluation; True if it did."""
+        if self.model is None:
+            return False
+        current = (self.published_docs, self.published_quality)
+        if current == (self.model.docs_seen, self.watch.docs):
             return False
         self._publish_snapshot()
         return True
@@ -556,6 +561,7 @@ class Worker:
             "evals_waiting": 0 if self.evaluator is None else len(self.evaluator.pending),
             "scorer_restarts": 0 if self.evaluator is None else self.evaluator.restarts,
         }
+        served = ranked(model.beta_mean, self.settings.topic_words)
         snapshot = Snapshot(
             docs_seen=model.docs_seen,
             updated_at=time.time(),
@@ -563,19 +569,20 @@ class Worker:
             step_size=model.step_size,
             device=str(self.device),
             vocab_size=len(vocab),
-            topics=top_words(model.beta_mean, vocab.words, self.settings.topic_words),
+            topics=top_words(model.beta_mean, vocab.words, self.settings.topic_words, served),
             sample_topics=top_words(model.beta, vocab.words, self.settings.topic_words),
             docs_per_s=docs_per_s,
             tokens_per_s=tokens_per_s,
             counters={name: int(value) for name, value in counters.items()},
             rank_docs_per_s=self._rank_rates(),
             checkpoint_at=self.checkpoint_at,
-            **self.watch.fields(model.beta_mean, self.settings.topic_words),
+            **self.watch.fields(served[1]),
         )
         self.redis(
             "publishing the snapshot", functools.partial(publish_snapshot, self.client, snapshot)
         )
         self.published_docs, self.published_at = model.docs_seen, time.monotonic()
+        self.published_quality = self.watch.docs
 
 
 def _finite_or_none(value: float) -> float | None:
