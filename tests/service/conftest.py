@@ -20,6 +20,7 @@ import uvicorn
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
+from lda.drift import topic_drift
 from service.api.app import create_app
 from service.redis_client import connect
 from service.settings import Settings
@@ -29,8 +30,10 @@ from service.snapshot import (
     append_perplexity,
     publish_model,
     publish_snapshot,
+    ranked,
     top_words,
 )
+from service.topic_watch import TopicWatch
 
 
 def free_port() -> int:
@@ -185,3 +188,30 @@ def served(settings: Settings) -> Iterator[str]:
     """The app served over real HTTP; yields its base URL."""
     with serve(create_app(settings)) as url:
         yield url
+
+
+COHERENCE = [0.12, float("nan"), 0.31]  # per topic; topic 1: no held-out document has its words
+
+
+def watched_topics(published: Published) -> TopicWatch:
+    """A watch fed as the worker feeds it: samples after steps, then two evaluations (the
+    second with topics 0 and 2 swapped and nudged, so matching and drift are exercised)."""
+    watch = TopicWatch(samples=4)
+    for i in range(6):
+        watch.sample(model_beta((0.4 - 0.01 * i, 0.3, 0.15 + 0.01 * i, 0.12)))
+    first = published.beta
+    watch.scored(1000, {"coherence": [0.1, 0.2, 0.3], "drift": None, "matched": None})
+    second = first[[2, 1, 0]] * 0.7 + 0.3 * first  # labels 0 and 2 swapped, mostly
+    drift = topic_drift(first, second)
+    topics = {
+        "coherence": COHERENCE,
+        "drift": drift.divergence.tolist(),
+        "matched": drift.matched.tolist(),
+    }
+    watch.scored(2000, topics)
+    return watch
+
+
+def watch_fields(watch: TopicWatch, published: Published) -> dict[str, Any]:
+    """The snapshot fields the worker would publish from ``watch`` for the served topics."""
+    return watch.fields(ranked(published.beta, TOPIC_WORDS)[1])

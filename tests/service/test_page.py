@@ -22,17 +22,21 @@ import pytest
 import redis
 from fastapi import Request, Response
 
-from lda.drift import topic_drift
 from service.api.app import create_app
 from service.settings import Settings
 from service.snapshot import append_perplexity, publish_snapshot, set_paused
 from service.topic_watch import TopicWatch
-from tests.service.conftest import TOPIC_WORDS, VOCAB, Published, model_beta, serve
+from tests.service.conftest import (
+    VOCAB,
+    Published,
+    serve,
+    watch_fields,
+    watched_topics,
+)
 
 CHROMIUM = shutil.which("chromium")
 CHROMIUM_TIMEOUT_S = 60
 VIRTUAL_TIME_MS = 5000
-COHERENCE = [0.12, float("nan"), 0.31]  # topic 1: no held-out document has its words
 QUEUE_LENGTH, QUEUE_PENDING = 7, 3
 
 pytestmark = pytest.mark.skipif(
@@ -91,32 +95,14 @@ def text(fragment: str) -> str:
     return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", fragment)).split())
 
 
-def _watch(published: Published) -> TopicWatch:
-    """A watch fed as the worker feeds it: samples, then two evaluations, the second with
-    topics 0 and 2 swapped and nudged (as in tests/service/test_topic_quality.py)."""
-    watch = TopicWatch(samples=4)
-    for i in range(6):
-        watch.sample(model_beta((0.4 - 0.01 * i, 0.3, 0.15 + 0.01 * i, 0.12)))
-    first = published.beta
-    watch.scored(1000, {"coherence": [0.1, 0.2, 0.3], "drift": None, "matched": None})
-    drift = topic_drift(first, first[[2, 1, 0]] * 0.7 + 0.3 * first)
-    topics = {
-        "coherence": COHERENCE,
-        "drift": drift.divergence.tolist(),
-        "matched": drift.matched.tolist(),
-    }
-    watch.scored(2000, topics)
-    return watch
-
-
 @pytest.fixture
 def watched(redis_client: redis.Redis, published: Published, settings: Settings) -> TopicWatch:
     """The published model plus everything a worker and scrapers add: per-topic quality and
     intervals, a checkpoint, coherence in the perplexity history, a queue with entries pending
     and the scrapers' counters."""
-    watch = _watch(published)
+    watch = watched_topics(published)
     now = time.time()
-    fields = watch.fields(published.beta, TOPIC_WORDS)
+    fields = watch_fields(watch, published)
     publish_snapshot(
         redis_client, dataclasses.replace(published.snapshot, checkpoint_at=now - 40, **fields)
     )

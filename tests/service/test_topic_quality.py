@@ -9,39 +9,24 @@ import redis
 import torch
 from fastapi.testclient import TestClient
 
-from lda.drift import CHANGED_BITS, topic_drift
+from lda.drift import CHANGED_BITS
 from service.api.schemas import OneTopicOut, TopicsOut
 from service.snapshot import publish_snapshot
 from service.topic_watch import TopicWatch, significant
-from tests.service.conftest import TOPIC_WORDS, K, Published, model_beta
+from tests.service.conftest import (
+    COHERENCE,
+    K,
+    Published,
+    watch_fields,
+    watched_topics,
+)
 from tests.service.test_metrics import parse
-
-COHERENCE = [0.12, float("nan"), 0.31]  # topic 1: no held-out document has its words
-
-
-def _watched(published: Published) -> TopicWatch:
-    """A watch fed as the worker feeds it: samples after steps, then two evaluations (the
-    second with topics 0 and 2 swapped and nudged, so matching and drift are exercised)."""
-    watch = TopicWatch(samples=4)
-    for i in range(6):
-        watch.sample(model_beta((0.4 - 0.01 * i, 0.3, 0.15 + 0.01 * i, 0.12)))
-    first = published.beta
-    watch.scored(1000, {"coherence": [0.1, 0.2, 0.3], "drift": None, "matched": None})
-    second = first[[2, 1, 0]] * 0.7 + 0.3 * first  # labels 0 and 2 swapped, mostly
-    drift = topic_drift(first, second)
-    topics = {
-        "coherence": COHERENCE,
-        "drift": drift.divergence.tolist(),
-        "matched": drift.matched.tolist(),
-    }
-    watch.scored(2000, topics)
-    return watch
 
 
 @pytest.fixture
 def quality(redis_client: redis.Redis, published: Published) -> TopicWatch:
-    watch = _watched(published)
-    fields = watch.fields(published.beta, TOPIC_WORDS)
+    watch = watched_topics(published)
+    fields = watch_fields(watch, published)
     publish_snapshot(redis_client, dataclasses.replace(published.snapshot, **fields))
     return watch
 
