@@ -130,19 +130,26 @@ def _scan_shared(value, t, threads, sums, scratch):
 
 
 @cuda.jit(device=True)
+def _warp_inclusive(value, lane):
+    """Inclusive prefix sum of ``value`` over the 32 lanes of a warp (Kogge-Stone by shuffles).
+    DEVICE-TESTED ONLY."""
+    offset = 1
+    while offset < 32:
+        up = cuda.shfl_up_sync(0xFFFFFFFF, value, offset)
+        if lane >= offset:
+            value += up
+        offset *= 2
+    return value
+
+
+@cuda.jit(device=True)
 def _scan_warp(value, t, threads, sums, scratch):
     """The same scan by warp shuffles: within each warp, then over the warps' totals.
     DEVICE-TESTED ONLY (the simulator has no shuffles). ``threads`` a multiple of 32; one
     warp (the default up to K = 64) needs no barrier at all."""
     lane = t & 31
     warp = t >> 5
-    v = value
-    offset = 1
-    while offset < 32:
-        up = cuda.shfl_up_sync(0xFFFFFFFF, v, offset)
-        if lane >= offset:
-            v += up
-        offset *= 2
+    v = _warp_inclusive(value, lane)
     if threads == 32:
         lower = cuda.shfl_up_sync(0xFFFFFFFF, v, 1)
         if lane == 0:
@@ -156,12 +163,7 @@ def _scan_warp(value, t, threads, sums, scratch):
         x = 0.0
         if lane < warps:
             x = scratch[lane]
-        offset = 1
-        while offset < 32:
-            up = cuda.shfl_up_sync(0xFFFFFFFF, x, offset)
-            if lane >= offset:
-                x += up
-            offset *= 2
+        x = _warp_inclusive(x, lane)
         if lane < warps:
             scratch[lane] = x
     cuda.syncthreads()
