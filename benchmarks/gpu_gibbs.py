@@ -101,8 +101,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = p.parse_args(argv)
     device = require_cuda(args.device)
     numba.set_num_threads(args.threads)
-    corpus_dir = args.corpus_dir or _sibling("dev_corpus").CORPORA
     learner = _sibling("learner")
+    corpus_dir = args.corpus_dir or learner.DEFAULT_CORPUS
     sizes = [int(s) for s in args.sizes.split(",")]
     vocab = Vocabulary.load(corpus_dir / "vocab-7702.txt")
     corpus = learner.read_corpus(corpus_dir, vocab, 0, args.warm + sum(sizes))
