@@ -27,8 +27,16 @@ def test_kill_9_then_restart_resumes_from_the_checkpoint_and_acknowledges_everyt
     client = redis_server.client()
     data_dir = tmp_path / "data"
     queue_articles(client, 0, 150)
+    # Checkpoints on count only: 130 entries after the 20 held out, so the checkpoints at 50 and
+    # 100 leave the last 30 unacknowledged however fast the worker runs (on time, a checkpoint
+    # could acknowledge everything before the kill).
     worker = WorkerProcess(
-        redis_server.url, data_dir, tmp_path / "worker.log", STREAMLDA_CHECKPOINT_EVERY_S="0.5"
+        redis_server.url,
+        data_dir,
+        tmp_path / "worker.log",
+        STREAMLDA_CHECKPOINT_MAX_UNACKED="50",
+        STREAMLDA_CHECKPOINT_EVERY_S="600",
+        STREAMLDA_CHECKPOINT_IDLE_S="600",
     )
     try:
         wait_until(
