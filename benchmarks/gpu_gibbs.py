@@ -59,8 +59,8 @@ def require_cuda(device: str) -> torch.device:
 
     if not available():
         raise SystemExit(
-            "error: numba cannot compile for this GPU (no NVVM found): install the CUDA "
-            "toolkit's NVVM (e.g. pip install nvidia-cuda-nvcc-cu12) or set CUDA_HOME"
+            "error: numba cannot compile for this GPU (no NVVM found): install the project's "
+            "cuda extra (pip install -e '.[cuda]': numba-cuda with NVVM) or set CUDA_HOME"
         )
     target = torch.device(device)
     if target.type != "cuda":

@@ -190,8 +190,8 @@ def _cuda_kernel_usable() -> bool:
     if available():
         return True
     warnings.warn(
-        "beta is on a CUDA device but numba cannot compile for it (no driver or NVVM): "
-        "collapsed Gibbs runs in the CPU kernel",
+        "beta is on a CUDA device but numba cannot compile for it (no driver or NVVM; "
+        "pip install 'streamlda[cuda]' brings NVVM): collapsed Gibbs runs in the CPU kernel",
         RuntimeWarning,
         stacklevel=3,
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,21 @@ def test_dockerfile_builds_cpu_torch_by_default_with_a_cuda_switch() -> None:
     assert args["TORCH_SPEC"].startswith("torch==")
     assert args["TORCH_INDEX"].endswith("/cpu")
     assert COMPOSE_GPU.is_file() and "cu" in COMPOSE_GPU.read_text()
+
+
+def test_cuda_image_brings_the_gibbs_kernels_compiler() -> None:
+    """The GPU build installs the ``cuda`` extra (numba's CUDA target with NVVM from PyPI):
+    torch's CUDA wheels carry no NVVM, and without it the Gibbs sweeps fall back to the CPU."""
+    args = dict(
+        a.partition("=")[::2] for w, a in dockerfile_instructions() if w == "ARG" and "=" in a
+    )
+    assert args["EXTRAS"] == "", "the CPU image installs no extra"
+    installs = [a for w, a in dockerfile_instructions() if w == "RUN" and "pip install \"." in a]
+    assert installs and "${EXTRAS:+[$EXTRAS]}" in installs[0]
+    gpu_args = compose(COMPOSE_GPU)["services"]["worker"]["build"]["args"]
+    assert "cuda" in gpu_args["EXTRAS"].split(",")
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert any(r.startswith("numba-cuda[cu12]") for r in extras["optional-dependencies"]["cuda"])
 
 
 def test_image_entrypoint_and_default_command_are_streamlda_subcommands() -> None:
