@@ -5,15 +5,21 @@ H non-empty documents as the held-out set (never trained on) and the next D as t
 all encoding (minibatches, bags of words, CSR matrices) happens before any timing. Systems:
 
 * streamlda: every ``--samplers`` entry, or the ``--runs`` specs (``sampler[:field=value]...``,
-  any :class:`lda.model.LearnerConfig` field), each a :class:`StreamingLDA` learning from
-  minibatches of n documents; only ``model.update`` is timed. Both the current sample
-  (``beta``) and the served estimate (``beta_mean``) are scored.
+  any :class:`lda.model.LearnerConfig` field, plus ``batch_size`` and ``device``), each a
+  :class:`StreamingLDA` learning from minibatches of n documents on ``--device`` (or the spec's
+  ``device``: a GPU run and a CPU run can share one table); only ``model.update`` is timed (on a
+  GPU up to a synchronisation; the minibatches are on the device before timing, as the worker
+  has them). Both the current sample (``beta``) and the served estimate (``beta_mean``) are
+  scored, on the CPU, by the one estimator; a GPU run reports its peak GPU memory.
 * gensim: online VB ``LdaModel`` fed chunk by chunk through ``update(chunk)`` (timed).
 * sklearn: online VB ``LatentDirichletAllocation`` (batch n, ``total_samples`` = D) fed one CSR
   minibatch per ``partial_fit`` (timed); beta = ``components_`` row-normalised.
 * tomotopy: batch collapsed Gibbs ``LDAModel``, a model per checkpoint trained on the first 2k,
   5k, 10k documents for 50 and 200 iterations (``train`` calls timed; ``add_doc`` and the
   initialisation reported apart as prep); the last one is also scored every 10 iterations.
+
+``--repeat`` cycles through the training documents when ``--docs`` asks for more than the
+corpus holds (a stream that sees each article again; the DEV corpus has ~29,000).
 
 At each checkpoint every model's K x W topic matrix is scored by the same document-completion
 estimator (:mod:`lda.perplexity`) on the same held-out set with the same random numbers and the
@@ -26,6 +32,8 @@ checkpoint) and the issues' targets; ``--plot`` draws perplexity against learner
     .venv/bin/python benchmarks/learner.py --topics 200 --samplers sgrld,sgrhmc --no-gensim
     .venv/bin/python benchmarks/learner.py --no-gensim --no-sklearn --no-tomotopy \\
         --runs 'sgrld,sgrld:sweeps=10:gibbs=rao-blackwell,sgrhmc:mean_decay=0.9'
+    .venv/bin/python benchmarks/learner.py --no-gensim --no-tomotopy --docs 100000 --repeat \\
+        --checkpoints 10000,100000 --runs 'sgrld,sgrld:device=cuda,sgrld:device=cuda:batch_size=500'
 """
 
 from __future__ import annotations
@@ -53,7 +61,7 @@ import torch
 
 from lda.batch import Batch
 from lda.gibbs import Method, default_burn_in
-from lda.model import LearnerConfig, NonFiniteError, StreamingLDA
+from lda.model import LearnerConfig, NonFiniteError, StreamingLDA, resolve_device
 from lda.perplexity import (
     HeldoutSet,
     PosteriorAverage,
@@ -142,6 +150,8 @@ class Run:
     points: list[Point] = field(default_factory=list)
     curve: list[Point] = field(default_factory=list)  # tomotopy: the last model by iteration
     error: str | None = None
+    device: str = "cpu"  # where the learner ran (the peers: the CPU)
+    gpu_peak_mib: float | None = None  # a GPU run: torch's peak allocation (the kernel's too)
 
 
 @dataclass(frozen=True)
@@ -152,6 +162,7 @@ class RunSpec:
     sampler: str
     overrides: dict[str, Any]
     batch_size: int | None = None  # documents per minibatch; None: --streamlda-batch-size
+    device: str | None = None  # auto, cpu, cuda, cuda:1...; None: --device
 
 
 def read_corpus(
@@ -189,6 +200,12 @@ def read_corpus(
         file=sys.stderr,
     )
     return Corpus(heldout, train, skipped, used)
+
+
+def repeated(documents: list[list[int]], n: int) -> list[list[int]]:
+    """The first ``n`` documents of the stream that cycles through ``documents`` (the lists are
+    shared, not copied)."""
+    return [documents[i % len(documents)] for i in range(n)]
 
 
 def minibatches(documents: list[list[int]], size: int) -> list[list[list[int]]]:
@@ -324,6 +341,7 @@ def parse_run_spec(spec: str) -> RunSpec:
         raise ValueError(f"unknown sampler {sampler!r} in {spec!r}: choose from {sorted(SAMPLERS)}")
     overrides: dict[str, Any] = {}
     batch_size: int | None = None
+    device: str | None = None
     for option in options:
         key, sep, text = option.partition("=")
         if not sep or not text:
@@ -333,8 +351,12 @@ def parse_run_spec(spec: str) -> RunSpec:
             if batch_size < 1:
                 raise ValueError(f"batch_size must be positive in {spec!r}")
             continue
+        if key.strip() == "device":  # where the learner runs, not a LearnerConfig field
+            device = text.strip()
+            torch.device("cpu" if device == "auto" else device)  # a malformed name fails here
+            continue
         overrides[key.strip()] = _config_value(key.strip(), text.strip())
-    return RunSpec(spec.strip(), sampler, overrides, batch_size)
+    return RunSpec(spec.strip(), sampler, overrides, batch_size, device)
 
 
 def make_config(args: argparse.Namespace, spec: RunSpec, n_words: int) -> LearnerConfig:
@@ -367,38 +389,53 @@ def run_streamlda(
     """Train one StreamingLDA run, timing only ``update``; score beta and beta_mean."""
     config = make_config(args, spec, len(vocabulary))
     assert config.gamma is not None
-    run = Run(name=spec.name, settings=config.to_dict(), sweeps=config.sweeps)
+    device = resolve_device(spec.device or args.device)
+    name = spec.name if device.type == "cpu" or spec.device else f"{spec.name}@{device}"
+    run = Run(name=name, settings=config.to_dict(), sweeps=config.sweeps, device=str(device))
     run.settings["batch_size"] = batches[0].n_documents
+    # The worker builds its minibatches on the learner's device before learning (session.take).
+    batches = [Batch(b.words.to(device), b.offsets) for b in batches]
     start = time.perf_counter()
-    StreamingLDA(config, seed=args.seed + 999).update(batches[0])  # compile / warm caches
+    StreamingLDA(config, device, seed=args.seed + 999).update(batches[0])  # compile, warm caches
+    _synchronize(device)
     run.warmup_s = time.perf_counter() - start
-    # The service's learning session: its learn() is the step the worker and train take, and
-    # times the learner alone.
-    session: LearningSession[None] = LearningSession(
-        Settings.model_construct(), torch.device("cpu")
-    )
-    model = session.begin(vocabulary, StreamingLDA(config, seed=args.seed))
-    docs, tokens, index = 0, 0, 0
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    # The service's learning session: its learn() is the step the worker and train take.
+    session: LearningSession[None] = LearningSession(Settings.model_construct(), device)
+    model = session.begin(vocabulary, StreamingLDA(config, device, seed=args.seed))
+    docs, tokens, index, train_s = 0, 0, 0, 0.0
     for batch in batches:
+        start = time.perf_counter()
         try:
             session.learn(batch)
+            _synchronize(device)  # a GPU's queued work is the learner's time too
         except NonFiniteError as exc:
             run.error = f"{exc} after {docs} documents"
             print(f"  {spec.name}: {run.error}", file=sys.stderr)
             return run
-        train_s = session.busy_s
+        train_s += time.perf_counter() - start
         docs += batch.n_documents
         tokens += batch.n_tokens
+        if device.type == "cuda":
+            run.gpu_peak_mib = torch.cuda.max_memory_allocated(device) / 2**20
         if index < len(checkpoints) and docs >= checkpoints[index]:
             start = time.perf_counter()
-            scores = scorer.score(spec.name, model.beta, config.gamma, index)
-            mean, _ = scorer.score_common(f"{spec.name} mean", model.beta_mean, index)
+            beta, beta_mean = model.beta.cpu(), model.beta_mean.cpu()
+            scores = scorer.score(name, beta, config.gamma, index)
+            mean, _ = scorer.score_common(f"{name} mean", beta_mean, index)
             point = _point(docs, tokens, train_s, scores, time.perf_counter() - start)
             point.perplexity_mean = mean
             run.points.append(point)
-            _progress(spec.name, point)
+            _progress(name, point)
             index += 1
     return run
+
+
+def _synchronize(device: torch.device) -> None:
+    """Wait for the device's queued work (CUDA runs asynchronously; the CPU needs no wait)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
 
 
 # ---- peers ------------------------------------------------------------------------------------
@@ -656,6 +693,11 @@ def format_table(runs: list[Run], eval_gamma: float) -> str:
             )
         if run.error and run.points:
             lines.append(f"{run.name:{width}s} stopped: {run.error}")
+    lines += [
+        f"{run.name}: peak GPU memory {run.gpu_peak_mib:.0f} MiB ({run.device})"
+        for run in runs
+        if run.gpu_peak_mib is not None
+    ]
     return "\n".join(lines)
 
 
@@ -891,6 +933,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--corpus-size", type=float, default=10_000.0, help="N in the gradient")
     p.add_argument("--corpus-growth", action="store_true", help="N = max(N, documents seen)")
     p.add_argument("--dtype", choices=["float64", "float32"], default="float64")
+    p.add_argument(
+        "--device",
+        default="cpu",
+        help="streamlda's device unless a run spec names one (auto: CUDA when present); "
+        "the peers and the scoring run on the CPU",
+    )
+    p.add_argument(
+        "--repeat",
+        action="store_true",
+        help="cycle through the training documents when --docs exceeds the corpus",
+    )
     p.add_argument("--eval-gamma", type=float, default=0.01, help="common document prior")
     p.add_argument("--eval-sweeps", type=int, default=50)
     p.add_argument("--max-tokens", type=int, default=None, help="truncate documents (testing)")
@@ -933,7 +986,8 @@ def _run_specs(p: argparse.ArgumentParser, args: argparse.Namespace) -> list[Run
         try:
             spec = parse_run_spec(item)
             make_config(args, spec, n_words=1)
-        except (ValueError, TypeError) as exc:
+            resolve_device(spec.device or args.device)  # cuda without a GPU fails here, not later
+        except (ValueError, TypeError, RuntimeError) as exc:
             p.error(f"run {item!r}: {exc}")
         if any(s.name == spec.name for s in specs):
             p.error(f"run {item!r} is given twice")
@@ -948,6 +1002,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     vocab = Vocabulary.load(args.vocab)
     start = time.perf_counter()
     corpus = read_corpus(args.corpus_dir, vocab, args.heldout, args.docs, args.max_tokens)
+    if args.repeat and 0 < len(corpus.train) < args.docs:
+        corpus.train = repeated(corpus.train, args.docs)
     n_docs = len(corpus.train)
     checkpoints = checkpoint_docs(args.checkpoint_list, n_docs, args.batch_size)
     groups = minibatches(corpus.train, args.batch_size)

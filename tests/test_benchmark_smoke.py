@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import importlib.util
 import json
 import math
@@ -149,3 +150,42 @@ def test_run_configs_are_the_services_and_ignore_the_environment(
     assert config.dtype == "float32" and config.sweeps == 8 and config.burn_in == 4
     assert config.mean_decay == 0.97  # the learner's default, not the environment's
     assert config.schedule is not None and config.schedule(0) == config.schedule(10_000) == 0.01
+
+
+@pytest.mark.skipif(not (CORPUS / "vocab-7702.txt").is_file(), reason="DEV corpus not present")
+def test_benchmark_repeats_the_stream_and_runs_on_the_named_device(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--repeat cycles a stream longer than the corpus (here one capped by a tiny corpus folder),
+    a run spec's device is where its learner runs (the CPU here; a GPU run is named so and
+    reports its peak memory), and a CUDA run asked for without a GPU fails before any work."""
+    bench = _load_benchmark()
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    (folder / "vocab-7702.txt").write_text((CORPUS / "vocab-7702.txt").read_text())
+    with (
+        gzip.open(CORPUS / "dev-00.jsonl.gz", "rt") as src,
+        gzip.open(folder / "dev-00.jsonl.gz", "wt") as dst,
+    ):
+        dst.writelines(line for _, line in zip(range(40), src, strict=False))
+    argv = [
+        "--corpus-dir", str(folder),
+        "--docs", "100", "--heldout", "10", "--topics", "4", "--batch-size", "25",
+        "--streamlda-batch-size", "25", "--sweeps", "2", "--eval-sweeps", "2",
+        "--checkpoints", "50,100", "--no-gensim", "--no-sklearn", "--no-tomotopy",
+        "--threads", "1", "--max-tokens", "100", "--runs", "sgrld:device=cpu",
+    ]  # fmt: skip
+    result = bench.main([*argv, "--repeat"])
+    assert result["corpus"]["train_docs"] == 100  # 30 distinct documents, cycled
+    assert bench.repeated([[1], [2, 3]], 5) == [[1], [2, 3], [1], [2, 3], [1]]
+    (run,) = result["runs"]
+    assert run["device"] == "cpu" and run["gpu_peak_mib"] is None
+    assert [p["docs"] for p in run["points"]] == [50, 100]
+    assert bench.main(argv)["corpus"]["train_docs"] == 30  # without --repeat: what there is
+    capsys.readouterr()
+    if not torch.cuda.is_available():
+        with pytest.raises(SystemExit):
+            bench.parse_args([*argv[:-1], "sgrld", "--device", "cuda"])
+        assert "no CUDA device" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        bench.parse_args([*argv[:-1], "sgrld:device=gpu"])
