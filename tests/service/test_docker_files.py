@@ -77,7 +77,7 @@ def test_cuda_image_brings_the_gibbs_kernels_compiler() -> None:
         a.partition("=")[::2] for w, a in dockerfile_instructions() if w == "ARG" and "=" in a
     )
     assert args["EXTRAS"] == "", "the CPU image installs no extra"
-    installs = [a for w, a in dockerfile_instructions() if w == "RUN" and "pip install \"." in a]
+    installs = [a for w, a in dockerfile_instructions() if w == "RUN" and 'pip install ".' in a]
     assert installs and "${EXTRAS:+[$EXTRAS]}" in installs[0]
     gpu_args = compose(COMPOSE_GPU)["services"]["worker"]["build"]["args"]
     assert "cuda" in gpu_args["EXTRAS"].split(",")
