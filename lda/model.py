@@ -109,10 +109,12 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
-def _all_finite(x: torch.Tensor) -> bool:
-    """Every entry finite. A finite sum proves it (NaN and inf propagate) at a twentieth of the
-    cost of isfinite(x).all(); only a non-finite sum, or one that overflowed, is checked fully."""
-    return bool(torch.isfinite(x.sum())) or bool(torch.isfinite(x).all())
+def _all_finite(*tensors: torch.Tensor) -> bool:
+    """Every entry of every tensor finite. Finite sums prove it (NaN and inf propagate) at a
+    twentieth of the cost of isfinite(x).all(), in one host read for all the tensors (a GPU
+    step's only one); only a non-finite sum, or one that overflowed, is checked fully."""
+    sums = torch.stack([x.sum() for x in tensors])
+    return bool(torch.isfinite(sums).all()) or all(bool(torch.isfinite(x).all()) for x in tensors)
 
 
 class StreamingLDA:
@@ -201,9 +203,8 @@ class StreamingLDA:
         new_state, info = step(
             cfg.sampler, self.state, stats, cfg.hyper, self.step_size, self.generator
         )
-        if not _all_finite(new_state.theta) or (
-            new_state.momentum is not None and not _all_finite(new_state.momentum)
-        ):
+        moving = [new_state.theta] + ([] if new_state.momentum is None else [new_state.momentum])
+        if not _all_finite(*moving):
             raise NonFiniteError(f"non-finite theta after step {self.state.step + 1}")
         self.state = new_state
         self.mean.add(self.beta)

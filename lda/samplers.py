@@ -46,13 +46,18 @@ class Hyper:
     friction: float = 1.0
 
 
+# A count a step made: an int, or a 0-d tensor on theta's device until someone reads it
+# (int(count)): on a GPU, reading every count every step would stall the host once each.
+Count = int | torch.Tensor
+
+
 @dataclass(frozen=True)
 class StepInfo:
-    """What a step had to do to stay valid, for logs and metrics."""
+    """What a step had to do to stay valid, for logs and metrics (read with int())."""
 
-    reflected: int  # coordinates reflected at zero
-    zero_guarded: int  # coordinates exactly at zero where 1/theta was guarded
-    turned: int = 0  # SGRHMC split: coordinates stopped at a turning point
+    reflected: Count  # coordinates reflected at zero
+    zero_guarded: Count  # coordinates exactly at zero where 1/theta was guarded
+    turned: Count = 0  # SGRHMC split: coordinates stopped at a turning point
 
 
 Update = Callable[
@@ -249,15 +254,16 @@ def init_state(
 
 def reflect(
     theta: torch.Tensor, momentum: torch.Tensor | None
-) -> tuple[torch.Tensor, torch.Tensor | None, int]:
-    """theta <- |theta|, flipping the momentum where theta was negative."""
+) -> tuple[torch.Tensor, torch.Tensor | None, Count]:
+    """theta <- |theta|, flipping the momentum where theta was negative. On a CPU a step with
+    nothing negative returns theta itself; on a GPU the reflection always runs (cheaper than
+    a host read of whether it is needed) and the count stays on the device."""
     negative = theta < 0
-    count = int(negative.sum())
-    if count == 0:
+    if theta.device.type == "cpu" and not bool(negative.any()):
         return theta, momentum, 0
     if momentum is not None:
         momentum = torch.where(negative, -momentum, momentum)
-    return theta.abs(), momentum, count
+    return theta.abs(), momentum, negative.sum()
 
 
 def step(
@@ -277,7 +283,9 @@ def step(
         # injected noise needs no more than single precision.
         shape = theta.shape if spec.noise_draws == 1 else (spec.noise_draws, *theta.shape)
         noise = torch.randn(shape, generator=generator, device=theta.device, dtype=torch.float32)
-    zeros = int((theta == 0).sum())
+    zeros = (theta == 0).sum()
+    reflected: Count
+    turned: Count
     if spec.fused is not None and _fusable(theta, stats):  # float32 noise is read as it is
         new_theta, new_r, reflected, turned = spec.fused(
             theta, state.momentum, stats, hyper, step_size, noise
@@ -286,11 +294,10 @@ def step(
         return new_state, StepInfo(reflected=reflected, zero_guarded=zeros, turned=turned)
     noise = noise.to(theta.dtype)
     new_theta, new_r = spec.update(theta, state.momentum, stats, hyper, step_size, noise)
-    turned = 0
+    turned = reflected = 0
     if spec.reflects_itself:
-        reflected = 0
         if new_r is not None:
-            turned = int((new_r == 0).sum())
+            turned = (new_r == 0).sum()
     else:
         new_theta, new_r, reflected = reflect(new_theta, new_r)
     new_state = replace(state, theta=new_theta, momentum=new_r, step=state.step + 1)

@@ -6,9 +6,12 @@ differentiation from the samplers' D(z), Q(z) in lda.diffusions.
 
 from __future__ import annotations
 
+from dataclasses import astuple
+
 import pytest
 import torch
 
+from lda import samplers
 from lda.gradient import MinibatchStatistics, log_posterior_gradient
 from lda.recipe import recipe_step
 from lda.samplers import SAMPLERS, Hyper, SamplerState, sgrhmc_euler, step
@@ -114,8 +117,9 @@ def test_step_reflects_and_flips_momentum():
 
 
 @pytest.mark.parametrize("name", ["sgrld", "sgrhmc"])
-def test_fused_cpu_step_equals_closed_form(name):
-    """The numba step (used on float64 CPU tensors) computes the torch closed form."""
+def test_fused_cpu_step_equals_closed_form(name, monkeypatch):
+    """The numba step (used on float64 CPU tensors) computes the torch closed form, and counts
+    what the torch path (a GPU's: its counts stay on the device until read) counts."""
     g = torch.Generator().manual_seed(4)
     theta = torch.rand(4, 30, generator=g, dtype=torch.float64) ** 4  # many tiny coordinates
     theta[0, :3] = 0.0
@@ -126,7 +130,13 @@ def test_fused_cpu_step_equals_closed_form(name):
     draws = SAMPLERS[name].noise_draws
     noise = torch.randn(draws, 4, 30, generator=g, dtype=torch.float64).squeeze(0)
     r = momentum if SAMPLERS[name].uses_momentum else None
-    fused, _ = step(name, SamplerState(theta, r), stats, hyper, 0.02, noise=noise)
+    fused, info = step(name, SamplerState(theta, r), stats, hyper, 0.02, noise=noise)
+    monkeypatch.setattr(samplers, "_fusable", lambda theta, stats: False)
+    _, torch_info = step(name, SamplerState(theta, r), stats, hyper, 0.02, noise=noise)
+    counts = [(int(a), int(b)) for a, b in zip(astuple(info), astuple(torch_info), strict=True)]
+    assert counts[1] == (3, 3)  # zero_guarded: theta[0, :3]
+    assert all(a == b for a, b in counts), counts
+    assert name != "sgrld" or counts[0][0] > 0  # the reflections were counted, not skipped
     expected_theta, expected_r = SAMPLERS[name].update(theta, r, stats, hyper, 0.02, noise)
     if name == "sgrld":
         expected_theta = expected_theta.abs()
