@@ -374,6 +374,7 @@ def make_config(args: argparse.Namespace, spec: RunSpec, n_words: int) -> Learne
         friction=args.friction,
         sweeps=args.sweeps,
         gibbs=args.gibbs,
+        batch_size=spec.batch_size or args.streamlda_batch_size,  # SGRLD's defaults follow it
     )
     return learner_config(settings, n_words, **{"dtype": args.dtype, **spec.overrides})
 

@@ -24,7 +24,7 @@ from lda import diffusions
 from lda.gibbs import Method
 from lda.gradient import MinibatchStatistics, log_posterior_gradient, safe
 from lda.recipe import MatrixField
-from lda.schedules import StepSchedule
+from lda.schedules import BatchScaling, StepSchedule
 from lda.sgrhmc_split import fused_split_step, sgrhmc_split
 
 
@@ -182,6 +182,9 @@ class SamplerSpec:
     sweeps: int = 6
     # The same step in one compiled pass, for float64 CPU tensors (None: the closed form only).
     fused: FusedStep | None = None
+    # How the default schedule and mean decay follow larger minibatches (None: not measured,
+    # the defaults stay whatever the minibatch).
+    batch_scaling: BatchScaling | None = None
 
 
 SAMPLERS: dict[str, SamplerSpec] = {
@@ -212,6 +215,9 @@ SAMPLERS: dict[str, SamplerSpec] = {
         gamma=0.03,  # paper 0.01; 0.03 with eps 0.03 and n = 100 documents (issue 9)
         schedule=StepSchedule(0.03, 1000.0, 0.55),  # paper 0.01: a larger step mixes the mean
         fused=_fused_sgrld,
+        # a ~ sqrt(n): at n = 500, 1,000 as good as n = 100 from 30k documents on, where a ~ n
+        # and the unscaled step were 5% and 18% worse at 1,000 (BENCHMARKS.md, "GPU minibatches")
+        batch_scaling=BatchScaling(reference=100, power=0.5),
     ),
     "sgrhmc": SamplerSpec(
         name="sgrhmc",

@@ -69,7 +69,9 @@ class GroupWorker(Worker):
         self.group = group
         self.reducer = reducer
         self.consumer = f"{settings.consumer_name}-{group.rank}"
-        self.session = LearningSession(settings, self.device, holds_out=group.leader)
+        self.session = LearningSession(
+            settings, self.device, holds_out=group.leader, ranks=group.world_size
+        )
         self.where: Layout | None = None  # the layout of the step about to be taken
         self.watch = TopicWatch(settings.uncertainty_samples if group.leader else 0)
         self.model_epoch = 0  # rank 0: bumped whenever the model is replaced

@@ -12,6 +12,7 @@ caller decides what storing, acknowledging and scoring mean.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -28,6 +29,8 @@ from lda.schedules import StepSchedule
 from lda.vocab import Vocabulary, build_vocabulary
 from service.settings import Settings
 
+log = logging.getLogger(__name__)
+
 Item = TypeVar("Item")
 Kind = Literal["empty", "heldout", "train"]
 
@@ -40,10 +43,19 @@ class ModelTooLarge(MemoryError):
     """The learner's K x W parameters could not be allocated."""
 
 
-def learner_config(settings: Settings, n_words: int, **overrides: Any) -> LearnerConfig:
-    """The learner's configuration from the settings (unset values take the sampler's), then
-    ``overrides`` (LearnerConfig fields: a benchmark's run spec)."""
-    default = SAMPLERS[settings.sampler].schedule
+def learner_config(
+    settings: Settings, n_words: int, ranks: int = 1, **overrides: Any
+) -> LearnerConfig:
+    """The learner's configuration from the settings (unset values take the sampler's, which
+    follow a minibatch of ``batch_size`` x ``ranks`` documents per step where the sampler has
+    a rule for it), then ``overrides`` (LearnerConfig fields: a benchmark's run spec)."""
+    spec = SAMPLERS[settings.sampler]
+    default, mean_decay = spec.schedule, settings.mean_decay
+    if spec.batch_scaling is not None:
+        n = settings.batch_size * ranks
+        default = spec.batch_scaling.schedule(default, n)
+        if "mean_decay" not in settings.model_fields_set:  # the user's own value stands
+            mean_decay = spec.batch_scaling.mean_decay(mean_decay, n)
     schedule = StepSchedule(
         default.a if settings.step_size is None else settings.step_size,
         default.b if settings.step_b is None else settings.step_b,
@@ -65,7 +77,7 @@ def learner_config(settings: Settings, n_words: int, **overrides: Any) -> Learne
         "gibbs_backend": settings.gibbs_backend,
         "eval_sweeps": settings.eval_sweeps,
         "eval_gibbs": settings.eval_gibbs,
-        "mean_decay": settings.mean_decay,
+        "mean_decay": mean_decay,
     }
     return LearnerConfig(**{**fields, **overrides})
 
@@ -82,12 +94,16 @@ class Placed(Generic[Item]):
 class LearningSession(Generic[Item]):
     """One learner fed document by document; see the module docstring for the protocol."""
 
-    def __init__(self, settings: Settings, device: torch.device, holds_out: bool = True) -> None:
+    def __init__(
+        self, settings: Settings, device: torch.device, holds_out: bool = True, ranks: int = 1
+    ) -> None:
         """``holds_out=False``: every document with a vocabulary word is trained (a group's
-        ranks other than 0, whose held-out set is rank 0's)."""
+        ranks other than 0, whose held-out set is rank 0's); ``ranks``: the group's size (a
+        step learns from every rank's minibatch)."""
         self.settings = settings
         self.device = device
         self.holds_out = holds_out
+        self.ranks = ranks
         self.vocabulary: Vocabulary | None = None
         self.model: StreamingLDA | None = None
         self.heldout_docs: list[list[int]] = []
@@ -104,7 +120,14 @@ class LearningSession(Generic[Item]):
     def new_model(self, n_words: int) -> StreamingLDA:
         """A fresh learner for a vocabulary of ``n_words``; ModelTooLarge, with one line to
         show, when K x W does not fit in memory."""
-        config = learner_config(self.settings, n_words)
+        config = learner_config(self.settings, n_words, self.ranks)
+        assert config.schedule is not None
+        s = config.schedule
+        log.info(
+            "learner: %s, K = %d, W = %d, %d documents per step, step size %.4g%s, mean decay %.4g",
+            config.sampler, config.n_topics, n_words, self.settings.batch_size * self.ranks,
+            s.a, "" if s.b is None else f" (1 + t/{s.b:g})^-{s.c:g}", config.mean_decay,
+        )  # fmt: skip
         try:
             return StreamingLDA(config, self.device, self.settings.seed)
         except (RuntimeError, MemoryError) as exc:

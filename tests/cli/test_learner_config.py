@@ -41,6 +41,33 @@ def test_schedule_from_settings(sampler, overrides, schedule):
         assert {config.schedule(t) for t in (0, 10, 10_000)} == {schedule.a}
 
 
+def test_sgrld_defaults_follow_a_larger_minibatch(monkeypatch):
+    """SGRLD's default a grows like sqrt(n / 100), its b (in steps) and beta_mean's window
+    shrink like 100 / n, so a step schedule and an averaging window stay the same in documents;
+    values the user set stand, smaller minibatches and other samplers keep the defaults, and a
+    group's step counts every rank's documents."""
+    config = learner_config(Settings(batch_size=1000), n_words=10)
+    assert config.schedule is not None
+    assert config.schedule.a == pytest.approx(0.03 * 10**0.5)
+    assert (config.schedule.b, config.schedule.c) == (pytest.approx(100.0), 0.55)
+    assert config.mean_decay == pytest.approx(0.97**10)
+    # the schedule in documents is the reference's: step t at n = 1,000 is step 10 t at n = 100
+    reference = learner_config(Settings(batch_size=100), n_words=10).schedule
+    assert reference == StepSchedule(0.03, 1000.0, 0.55)
+    assert config.schedule(50) / reference(500) == pytest.approx(10**0.5)
+    for n in (50, 100):
+        small = learner_config(Settings(batch_size=n), n_words=10)
+        assert small.schedule == reference and small.mean_decay == 0.97
+    assert learner_config(Settings(batch_size=500), n_words=10, ranks=2) == config
+    own = learner_config(Settings(batch_size=1000, step_size=0.05, mean_decay=0.9), n_words=10)
+    assert own.schedule == StepSchedule(0.05, pytest.approx(100.0), 0.55)
+    assert own.mean_decay == 0.9
+    monkeypatch.setenv("STREAMLDA_MEAN_DECAY", "0.97")  # set, even to the default: it stands
+    assert learner_config(Settings(batch_size=1000), n_words=10).mean_decay == 0.97
+    sgrhmc = learner_config(Settings(sampler="sgrhmc", batch_size=1000), n_words=10)
+    assert sgrhmc.schedule == StepSchedule(0.2) and sgrhmc.mean_decay == 0.97
+
+
 def test_vocab_size_flag_beats_a_vocabulary_file_from_the_environment(monkeypatch):
     monkeypatch.setenv("STREAMLDA_VOCAB", "/from/env/vocab.txt")
     assert str(settings_from_args(argparse.Namespace()).vocab) == "/from/env/vocab.txt"
