@@ -307,6 +307,18 @@ def _build(scan: Any) -> Any:
     return gibbs
 
 
+def kernel_signature() -> tuple[Any, ...]:
+    """The numba argument types the Gibbs kernel is compiled for from torch tensors (to compile
+    it ahead of a launch: PTX in the tests, the resource report in benchmarks/ptx_report.py)."""
+    from numba import types
+
+    i64, f64 = types.int64[::1], types.float64[:, ::1]
+    return (
+        i64, i64, i64, f64, types.float64, i64, i64, types.int64, types.int64, types.int64,
+        types.boolean, types.boolean, f64, f64,
+    )  # fmt: skip
+
+
 @functools.cache
 def _kernel(scan: str) -> Any:
     """The Gibbs kernel with the named scan, built once per process (numba compiles it on the

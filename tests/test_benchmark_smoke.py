@@ -189,3 +189,22 @@ def test_benchmark_repeats_the_stream_and_runs_on_the_named_device(
         assert "no CUDA device" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         bench.parse_args([*argv[:-1], "sgrld:device=gpu"])
+
+
+def test_ptx_report_reads_the_kernels_registers(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Both scans compile for sm_90 and ptxas reports their registers; a cap of 64 holds and
+    spills (the cuda extra, in dev, ships ptxas)."""
+    from numba.cuda import dispatcher
+
+    # the report names a compute capability for numba's device functions: undo it afterwards
+    monkeypatch.setattr(dispatcher, "get_current_device", dispatcher.get_current_device)
+    _load_benchmark(SCRIPT.parent / "ptx_report.py").main(["--caps", "64"])
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()[2:]]
+    expected = [(scan, cap) for scan in ("shared", "warp") for cap in ("-", "64")]
+    assert [(r[0], r[1]) for r in rows] == expected
+    for scan in (rows[:2], rows[2:]):
+        free, capped = (int(r[2]) for r in scan)
+        assert 64 < free <= 255 and capped == 64
+        assert int(scan[1][3]) > 0  # capped at 64, it spills

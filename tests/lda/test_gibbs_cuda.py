@@ -469,7 +469,7 @@ def test_learner_config_checks_the_backend():
 def test_device_code_compiles_to_ptx(monkeypatch):
     """Both scans, the warp-shuffle one included (it cannot run in the simulator), compile to
     PTX wherever NVVM is installed: for sm_90 (H100) without a GPU, for the GPU if present."""
-    from numba import cuda, types
+    from numba import cuda
     from numba.cuda import dispatcher
     from numba.cuda.cudadrv import nvvm
 
@@ -485,11 +485,7 @@ def test_device_code_compiles_to_ptx(monkeypatch):
         cc = (9, 0)
         device = type("Device", (), {"compute_capability": cc})
         monkeypatch.setattr(dispatcher, "get_current_device", lambda: device)
-    i64, f64 = types.int64[::1], types.float64[:, ::1]
-    signature = (
-        i64, i64, i64, f64, types.float64, i64, i64, types.int64, types.int64, types.int64,
-        types.boolean, types.boolean, f64, f64,
-    )  # fmt: skip
+    signature = gibbs_cuda.kernel_signature()
     for scan in (gibbs_cuda._scan_shared, gibbs_cuda._scan_warp):
         ptx, _ = cuda.compile_ptx(gibbs_cuda._build(scan).py_func, signature, cc=cc)
         assert "atom.shared" in ptx
