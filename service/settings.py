@@ -68,7 +68,7 @@ class Settings(BaseSettings):
         100,
         ge=1,
         description="Documents per minibatch n, per rank (100: half the steps of 50, as good); "
-        "above 100, SGRLD's unset step size, schedule b and mean decay follow n",
+        "above 100, SGRLD's and SGRHMC's unset step size, schedule b and mean decay follow n",
     )
     sweeps: int | None = Field(
         None, ge=1, description="Gibbs sweeps per minibatch (default: the sampler's: 6, SGRHMC 50)"
@@ -91,7 +91,7 @@ class Settings(BaseSettings):
         lt=1,
         description="Decay per step of beta_mean, the exponential mean of the samples that is "
         "served and exported (it weighs ~1/(1 - decay) recent steps; 0: the last sample); "
-        "unset, SGRLD uses 0.97^(n/100) for minibatches of n > 100",
+        "unset, SGRLD and SGRHMC use 0.97^(n/100) for minibatches of n > 100",
     )
     heldout: int = Field(1000, ge=0, description="First H documents kept as the held-out set")
     eval_every: int = Field(1000, ge=1, description="Evaluate perplexity every M trained documents")

@@ -44,8 +44,9 @@ def test_schedule_from_settings(sampler, overrides, schedule):
 def test_sgrld_defaults_follow_a_larger_minibatch(monkeypatch):
     """SGRLD's default a grows like sqrt(n / 100), its b (in steps) and beta_mean's window
     shrink like 100 / n, so a step schedule and an averaging window stay the same in documents;
-    values the user set stand, smaller minibatches and other samplers keep the defaults, and a
-    group's step counts every rank's documents."""
+    values the user set stand, smaller minibatches and samplers with no measured rule keep the
+    defaults, and a group's step counts every rank's documents. SGRHMC's constant step grows
+    the same way."""
     config = learner_config(Settings(batch_size=1000), n_words=10)
     assert config.schedule is not None
     assert config.schedule.a == pytest.approx(0.03 * 10**0.5)
@@ -62,10 +63,13 @@ def test_sgrld_defaults_follow_a_larger_minibatch(monkeypatch):
     own = learner_config(Settings(batch_size=1000, step_size=0.05, mean_decay=0.9), n_words=10)
     assert own.schedule == StepSchedule(0.05, pytest.approx(100.0), 0.55)
     assert own.mean_decay == 0.9
+    sgrhmc = learner_config(Settings(sampler="sgrhmc", batch_size=1000), n_words=10)
+    assert sgrhmc.schedule == StepSchedule(pytest.approx(0.2 * 10**0.5))
+    assert sgrhmc.mean_decay == pytest.approx(0.97**10)
+    sgld = learner_config(Settings(sampler="sgld", batch_size=1000), n_words=10)
+    assert sgld.schedule == StepSchedule(0.01) and sgld.mean_decay == 0.97
     monkeypatch.setenv("STREAMLDA_MEAN_DECAY", "0.97")  # set, even to the default: it stands
     assert learner_config(Settings(batch_size=1000), n_words=10).mean_decay == 0.97
-    sgrhmc = learner_config(Settings(sampler="sgrhmc", batch_size=1000), n_words=10)
-    assert sgrhmc.schedule == StepSchedule(0.2) and sgrhmc.mean_decay == 0.97
 
 
 def test_vocab_size_flag_beats_a_vocabulary_file_from_the_environment(monkeypatch):
