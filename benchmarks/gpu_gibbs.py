@@ -7,7 +7,9 @@ the (K, W) statistic the learner reads, with backend "cpu" (the numba CPU kernel
 and backend "cuda" (beta and the words on ``--device``), best and mean of ``--rounds`` after a
 warm-up call (compilation). Prints token-sweeps per second, ms per minibatch, the speed-up and
 peak GPU memory (torch.cuda.max_memory_allocated) per size; ``--variants`` also times the raw
-kernel with each scan and block size. Needs a CUDA device: the simulator is for tests only.
+kernel with each scan and block size, and with each ``--register-caps`` limit (ptxas reports
+152-158 registers per thread; a cap of 128 doubles nothing but allows 16 one-warp blocks per SM
+instead of 12: benchmarks/ptx_report.py). Needs a CUDA device: the simulator is for tests only.
 
     .venv/bin/python benchmarks/gpu_gibbs.py --device cuda
     .venv/bin/python benchmarks/gpu_gibbs.py --device cuda:0 --method rao-blackwell --sweeps 6
@@ -98,6 +100,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--threads", type=int, default=numba.get_num_threads())
     p.add_argument("--variants", action="store_true", help="raw kernel: each scan, block size")
+    p.add_argument(
+        "--register-caps", default="128,96,64", help="--variants: registers per thread to try"
+    )
     args = p.parse_args(argv)
     device = require_cuda(args.device)
     numba.set_num_threads(args.threads)
@@ -168,28 +173,33 @@ def variants(
     method: Method,
     burn_in: int,
 ) -> None:
-    """The raw kernel (no start draw, no division) with each scan and block size."""
-    from lda.gibbs_cuda import Scan, collapsed_gibbs_cuda
+    """The raw kernel (no start draw, no division) with each scan and block size, then the
+    default block size under each register cap."""
+    from lda.gibbs_cuda import Scan, collapsed_gibbs_cuda, default_threads
 
     g = torch.Generator(device=device).manual_seed(2)
     z = torch.randint(beta.shape[0], (batch.n_tokens,), generator=g, device=device)
     key = torch.randint(0, 2**32, (2,), generator=g, device=device)
     work = batch.n_tokens * args.sweeps / 1e6
     scans: tuple[Scan, ...] = ("warp", "shared")
-    for scan in scans:
-        for threads in (32, 64, 128, 256):
+    caps = [int(c) for c in args.register_caps.split(",") if c.strip()]
+    default = default_threads(beta.shape[0])
+    settings = [(s, n, None) for s in scans for n in (32, 64, 128, 256)]
+    settings += [(s, default, cap) for s in scans for cap in caps]
+    for scan, threads, cap in settings:
 
-            def run(scan: Scan = scan, threads: int = threads) -> object:
-                return collapsed_gibbs_cuda(
-                    beta, batch.words, batch.offsets, args.gamma, z, key, 0, args.sweeps,
-                    burn_in, method == "rao-blackwell", threads=threads, scan=scan,
-                )  # fmt: skip
+        def run(scan: Scan = scan, threads: int = threads, cap: int | None = cap) -> object:
+            return collapsed_gibbs_cuda(
+                beta, batch.words, batch.offsets, args.gamma, z, key, 0, args.sweeps,
+                burn_in, method == "rao-blackwell", threads=threads, scan=scan, max_registers=cap,
+            )  # fmt: skip
 
-            seconds = min(timed(run, device, args.rounds))
-            print(
-                f"       {scan:>6} scan, {threads:>3} threads: {1e3 * seconds:7.1f} ms, "
-                f"{work / seconds:7.1f} Mtok-sw/s"
-            )
+        seconds = min(timed(run, device, args.rounds))
+        limit = "" if cap is None else f", <= {cap} registers"
+        print(
+            f"       {scan:>6} scan, {threads:>3} threads{limit}: {1e3 * seconds:7.1f} ms, "
+            f"{work / seconds:7.1f} Mtok-sw/s"
+        )
 
 
 if __name__ == "__main__":

@@ -181,10 +181,12 @@ def _scan_warp(value, t, threads, sums, scratch):
 # The kernel (one body, two scans)
 
 
-def _build(scan: Any) -> Any:
-    """The Gibbs kernel with ``scan`` as its prefix sum (the rest is shared by both)."""
+def _build(scan: Any, max_registers: int | None = None) -> Any:
+    """The Gibbs kernel with ``scan`` as its prefix sum (the rest is shared by both), limited
+    to ``max_registers`` per thread if given (benchmarks/ptx_report.py: 152-158 without)."""
+    options = {} if max_registers is None else {"max_registers": max_registers}
 
-    @cuda.jit
+    @cuda.jit(**options)
     def gibbs(
         words,  # (T,) int64
         offsets,  # (n+1,) int64
@@ -320,10 +322,10 @@ def kernel_signature() -> tuple[Any, ...]:
 
 
 @functools.cache
-def _kernel(scan: str) -> Any:
+def _kernel(scan: str, max_registers: int | None = None) -> Any:
     """The Gibbs kernel with the named scan, built once per process (numba compiles it on the
     first launch for each argument-type signature)."""
-    return _build(_scan_warp if scan == "warp" else _scan_shared)
+    return _build(_scan_warp if scan == "warp" else _scan_shared, max_registers)
 
 
 @cuda.jit
@@ -371,6 +373,7 @@ def collapsed_gibbs_cuda(
     word_sums: bool = True,
     threads: int | None = None,
     scan: Scan = "auto",
+    max_registers: int | None = None,
 ) -> tuple[torch.Tensor | None, torch.Tensor]:
     """Run every sweep of every document in one launch; return the kept sweeps' summed
     ((K, W) topic-word or None without ``word_sums``, (n, K) document-topic) float64 counts
@@ -388,6 +391,8 @@ def collapsed_gibbs_cuda(
         scan = "shared" if simulated() else "warp"
     if scan == "warp" and (simulated() or threads % _WARP):
         raise ValueError("the warp-shuffle scan needs a real device and whole warps of threads")
+    if max_registers is not None and simulated():
+        raise ValueError("max_registers limits a real device's registers: not in the simulator")
     if not 1 <= threads <= 1024:
         raise ValueError(f"threads per block must be in [1, 1024], got {threads}")
     shared = shared_bytes(n_topics, threads)
@@ -409,7 +414,7 @@ def collapsed_gibbs_cuda(
     document_topic = torch.zeros(n_docs, n_topics, dtype=torch.float64, device=run)
     args = (words_r, offsets_r, order, beta_t, z_r, key_r, word_topic, document_topic)
     if n_docs > 0 and words_r.numel() > 0:
-        kernel = _kernel(scan)
+        kernel = _kernel(scan, max_registers)
         scalars = (float(gamma), int(token_base), int(sweeps), int(burn_in))
         if simulated():
             w, o, r, b, zz, k, wt, dt = (a.numpy() for a in args)

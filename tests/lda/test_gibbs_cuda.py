@@ -466,6 +466,18 @@ def test_learner_config_checks_the_backend():
         LearnerConfig(n_topics=3, n_words=8, gibbs_backend="gpu")  # type: ignore[arg-type]
 
 
+def test_a_register_cap_reaches_the_compiler():
+    """gpu_gibbs.py --variants times the kernel under register caps (ptxas reports 152-158 per
+    thread without): the cap is the dispatcher's compile option, and no cap leaves none."""
+    from lda import gibbs_cuda
+
+    if gibbs_cuda.simulated():
+        pytest.skip("the simulator compiles nothing")
+    capped = gibbs_cuda._build(gibbs_cuda._scan_warp, max_registers=128)
+    assert capped.targetoptions["max_registers"] == 128
+    assert "max_registers" not in gibbs_cuda._build(gibbs_cuda._scan_warp).targetoptions
+
+
 def test_device_code_compiles_to_ptx(monkeypatch):
     """Both scans, the warp-shuffle one included (it cannot run in the simulator), compile to
     PTX wherever NVVM is installed: for sm_90 (H100) without a GPU, for the GPU if present."""
