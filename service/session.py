@@ -50,12 +50,13 @@ def learner_config(
     follow a minibatch of ``batch_size`` x ``ranks`` documents per step where the sampler has
     a rule for it), then ``overrides`` (LearnerConfig fields: a benchmark's run spec)."""
     spec = SAMPLERS[settings.sampler]
-    default, mean_decay = spec.schedule, settings.mean_decay
+    default, mean_decay = spec.schedule, LearnerConfig.mean_decay
     if spec.batch_scaling is not None:
         n = settings.batch_size * ranks
         default = spec.batch_scaling.schedule(default, n)
-        if "mean_decay" not in settings.model_fields_set:  # the user's own value stands
-            mean_decay = spec.batch_scaling.mean_decay(mean_decay, n)
+        mean_decay = spec.batch_scaling.mean_decay(mean_decay, n)
+    if settings.mean_decay is not None:  # the user's own value stands
+        mean_decay = settings.mean_decay
     schedule = StepSchedule(
         default.a if settings.step_size is None else settings.step_size,
         default.b if settings.step_b is None else settings.step_b,
@@ -121,13 +122,7 @@ class LearningSession(Generic[Item]):
         """A fresh learner for a vocabulary of ``n_words``; ModelTooLarge, with one line to
         show, when K x W does not fit in memory."""
         config = learner_config(self.settings, n_words, self.ranks)
-        assert config.schedule is not None
-        s = config.schedule
-        log.info(
-            "learner: %s, K = %d, W = %d, %d documents per step, step size %.4g%s, mean decay %.4g",
-            config.sampler, config.n_topics, n_words, self.settings.batch_size * self.ranks,
-            s.a, "" if s.b is None else f" (1 + t/{s.b:g})^-{s.c:g}", config.mean_decay,
-        )  # fmt: skip
+        log.info("learner: %s", self._describe(config))
         try:
             return StreamingLDA(config, self.device, self.settings.seed)
         except (RuntimeError, MemoryError) as exc:
@@ -140,10 +135,37 @@ class LearningSession(Generic[Item]):
         """Learn with ``model`` (resumed or restored; a new one when None) over
         ``vocabulary``; the next evaluation is the next multiple of eval_every."""
         self.vocabulary = vocabulary
+        if model is not None and model.docs_seen > 0:
+            self._resumed(model.config)
         self.model = self.new_model(len(vocabulary)) if model is None else model
         every = self.settings.eval_every
         self.next_eval = (self.model.docs_seen // every + 1) * every
         return self.model
+
+    def _describe(self, config: LearnerConfig) -> str:
+        """The learner's sampler, size, documents per step, step schedule and mean decay."""
+        assert config.schedule is not None
+        s = config.schedule
+        decay = "" if s.b is None else f" (1 + t/{s.b:g})^-{s.c:g}"
+        return (
+            f"{config.sampler}, K = {config.n_topics}, W = {config.n_words}, "
+            f"{self.settings.batch_size * self.ranks} documents per step, "
+            f"step size {s.a:.4g}{decay}, mean decay {config.mean_decay:.4g}"
+        )
+
+    def _resumed(self, config: LearnerConfig) -> None:
+        """Log a resumed model's learner, and warn where the settings would now give another
+        (the checkpoint's stands: a sampler's state is only valid under its own settings)."""
+        log.info("learner (from the checkpoint): %s", self._describe(config))
+        wanted = learner_config(self.settings, config.n_words, self.ranks).to_dict()
+        kept = config.to_dict()
+        changed = [f"{k} {kept[k]} (settings: {v})" for k, v in wanted.items() if kept.get(k) != v]
+        if changed:
+            log.warning(
+                "the checkpoint's learner settings are kept; the current settings (or "
+                "documents per step) would give: %s",
+                "; ".join(changed),
+            )
 
     @property
     def wanted(self) -> int:

@@ -85,13 +85,14 @@ class Settings(BaseSettings):
         description="Where training Gibbs sweeps run: auto (the CUDA kernel on a CUDA device, "
         "else the CPU kernel), cpu, cuda, or torch (slow reference)",
     )
-    mean_decay: float = Field(
-        _learner_default("mean_decay"),
+    mean_decay: float | None = Field(
+        None,
         ge=0,
         lt=1,
         description="Decay per step of beta_mean, the exponential mean of the samples that is "
-        "served and exported (it weighs ~1/(1 - decay) recent steps; 0: the last sample); "
-        "unset, SGRLD and SGRHMC use 0.97^(n/100) for minibatches of n > 100",
+        f"served and exported (it weighs ~1/(1 - decay) recent steps; 0: the last sample); "
+        f"default {_learner_default('mean_decay')}, for SGRLD and SGRHMC "
+        f"{_learner_default('mean_decay')}^(n/100) with minibatches of n > 100",
     )
     heldout: int = Field(1000, ge=0, description="First H documents kept as the held-out set")
     eval_every: int = Field(1000, ge=1, description="Evaluate perplexity every M trained documents")

@@ -72,6 +72,22 @@ def test_sgrld_defaults_follow_a_larger_minibatch(monkeypatch):
     assert learner_config(Settings(batch_size=1000), n_words=10).mean_decay == 0.97
 
 
+def test_up_children_learn_with_the_config_a_worker_started_alone_has(monkeypatch):
+    """`up` hands its settings to the worker processes through the environment: an unset mean
+    decay must stay unset there, or the children would not scale it with the minibatch."""
+    from service.up import child_environment
+
+    for key in [k for k in os.environ if k.startswith("STREAMLDA_")]:
+        monkeypatch.delenv(key)
+    parent = Settings(batch_size=500)
+    for key, value in child_environment(parent).items():
+        if key.startswith("STREAMLDA_"):
+            monkeypatch.setenv(key, value)
+    child = learner_config(Settings(), n_words=10, ranks=2)
+    assert child == learner_config(parent, n_words=10, ranks=2)
+    assert child.mean_decay == pytest.approx(0.97**10)
+
+
 def test_vocab_size_flag_beats_a_vocabulary_file_from_the_environment(monkeypatch):
     monkeypatch.setenv("STREAMLDA_VOCAB", "/from/env/vocab.txt")
     assert str(settings_from_args(argparse.Namespace()).vocab) == "/from/env/vocab.txt"
@@ -80,7 +96,8 @@ def test_vocab_size_flag_beats_a_vocabulary_file_from_the_environment(monkeypatc
 
 
 def test_mean_decay_defaults_to_the_learners_and_reaches_it():
-    assert Settings().mean_decay == LearnerConfig(2, 5).mean_decay  # one home: LearnerConfig
+    assert Settings().mean_decay is None  # unset: the learner's, its one home
+    assert learner_config(Settings(), n_words=10).mean_decay == LearnerConfig(2, 5).mean_decay
     assert learner_config(Settings(mean_decay=0.5), n_words=10).mean_decay == 0.5
     assert learner_config(Settings(mean_decay=0.0), n_words=10).mean_decay == 0.0
 

@@ -131,3 +131,25 @@ def test_a_held_out_set_stored_by_an_earlier_run_comes_first():
     texts = _texts(60)
     resumed.restore_heldout(stored + [texts[i] for i in held])  # the store after this run
     assert resumed.heldout_docs == session.heldout_docs
+
+
+def test_a_resumed_model_keeps_its_learner_and_says_where_the_settings_differ(caplog):
+    """A checkpoint's learner stands (its chain is only valid under it), but a resume that the
+    current settings would configure otherwise (here a larger minibatch: SGRLD's step and mean
+    decay follow it) is logged as a warning naming the differences; a matching one is not."""
+    vocabulary = build_vocabulary([a.text for a in articles(0, 20)], 300)
+    old = Settings(**SETTINGS, sampler="sgrld")
+    model = StreamingLDA(learner_config(old, len(vocabulary)), seed=0)
+    model.update(Batch.from_ids([vocabulary.encode(a.text) for a in articles(20, 27)]))
+    caplog.set_level("INFO", logger="service.session")
+    same: LearningSession[int] = LearningSession(old, torch.device("cpu"))
+    assert same.begin(vocabulary, model) is model
+    assert "from the checkpoint" in caplog.text and "WARNING" not in caplog.text
+    caplog.clear()
+    larger: LearningSession[int] = LearningSession(
+        Settings(**{**SETTINGS, "batch_size": 1000}), torch.device("cpu")
+    )
+    assert larger.begin(vocabulary, model) is model and model.config.mean_decay == 0.97
+    (warning,) = [r for r in caplog.records if r.levelname == "WARNING"]
+    assert "mean_decay 0.97 (settings: 0.737" in warning.getMessage()
+    assert "schedule" in warning.getMessage()
