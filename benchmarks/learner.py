@@ -162,13 +162,21 @@ class RunSpec:
     sampler: str
     overrides: dict[str, Any]
     batch_size: int | None = None  # documents per minibatch; None: --streamlda-batch-size
-    device: str | None = None  # auto, cpu, cuda, cuda:1...; None: --device
+    device: str | None = (
+        None  # auto, cpu or cuda (":" splits specs: --device cuda:1); None: --device
+    )
 
 
 def read_corpus(
-    corpus_dir: Path, vocab: Vocabulary, n_heldout: int, n_train: int, limit: int | None = None
+    corpus_dir: Path,
+    vocab: Vocabulary,
+    n_heldout: int,
+    n_train: int,
+    limit: int | None = None,
+    short_ok: bool = False,
 ) -> Corpus:
-    """First ``n_heldout`` then ``n_train`` documents with in-vocabulary tokens, in file order."""
+    """First ``n_heldout`` then ``n_train`` documents with in-vocabulary tokens, in file order
+    (a warning if there are fewer, unless ``short_ok``: the caller repeats them)."""
     files = sorted(corpus_dir.glob("dev-*.jsonl.gz"))
     if not files:
         raise SystemExit(f"error: no dev-*.jsonl.gz in {corpus_dir}")
@@ -195,10 +203,11 @@ def read_corpus(
                 (heldout if len(heldout) < n_heldout else train).append(ids)
                 if len(train) >= n_train:
                     return Corpus(heldout, train, skipped, used)
-    print(
-        f"warning: corpus ran out: {len(heldout)} held-out, {len(train)} training documents",
-        file=sys.stderr,
-    )
+    if not short_ok:
+        print(
+            f"warning: corpus ran out: {len(heldout)} held-out, {len(train)} training documents",
+            file=sys.stderr,
+        )
     return Corpus(heldout, train, skipped, used)
 
 
@@ -394,10 +403,9 @@ def run_streamlda(
     name = spec.name if device.type == "cpu" or spec.device else f"{spec.name}@{device}"
     run = Run(name=name, settings=config.to_dict(), sweeps=config.sweeps, device=str(device))
     run.settings["batch_size"] = batches[0].n_documents
-    # The worker builds its minibatches on the learner's device before learning (session.take).
-    batches = [Batch(b.words.to(device), b.offsets) for b in batches]
     start = time.perf_counter()
-    StreamingLDA(config, device, seed=args.seed + 999).update(batches[0])  # compile, warm caches
+    warm = Batch(batches[0].words.to(device), batches[0].offsets)
+    StreamingLDA(config, device, seed=args.seed + 999).update(warm)  # compile, warm caches
     _synchronize(device)
     run.warmup_s = time.perf_counter() - start
     if device.type == "cuda":
@@ -406,14 +414,18 @@ def run_streamlda(
     session: LearningSession[None] = LearningSession(Settings.model_construct(), device)
     model = session.begin(vocabulary, StreamingLDA(config, device, seed=args.seed))
     docs, tokens, index, train_s = 0, 0, 0, 0.0
-    for batch in batches:
+    for host_batch in batches:
+        # The worker builds each minibatch on the learner's device before learning it
+        # (session.take): one at a time, outside the learner's time and its peak memory's count.
+        batch = Batch(host_batch.words.to(device), host_batch.offsets)
+        _synchronize(device)
         start = time.perf_counter()
         try:
             session.learn(batch)
             _synchronize(device)  # a GPU's queued work is the learner's time too
         except NonFiniteError as exc:
             run.error = f"{exc} after {docs} documents"
-            print(f"  {spec.name}: {run.error}", file=sys.stderr)
+            print(f"  {name}: {run.error}", file=sys.stderr)
             return run
         train_s += time.perf_counter() - start
         docs += batch.n_documents
@@ -1002,8 +1014,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     numba_threads = set_threads(args.threads, args.torch_threads)
     vocab = Vocabulary.load(args.vocab)
     start = time.perf_counter()
-    corpus = read_corpus(args.corpus_dir, vocab, args.heldout, args.docs, args.max_tokens)
+    corpus = read_corpus(
+        args.corpus_dir, vocab, args.heldout, args.docs, args.max_tokens, short_ok=args.repeat
+    )
     if args.repeat and 0 < len(corpus.train) < args.docs:
+        print(
+            f"--repeat: {len(corpus.train)} training documents cycled to {args.docs}",
+            file=sys.stderr,
+        )
         corpus.train = repeated(corpus.train, args.docs)
     n_docs = len(corpus.train)
     checkpoints = checkpoint_docs(args.checkpoint_list, n_docs, args.batch_size)

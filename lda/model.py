@@ -104,9 +104,10 @@ def resolve_device(name: str) -> torch.device:
     """``auto`` picks CUDA when present, else the CPU."""
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device cuda was asked for but no CUDA device is available")
-    return torch.device(name)
+    device = torch.device(name)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {name} was asked for but no CUDA device is available")
+    return device
 
 
 def _all_finite(*tensors: torch.Tensor) -> bool:

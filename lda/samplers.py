@@ -215,8 +215,9 @@ SAMPLERS: dict[str, SamplerSpec] = {
         gamma=0.03,  # paper 0.01; 0.03 with eps 0.03 and n = 100 documents (issue 9)
         schedule=StepSchedule(0.03, 1000.0, 0.55),  # paper 0.01: a larger step mixes the mean
         fused=_fused_sgrld,
-        # a ~ sqrt(n): at n = 500, 1,000 as good as n = 100 from 30k documents on, where a ~ n
-        # and the unscaled step were 5% and 18% worse at 1,000 (BENCHMARKS.md, "GPU minibatches")
+        # a ~ sqrt(n): at n = 500, 1,000 as good as n = 100 from 30k documents on; at n = 1,000
+        # and 29k, a ~ n served 1,816, the unscaled step 1,956, sqrt 1,725 (BENCHMARKS.md,
+        # "Minibatches for a GPU")
         batch_scaling=BatchScaling(reference=100, power=0.5),
     ),
     "sgrhmc": SamplerSpec(

@@ -187,6 +187,9 @@ def test_benchmark_repeats_the_stream_and_runs_on_the_named_device(
         with pytest.raises(SystemExit):
             bench.parse_args([*argv[:-1], "sgrld", "--device", "cuda"])
         assert "no CUDA device" in capsys.readouterr().err
+        with pytest.raises(SystemExit):
+            bench.parse_args([*argv[:-1], "sgrld", "--device", "cuda:1"])
+        assert "device cuda:1 was asked for" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         bench.parse_args([*argv[:-1], "sgrld:device=gpu"])
 
