@@ -7,8 +7,6 @@ itself accepts.
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -18,6 +16,7 @@ import yaml
 
 from service.cli import build_parser
 from service.settings import Settings
+from tests.support.compose import compose_config
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "docker-compose.yml"
@@ -162,11 +161,5 @@ def test_multi_gpu_override_runs_the_worker_command_under_torchrun() -> None:
     ids=["cpu", "gpu", "multi-gpu"],
 )
 def test_compose_config_is_accepted(files: list[Path]) -> None:
-    tool = shutil.which("docker-compose")
-    if tool is None:
-        pytest.skip("docker-compose is not installed (apt-get install -y docker-compose)")
-    args = [tool, "--project-directory", str(ROOT)]
-    for file in files:
-        args += ["-f", str(file)]
-    result = subprocess.run([*args, "config", "-q"], capture_output=True, text=True, timeout=60)
+    result = compose_config(files)
     assert result.returncode == 0, result.stderr

@@ -12,8 +12,6 @@ import dataclasses
 import inspect
 import json
 import re
-import shutil
-import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -34,6 +32,7 @@ from service.settings import Settings
 from service.snapshot import append_perplexity, publish_snapshot
 from service.worker import COUNTERS, Worker
 from tests.service.conftest import Published, serve
+from tests.support.compose import compose_config
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "docker-compose.yml"
@@ -194,15 +193,7 @@ def dashboard() -> dict[str, Any]:
 def test_compose_config_is_accepted_with_and_without_the_profile(
     files: list[Path], profile: str | None
 ) -> None:
-    tool = shutil.which("docker-compose")
-    if tool is None:
-        pytest.skip("docker-compose is not installed (apt-get install -y docker-compose)")
-    args = [tool, "--project-directory", str(ROOT)]
-    for file in files:
-        args += ["-f", str(file)]
-    if profile:
-        args += ["--profile", profile]
-    result = subprocess.run([*args, "config", "-q"], capture_output=True, text=True, timeout=60)
+    result = compose_config(files, profile)
     assert result.returncode == 0, result.stderr
 
 
