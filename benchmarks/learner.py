@@ -42,13 +42,14 @@ import argparse
 import contextlib
 import gzip
 import importlib.util
+import itertools
 import json
 import logging
 import math
 import sys
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -60,6 +61,7 @@ import numba
 import torch
 
 from lda.batch import Batch
+from lda.coherence import topic_quality
 from lda.gibbs import Method, default_burn_in
 from lda.model import LearnerConfig, NonFiniteError, StreamingLDA, resolve_device
 from lda.perplexity import (
@@ -70,7 +72,7 @@ from lda.perplexity import (
 )
 from lda.samplers import SAMPLERS
 from lda.schedules import StepSchedule
-from lda.vocab import Vocabulary
+from lda.vocab import Vocabulary, build_vocabulary
 from service.session import LearningSession, learner_config
 from service.settings import Settings
 
@@ -131,6 +133,7 @@ class Point:
     perplexity_mean: float | None = None  # streamlda's beta_mean (the served estimate)
     prep_s: float = 0.0  # tomotopy: add_doc and initialisation, not in train_s
     iterations: int | None = None  # tomotopy: Gibbs iterations behind this point
+    npmi: float | None = None  # mean NPMI of the served estimate's top words (held-out documents)
 
     @property
     def served(self) -> float:
@@ -167,6 +170,34 @@ class RunSpec:
     )
 
 
+def read_texts(corpus_dir: Path) -> tuple[list[Path], Iterator[str]]:
+    """The DEV files in order and their articles' plain texts (wikitext stripped), lazily."""
+    files = sorted(corpus_dir.glob("dev-*.jsonl.gz"))
+    if not files:
+        raise SystemExit(f"error: no dev-*.jsonl.gz in {corpus_dir}")
+
+    def texts() -> Iterator[str]:
+        for path in files:
+            with gzip.open(path, "rt", encoding="utf-8") as lines:
+                for line in lines:
+                    if not line.strip():
+                        continue
+                    record = json.loads(line)
+                    text = record.get("text") or ""
+                    if record.get("format") == "wikitext":
+                        text = str(mwparserfromhell.parse(text).strip_code())
+                    yield text
+
+    return files, texts()
+
+
+def stream_vocabulary(corpus_dir: Path, size: int, docs: int) -> Vocabulary:
+    """The vocabulary the service builds from a stream: the ``size`` most frequent words of its
+    first ``docs`` texts (held-out ones included, as the session counts them)."""
+    _, texts = read_texts(corpus_dir)
+    return build_vocabulary(itertools.islice(texts, docs), size)
+
+
 def read_corpus(
     corpus_dir: Path,
     vocab: Vocabulary,
@@ -177,32 +208,21 @@ def read_corpus(
 ) -> Corpus:
     """First ``n_heldout`` then ``n_train`` documents with in-vocabulary tokens, in file order
     (a warning if there are fewer, unless ``short_ok``: the caller repeats them)."""
-    files = sorted(corpus_dir.glob("dev-*.jsonl.gz"))
-    if not files:
-        raise SystemExit(f"error: no dev-*.jsonl.gz in {corpus_dir}")
+    files, texts = read_texts(corpus_dir)
     heldout: list[list[int]] = []
     train: list[list[int]] = []
     skipped = 0
-    used: list[str] = []
-    for path in files:
-        used.append(path.name)
-        with gzip.open(path, "rt", encoding="utf-8") as lines:
-            for line in lines:
-                if not line.strip():
-                    continue
-                record = json.loads(line)
-                text = record.get("text") or ""
-                if record.get("format") == "wikitext":
-                    text = str(mwparserfromhell.parse(text).strip_code())
-                ids = vocab.encode(text)
-                if limit is not None:
-                    ids = ids[:limit]
-                if not ids:
-                    skipped += 1
-                    continue
-                (heldout if len(heldout) < n_heldout else train).append(ids)
-                if len(train) >= n_train:
-                    return Corpus(heldout, train, skipped, used)
+    used = [path.name for path in files]
+    for text in texts:
+        ids = vocab.encode(text)
+        if limit is not None:
+            ids = ids[:limit]
+        if not ids:
+            skipped += 1
+            continue
+        (heldout if len(heldout) < n_heldout else train).append(ids)
+        if len(train) >= n_train:
+            return Corpus(heldout, train, skipped, used)
     if not short_ok:
         print(
             f"warning: corpus ran out: {len(heldout)} held-out, {len(train)} training documents",
@@ -250,12 +270,20 @@ def peer_threads(n: int) -> contextlib.AbstractContextManager[object]:
 
 
 class Scorer:
-    """Scores any K x W topic matrix on the held-out set, with common random numbers."""
+    """Scores any K x W topic matrix on the held-out set, with common random numbers: held-out
+    perplexity, and the NPMI coherence of its top words counted in the held-out documents."""
 
     def __init__(
-        self, heldout: HeldoutSet, gamma: float, sweeps: int, method: Method, seed: int
+        self,
+        heldout: HeldoutSet,
+        gamma: float,
+        sweeps: int,
+        method: Method,
+        seed: int,
+        reference: Sequence[Sequence[int]] = (),
     ) -> None:
         self.heldout = heldout
+        self.reference = reference
         self.gamma = gamma
         self.sweeps = sweeps
         self.method = method
@@ -286,6 +314,12 @@ class Scorer:
         common = self._probabilities(beta, self.gamma, index)
         own = common if own_gamma == self.gamma else self._probabilities(beta, own_gamma, index)
         return self._fold(model, "common", common) + self._fold(model, "own", own)
+
+    def npmi(self, beta: torch.Tensor) -> float | None:
+        """Mean NPMI of the topics' top words in the reference documents (None without any)."""
+        if not self.reference:
+            return None
+        return topic_quality(beta, self.reference).mean_coherence
 
     def score_common(self, model: str, beta: torch.Tensor, index: int) -> tuple[float, float]:
         """(ppl, ppl_avg) at the common gamma only: for second estimates and curve points."""
@@ -439,6 +473,7 @@ def run_streamlda(
             mean, _ = scorer.score_common(f"{name} mean", beta_mean, index)
             point = _point(docs, tokens, train_s, scores, time.perf_counter() - start)
             point.perplexity_mean = mean
+            point.npmi = scorer.npmi(beta_mean)
             run.points.append(point)
             _progress(name, point)
             index += 1
@@ -514,8 +549,9 @@ def run_sklearn(
     checkpoints: list[int],
     scorer: Scorer,
 ) -> Run:
-    """scikit-learn's online VB on the same minibatches (CSR), timing only ``partial_fit``."""
-    total = sum(m.shape[0] for m in matrices)
+    """scikit-learn's online VB on the same minibatches (CSR), timing only ``partial_fit``; its
+    ``total_samples`` is the corpus size N that streamlda's runs get."""
+    total = int(args.corpus_size)
 
     def build() -> Any:
         return peers.sklearn_lda(args.topics, args.batch_size, total, args.seed, args.sklearn_jobs)
@@ -621,6 +657,7 @@ def _score_peer(
     start = time.perf_counter()
     scores = scorer.score(run.name, beta, own_gamma, index)
     point = _point(docs, tokens, train_s, scores, time.perf_counter() - start)
+    point.npmi = scorer.npmi(beta)
     _progress(run.name, point)
     return point
 
@@ -644,6 +681,7 @@ def _score_curve(
 
 def _progress(name: str, p: Point) -> None:
     mean = "" if p.perplexity_mean is None else f"  mean {p.perplexity_mean:8.1f}"
+    mean += "" if p.npmi is None else f"  npmi {p.npmi:+.3f}"
     print(
         f"  {name:12s} {p.docs:6d} docs  ppl {p.perplexity:8.1f}{mean}  avg {p.perplexity_avg:8.1f}"
         f"  {p.s_per_100_docs:.3f} s/100 docs  {p.tokens_per_s:9.0f} tok/s"
@@ -730,7 +768,7 @@ def time_to_quality(runs: list[Run], checkpoints: list[int]) -> list[dict[str, A
                 "system": run.name,
                 "family": run.family,
                 "at": {
-                    d: {"perplexity": at[d].served, "train_s": at[d].train_s}
+                    d: {"perplexity": at[d].served, "train_s": at[d].train_s, "npmi": at[d].npmi}
                     for d in checkpoints
                     if d in at
                 },
@@ -752,12 +790,13 @@ def format_time_to_quality(
         f" {'ppl@' + _docs_label(d):>9s} {'s@' + _docs_label(d):>8s}" for d in checkpoints
     )
     header = (
-        f"{'system':{width}s}{columns} {'tokens/s':>9s} {'ns/tok-sweep':>12s} {'prep_s':>7s} "
-        f"{'sample':>8s}"
+        f"{'system':{width}s}{columns} {'npmi':>7s} {'tokens/s':>9s} {'ns/tok-sweep':>12s} "
+        f"{'prep_s':>7s} {'sample':>8s}"
     )
     lines = [
         f"time to quality: held-out perplexity (gamma={eval_gamma:g}) of the served estimate "
-        "(streamlda: beta_mean; 'sample' = its current sample at the end) and learner seconds",
+        "(streamlda: beta_mean; 'sample' = its current sample at the end) and learner seconds; "
+        "npmi: the served estimate's mean NPMI (top 10 words, held-out documents) at the end",
         "tomotopy: a model per column, trained on the first documents (prep_s = add_doc + "
         "initialisation, not in s@); tokens/s and ns per token x sweep (or iteration) at the end",
         header,
@@ -770,8 +809,10 @@ def format_time_to_quality(
             else f" {'-':>9s} {'-':>8s}"
             for d in checkpoints
         )
+        last = row["at"][max(row["at"])] if row["at"] else {}
         lines.append(
-            f"{row['system']:{width}s}{cells} {row['tokens_per_s']:9.0f} "
+            f"{row['system']:{width}s}{cells} {_cell(last.get('npmi'), 7, 3)} "
+            f"{row['tokens_per_s']:9.0f} "
             f"{_cell(row['ns_per_token_sweep'], 12)} {_cell(row['prep_s'], 7, 2)} "
             f"{_cell(row['sample_perplexity'], 8)}"
         )
@@ -898,7 +939,22 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "'sgrld,sgrld:sweeps=10:gibbs=rao-blackwell,sgrhmc:mean_decay=0.9'",
     )
     p.add_argument("--corpus-dir", type=Path, default=DEFAULT_CORPUS)
-    p.add_argument("--vocab", type=Path, default=None, help="default: CORPUS_DIR/vocab-7702.txt")
+    vocabulary = p.add_mutually_exclusive_group()
+    vocabulary.add_argument(
+        "--vocab", type=Path, default=None, help="default: CORPUS_DIR/vocab-7702.txt"
+    )
+    vocabulary.add_argument(
+        "--vocab-size",
+        type=int,
+        default=None,
+        help="W: build the vocabulary from the stream's first --vocab-docs texts, as the service",
+    )
+    p.add_argument(
+        "--vocab-docs",
+        type=int,
+        default=Settings.model_fields["vocab_docs"].default,
+        help="texts counted for --vocab-size (default: the service's)",
+    )
     p.add_argument("--docs", type=int, default=None, help="training documents (10000)")
     p.add_argument("--heldout", type=int, default=None, help="held-out documents (1000)")
     p.add_argument("--checkpoints", default=None, help="comma list (2000,5000,10000)")
@@ -977,7 +1033,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args.checkpoint_list = sorted({int(c) for c in args.checkpoints.split(",") if c.strip()})
     args.tomotopy_iter_list = sorted({int(i) for i in args.tomotopy_iters.split(",") if i.strip()})
     sizes = [args.docs, args.heldout, args.topics, args.batch_size, args.threads]
-    sizes += [args.streamlda_batch_size, args.sweeps or 1]
+    sizes += [args.streamlda_batch_size, args.sweeps or 1, args.vocab_size or 1, args.vocab_docs]
     if min([*sizes, args.sklearn_jobs, *args.tomotopy_iter_list]) < 1:
         p.error("sizes, counts and iterations must be positive")
     if args.tomotopy and not args.tomotopy_iter_list:
@@ -1012,8 +1068,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Run the benchmark; print the tables; return (and optionally write) the results."""
     args = parse_args(argv)
     numba_threads = set_threads(args.threads, args.torch_threads)
-    vocab = Vocabulary.load(args.vocab)
     start = time.perf_counter()
+    if args.vocab_size is not None:
+        vocab = stream_vocabulary(args.corpus_dir, args.vocab_size, args.vocab_docs)
+    else:
+        vocab = Vocabulary.load(args.vocab)
     corpus = read_corpus(
         args.corpus_dir, vocab, args.heldout, args.docs, args.max_tokens, short_ok=args.repeat
     )
@@ -1042,11 +1101,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         f"threads: torch {torch.get_num_threads()}, numba {numba_threads}, BLAS/OpenMP and "
         f"tomotopy workers {args.threads}, sklearn n_jobs {args.sklearn_jobs}; K={args.topics} "
         f"n={args.batch_size} (streamlda {args.streamlda_batch_size}) sweeps={args.sweeps} "
-        f"gibbs={args.gibbs} N={args.corpus_size:g} "
+        f"gibbs={args.gibbs} N={args.corpus_size:g} W={len(vocab)} "
         f"eval gamma={args.eval_gamma:g}; checkpoints {checkpoints}",
         file=sys.stderr,
     )
-    scorer = Scorer(heldout, args.eval_gamma, args.eval_sweeps, "exact", args.seed)
+    scorer = Scorer(
+        heldout, args.eval_gamma, args.eval_sweeps, "exact", args.seed, reference=corpus.heldout
+    )
     runs: list[Run] = []
     if args.gensim:
         runs.append(run_gensim(args, bows, tokens, checkpoints, vocab, scorer))
