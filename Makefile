@@ -2,23 +2,35 @@
 # Both create and use the project's virtual environment (.venv) themselves.
 VENV   := .venv
 PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed
+# What running needs (the package and its dependencies), and what testing adds (the dev extra:
+# linters, peers, the CUDA compiler stack the kernel's tests run under): `make run` installs
+# only the first, so a machine that just runs the service gets no CUDA toolkit wheels.
+BASE   := $(VENV)/.installed-base
+RUN    := $(VENV)/.installed-run
+DEV    := $(VENV)/.installed-dev
 # The CPU build of torch (a local file on these machines); GPU users install their CUDA build.
 TORCH  ?= torch==2.13.0
 ARGS   ?=
 
 .PHONY: install tools run test lint bench clean
 
-$(STAMP): pyproject.toml
+$(BASE):
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "$(TORCH)"
+	touch $(BASE)
+
+$(RUN): pyproject.toml $(BASE)
+	$(PY) -m pip install -q -e .
+	touch $(RUN)
+
+$(DEV): pyproject.toml $(BASE)
 	$(PY) -m pip install -q -e '.[dev]'
-	touch $(STAMP)
+	touch $(DEV) $(RUN)
 
-install: $(STAMP)
+install: $(DEV)
 
-run: $(STAMP)
+run: $(RUN)
 	$(VENV)/bin/streamlda up $(ARGS)
 
 # Test-only system tools: headless Chromium (page test) and docker-compose (compose file check).
@@ -28,18 +40,18 @@ tools:
 	    apt-get update -qq && apt-get install -y -qq chromium docker-compose >/dev/null; \
 	  else echo "note: chromium missing and not installable here; its test will be skipped"; fi; }
 
-test: $(STAMP) tools
+test: $(DEV) tools
 	$(PY) -m ruff check lda service tests benchmarks
 	$(PY) -m ruff format --check lda service tests benchmarks
 	$(PY) -m mypy
 	$(PY) -m pytest -q $(ARGS)
 
-lint: $(STAMP)
+lint: $(DEV)
 	$(PY) -m ruff check lda service tests benchmarks
 	$(PY) -m ruff format --check lda service tests benchmarks
 	$(PY) -m mypy
 
-bench: $(STAMP)
+bench: $(DEV)
 	$(PY) -m pip install -q -e '.[dev,bench]'
 	$(PY) benchmarks/learner.py $(ARGS)
 
