@@ -33,7 +33,7 @@ from lda.vocab import Vocabulary
 from service.distributed import DistributedReducer, Group
 from service.session import LearningSession
 from service.settings import Settings
-from service.snapshot import read_control
+from service.store.snapshot import read_control
 from service.topic_watch import TopicWatch
 from service.worker import Worker
 

@@ -4,12 +4,11 @@ One log line per batch with its counts and the running totals (fetched, queued, 
 skipped by reason, requests, retries, backpressure waits); the totals are also added to the
 shared counters hash (see :mod:`service.queue`). When Redis is unavailable, at start or in the
 middle of a run, the scraper keeps the batch it holds and retries with exponential backoff
-(:class:`service.redis_retry.RedisRetry`, counted as ``redis_reconnects``) until Redis is back;
-only a stop request ends that wait, and then it says how many fetched articles it did not queue.
-Each batch is added under its own token, so when Redis dies after queueing it but before
-replying, the retry counts those articles as queued rather than as duplicates.
-Several scrapers can run at once; the queue's atomic de-duplication keeps every page id to one
-entry.
+(:class:`service.store.redis_retry.RedisRetry`, counted as ``redis_reconnects``) until Redis is
+back; only a stop request ends that wait, and then it says how many fetched articles it did not
+queue. Each batch is added under its own token, so when Redis dies after queueing it but before
+replying, the retry counts those articles as queued rather than as duplicates. Several scrapers
+can run at once; the queue's atomic de-duplication keeps every page id to one entry.
 """
 
 from __future__ import annotations
@@ -30,10 +29,10 @@ import redis
 from service.errors import CommandError
 from service.queue import ArticleQueue, new_batch_token
 from service.redact import configure_logging, redact
-from service.redis_client import RedisURLError, connect
-from service.redis_retry import RedisGaveUp, RedisRetry
 from service.settings import Settings
 from service.sources import Article, Source, SourceError, SourceStopped, open_source
+from service.store.redis_client import RedisURLError, connect
+from service.store.redis_retry import RedisGaveUp, RedisRetry
 
 log = logging.getLogger(__name__)
 

@@ -65,7 +65,7 @@ class TopicWatch:
 
     def fields(self, word_ids: torch.Tensor) -> dict[str, Any]:
         """The snapshot's per-topic fields for its topics' top words ``word_ids`` (K x n, as
-        service.snapshot.ranked gives them)."""
+        service.store.snapshot.ranked gives them)."""
         intervals = None
         if self.window is not None:
             bounds = self.window.intervals(word_ids)

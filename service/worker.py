@@ -64,10 +64,11 @@ from service.evaluator import Evaluator, Scored
 from service.heldout_store import HeldoutStore
 from service.model_store import CHECKPOINT_NAME, load_model, save_model
 from service.queue import ArticleQueue
-from service.redis_retry import RedisGaveUp, RedisRetry
 from service.session import LearningSession, ModelTooLarge, VocabularyError
 from service.settings import Settings
-from service.snapshot import (
+from service.sources import Article
+from service.store.redis_retry import RedisGaveUp, RedisRetry
+from service.store.snapshot import (
     PerplexityPoint,
     Snapshot,
     append_perplexity,
@@ -79,7 +80,6 @@ from service.snapshot import (
     top_words,
     truncate_perplexity,
 )
-from service.sources import Article
 from service.topic_watch import TopicWatch
 
 log = logging.getLogger(__name__)

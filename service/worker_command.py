@@ -19,9 +19,9 @@ from service.group_worker import GroupWorker
 from service.learner_flags import add_learner_flags
 from service.process import lower_priority
 from service.redact import configure_logging
-from service.redis_client import RedisURLError, connect
 from service.runtime import set_threads
 from service.settings import Settings
+from service.store.redis_client import RedisURLError, connect
 from service.worker import Worker
 
 log = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ from support.redis_server import RedisServer
 from service.model_store import CHECKPOINT_NAME, load_model
 from service.queue import ArticleQueue
 from service.settings import Settings
-from service.snapshot import read_snapshot
+from service.store.snapshot import read_snapshot
 from tests.worker.helpers import (
     HELDOUT,
     WorkerProcess,

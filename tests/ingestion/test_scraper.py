@@ -23,11 +23,11 @@ from support.wikipedia_api import FakeWikipediaAPI, default_pool, is_disambiguat
 
 from service.cli import main
 from service.queue import ArticleQueue
-from service.redis_client import connect
 from service.scraper import Scraper
 from service.settings import Settings
 from service.sources import open_source
 from service.sources.wikipedia import WikipediaSource
+from service.store.redis_client import connect
 
 MakeAPI = Callable[..., FakeWikipediaAPI]
 MARKUP_REMNANTS = ("{{", "}}", "[[", "]]", "<ref", "|", "&lt;", "==")

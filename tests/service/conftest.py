@@ -22,9 +22,9 @@ from fastapi.testclient import TestClient
 
 from lda.drift import topic_drift
 from service.api.app import create_app
-from service.redis_client import connect
 from service.settings import Settings
-from service.snapshot import (
+from service.store.redis_client import connect
+from service.store.snapshot import (
     PerplexityPoint,
     Snapshot,
     append_perplexity,

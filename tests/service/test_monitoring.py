@@ -29,7 +29,7 @@ from service.api.app import create_app
 from service.api.routes.metrics import router as metrics_router
 from service.scraper import TOTAL_NAMES, Totals
 from service.settings import Settings
-from service.snapshot import append_perplexity, publish_snapshot
+from service.store.snapshot import append_perplexity, publish_snapshot
 from service.worker import COUNTERS, Worker
 from tests.service.conftest import Published, serve
 from tests.support.compose import compose_config

@@ -24,7 +24,7 @@ from fastapi import Request, Response
 
 from service.api.app import create_app
 from service.settings import Settings
-from service.snapshot import append_perplexity, publish_snapshot, set_paused
+from service.store.snapshot import append_perplexity, publish_snapshot, set_paused
 from service.topic_watch import TopicWatch
 from tests.service.conftest import (
     VOCAB,

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from lda.drift import CHANGED_BITS
 from service.api.schemas import OneTopicOut, TopicsOut
-from service.snapshot import publish_snapshot
+from service.store.snapshot import publish_snapshot
 from service.topic_watch import TopicWatch, significant
 from tests.service.conftest import (
     COHERENCE,

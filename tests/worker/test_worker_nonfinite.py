@@ -12,7 +12,7 @@ import pytest
 from support.redis_server import RedisServer
 
 from lda.model import NonFiniteError, StreamingLDA
-from service.snapshot import PERPLEXITY_KEY, read_model, read_snapshot
+from service.store.snapshot import PERPLEXITY_KEY, read_model, read_snapshot
 from service.worker import Worker
 from tests.worker.helpers import (
     HELDOUT,
