@@ -12,7 +12,7 @@ Lifecycle of an article (a stream entry read through the consumer group):
    next checkpoint is written, and acknowledged only then (the checkpoint also lists them, so a
    crash between the write and the acknowledgement is repaired on restart). A crash therefore
    redelivers what the checkpoint does not contain; nothing is lost. The queue's lease renewal
-   on every read keeps held entries from being reclaimed (see :mod:`service.queue`). Run one
+   on every read keeps held entries from being reclaimed (see :mod:`service.ingest.queue`). Run one
    worker per consumer group: while it trains through the vocabulary's documents it does not
    read, so with a second consumer those could be reclaimed (and learned twice) after
    ``claim_after_ms``.
@@ -21,7 +21,7 @@ Checkpoints (atomic, ``data_dir/checkpoint.pt``) are written every ``checkpoint_
 soon as ``checkpoint_max_unacked`` trained entries wait, once the stream has stayed empty for
 ``checkpoint_idle_s`` (a finished source's tail is acknowledged within seconds), on an admin
 request, when paused, and on SIGTERM/SIGINT (after the minibatch in hand). Scrapers wait on
-unread entries only (see :mod:`service.queue`), so those triggers are what bound the entries
+unread entries only (see :mod:`service.ingest.queue`), so those triggers are what bound the entries
 held here: the vocabulary's
 documents, or fewer than ``checkpoint_max_unacked`` plus two minibatches.
 
@@ -62,11 +62,11 @@ from lda.model import NonFiniteError, StreamingLDA, resolve_device
 from lda.vocab import Vocabulary
 from service.evaluator import Evaluator, Scored
 from service.heldout_store import HeldoutStore
+from service.ingest.queue import ArticleQueue
+from service.ingest.sources import Article
 from service.model_store import CHECKPOINT_NAME, load_model, save_model
-from service.queue import ArticleQueue
 from service.session import LearningSession, ModelTooLarge, VocabularyError
 from service.settings import Settings
-from service.sources import Article
 from service.store.redis_retry import RedisGaveUp, RedisRetry
 from service.store.snapshot import (
     PerplexityPoint,

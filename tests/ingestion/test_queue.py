@@ -14,9 +14,9 @@ import redis
 from ingestion.helpers import fast_settings, stream_ids, wait_until
 from support.redis_server import RedisServer
 
-from service.queue import ArticleQueue, new_batch_token
+from service.ingest.queue import ArticleQueue, new_batch_token
+from service.ingest.sources import Article
 from service.settings import Settings
-from service.sources import Article
 from service.store.redis_client import connect
 
 
@@ -167,7 +167,7 @@ def test_read_and_ack_delete_consumed_entries(redis_server: RedisServer) -> None
 
 CONSUMER_SCRIPT = """
 import json, os, signal, sys
-from service.queue import ArticleQueue
+from service.ingest.queue import ArticleQueue
 from service.store.redis_client import connect
 from service.settings import Settings
 settings = Settings.model_validate(json.loads(sys.argv[1]))

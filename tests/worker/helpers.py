@@ -18,11 +18,11 @@ from lda.batch import Batch
 from lda.model import StreamingLDA
 from lda.perplexity import HeldoutSet
 from lda.vocab import Vocabulary, build_vocabulary
+from service.ingest.queue import ArticleQueue
+from service.ingest.sources import Article
 from service.model_store import CHECKPOINT_NAME, load_model
-from service.queue import ArticleQueue
 from service.session import learner_config
 from service.settings import Settings
-from service.sources import Article
 from service.store.snapshot import read_snapshot
 
 REPO = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ import redis
 from support.corpora import SHARDS
 from support.redis_server import RedisServer
 
-from service.queue import ArticleQueue
+from service.ingest.queue import ArticleQueue
 from service.settings import Settings
 from service.store.snapshot import read_snapshot
 from tests.worker.helpers import (

@@ -73,16 +73,16 @@ def open_source(spec: str, **options: object) -> Source:
     """
     kind, _, arg = spec.partition(":")
     if kind == "jsonl" and arg:
-        from service.sources.jsonl import JsonlSource
+        from service.ingest.sources.jsonl import JsonlSource
 
         return JsonlSource(arg)
     if kind == "dump" and arg:
-        from service.sources.dump import DumpSource
+        from service.ingest.sources.dump import DumpSource
 
         return DumpSource(arg)
     if kind == "wikipedia" and not arg:
+        from service.ingest.sources.wikipedia import WikipediaSource
         from service.settings import Settings
-        from service.sources.wikipedia import WikipediaSource
 
         settings = options.get("settings")
         if not isinstance(settings, Settings):

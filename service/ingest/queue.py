@@ -48,8 +48,8 @@ from typing import Any
 
 import redis
 
+from service.ingest.sources import Article
 from service.settings import Settings
-from service.sources import Article
 
 log = logging.getLogger(__name__)
 
