@@ -25,7 +25,7 @@ COMMAND_MODULES = (
     "service.train",
     "service.ingest.command",
     "service.api.command",
-    "service.worker_command",
+    "service.learn.command",
     "service.up",
 )
 

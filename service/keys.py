@@ -11,7 +11,7 @@ Redis under other names); their defaults are the ``DEFAULT_*`` constants, which
 | ``streamlda:seen`` (setting ``dedupe_key``) | set | scrapers | scrapers | every page id ever queued |
 | ``streamlda:seen:batch:<token>`` | hash | scrapers | scrapers | page id -> position of the ids one batch queued, so a retried add counts them as queued; deleted after the add, expires after a day; see :mod:`service.ingest.queue` |
 | ``streamlda:scraper:counters`` (setting ``counters_key``) | hash | scrapers | API | the scrapers' running totals |
-| ``streamlda:heldout`` (setting ``heldout_key``) | list | worker | worker | the held-out articles; see :mod:`service.heldout_store` |
+| ``streamlda:heldout`` (setting ``heldout_key``) | list | worker | worker | the held-out articles; see :mod:`service.learn.heldout_store` |
 | ``streamlda:snapshot`` | string | worker | API | JSON of :class:`service.store.snapshot.Snapshot` |
 | ``streamlda:snapshot:version`` | string | worker | API | a token replaced with the snapshot, so a reader sees change from one small GET |
 | ``streamlda:heartbeat`` | string | worker | API | Unix time the worker was last alive |

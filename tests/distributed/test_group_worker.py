@@ -9,7 +9,7 @@ from pathlib import Path
 from support.redis_server import RedisServer
 
 from service.ingest.queue import ArticleQueue
-from service.model_store import CHECKPOINT_NAME, load_model
+from service.learn.model_store import CHECKPOINT_NAME, load_model
 from service.settings import Settings
 from service.store.snapshot import read_snapshot
 from tests.worker.helpers import (

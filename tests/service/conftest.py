@@ -22,6 +22,7 @@ from fastapi.testclient import TestClient
 
 from lda.drift import topic_drift
 from service.api.app import create_app
+from service.learn.topic_watch import TopicWatch
 from service.settings import Settings
 from service.store.redis_client import connect
 from service.store.snapshot import (
@@ -33,7 +34,6 @@ from service.store.snapshot import (
     ranked,
     top_words,
 )
-from service.topic_watch import TopicWatch
 
 
 def free_port() -> int:

@@ -20,8 +20,8 @@ from lda.perplexity import HeldoutSet
 from lda.vocab import Vocabulary, build_vocabulary
 from service.ingest.queue import ArticleQueue
 from service.ingest.sources import Article
-from service.model_store import CHECKPOINT_NAME, load_model
-from service.session import learner_config
+from service.learn.model_store import CHECKPOINT_NAME, load_model
+from service.learn.session import learner_config
 from service.settings import Settings
 from service.store.snapshot import read_snapshot
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import redis
 from support.redis_server import RedisServer
 
-from service.model_store import CHECKPOINT_NAME
+from service.learn.model_store import CHECKPOINT_NAME
 from service.store.snapshot import read_perplexity, read_snapshot
 from tests.worker.helpers import (
     HELDOUT,
