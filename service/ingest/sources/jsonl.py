@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import IO
 
 from service.ingest.cleaning import clean_wikitext, skip_reason
-from service.ingest.sources import Article, SkipCounter, SourceError, require_file
+from service.ingest.sources.base import Article, SkipCounter, SourceError, require_file
 
 
 class JsonlSource:

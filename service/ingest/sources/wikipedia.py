@@ -26,7 +26,7 @@ from typing import Any
 import requests
 
 from service.ingest.cleaning import clean_wikitext, is_disambiguation, is_redirect
-from service.ingest.sources import Article, SkipCounter, SourceError, SourceStopped
+from service.ingest.sources.base import Article, SkipCounter, SourceError, SourceStopped
 from service.settings import Settings
 
 log = logging.getLogger(__name__)
