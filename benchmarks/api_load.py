@@ -37,7 +37,7 @@ import httpx
 import numpy as np
 from dev_corpus import all_dev
 
-from service.embedded_redis import free_port
+from service.store.embedded_redis import free_port
 
 CORPORA = Path(__file__).resolve().parent.parent.parent / "shared" / "corpora"
 GOAL_P99_MS = 20.0

@@ -73,7 +73,7 @@ from lda.perplexity import (
 from lda.samplers import SAMPLERS
 from lda.schedules import StepSchedule
 from lda.vocab import Vocabulary, build_vocabulary
-from service.session import LearningSession, learner_config
+from service.learn.session import LearningSession, learner_config
 from service.settings import Settings
 
 HERE = Path(__file__).resolve().parent

@@ -29,7 +29,7 @@ from typing import Any
 
 from dev_corpus import all_dev
 
-from service.embedded_redis import free_port
+from service.store.embedded_redis import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 CORPORA = REPO.parent / "shared" / "corpora"

@@ -29,8 +29,8 @@ from benchmarks.dev_corpus import CORPORA
 from lda.batch import Batch
 from lda.model import LearnerConfig, StreamingLDA
 from lda.vocab import Vocabulary
-from service.distributed import DistributedReducer, Group, join, leave
-from service.sources.jsonl import JsonlSource
+from service.ingest.sources.jsonl import JsonlSource
+from service.learn.distributed import DistributedReducer, Group, join, leave
 
 LINK_GBPS = 10.0  # the network assumed for the on-paper figures (10 Gb/s Ethernet)
 RB_SWEEP_NS_PER_TOPIC = 4100 / 1000  # measured in issue 9: 4.1 µs per token-sweep at K = 1,000

@@ -5,7 +5,7 @@ each rank's. Every rank draws the random numbers of the *whole* minibatch from t
 generator and uses its slice (:class:`Shard`), so N ranks learn draw for draw what one learner
 does with all their documents, and their generators, hence the sampler step's noise and theta,
 stay identical. A :class:`Reducer` sums across ranks; ``lda`` only sees the protocol (the
-``torch.distributed`` one lives in :mod:`service.distributed`).
+``torch.distributed`` one lives in :mod:`service.learn.distributed`).
 """
 
 from __future__ import annotations

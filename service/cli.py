@@ -23,9 +23,9 @@ from service.settings import Settings
 # Modules that each add one subcommand.
 COMMAND_MODULES = (
     "service.train",
-    "service.scraper",
+    "service.ingest.command",
     "service.api.command",
-    "service.worker_command",
+    "service.learn.command",
     "service.up",
 )
 

@@ -6,13 +6,13 @@ Redis under other names); their defaults are the ``DEFAULT_*`` constants, which
 
 | key | type | written by | read by | holds |
 |---|---|---|---|---|
-| ``streamlda:docs`` (setting ``stream``) | stream | scrapers | worker, API | one entry per article; see :mod:`service.queue` |
+| ``streamlda:docs`` (setting ``stream``) | stream | scrapers | worker, API | one entry per article; see :mod:`service.ingest.queue` |
 | ``workers`` (setting ``group``) | consumer group of the stream | worker | API (pending) | read but unacknowledged entries |
 | ``streamlda:seen`` (setting ``dedupe_key``) | set | scrapers | scrapers | every page id ever queued |
-| ``streamlda:seen:batch:<token>`` | hash | scrapers | scrapers | page id -> position of the ids one batch queued, so a retried add counts them as queued; deleted after the add, expires after a day; see :mod:`service.queue` |
+| ``streamlda:seen:batch:<token>`` | hash | scrapers | scrapers | page id -> position of the ids one batch queued, so a retried add counts them as queued; deleted after the add, expires after a day; see :mod:`service.ingest.queue` |
 | ``streamlda:scraper:counters`` (setting ``counters_key``) | hash | scrapers | API | the scrapers' running totals |
-| ``streamlda:heldout`` (setting ``heldout_key``) | list | worker | worker | the held-out articles; see :mod:`service.heldout_store` |
-| ``streamlda:snapshot`` | string | worker | API | JSON of :class:`service.snapshot.Snapshot` |
+| ``streamlda:heldout`` (setting ``heldout_key``) | list | worker | worker | the held-out articles; see :mod:`service.learn.heldout_store` |
+| ``streamlda:snapshot`` | string | worker | API | JSON of :class:`service.store.snapshot.Snapshot` |
 | ``streamlda:snapshot:version`` | string | worker | API | a token replaced with the snapshot, so a reader sees change from one small GET |
 | ``streamlda:heartbeat`` | string | worker | API | Unix time the worker was last alive |
 | ``streamlda:perplexity`` | sorted set | worker | API | JSON perplexity points scored by docs_seen |
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 PREFIX = "streamlda:"
 
-# Fixed keys: the worker writes them, the API reads them (service.snapshot).
+# Fixed keys: the worker writes them, the API reads them (service.store.snapshot).
 SNAPSHOT_KEY = PREFIX + "snapshot"
 SNAPSHOT_VERSION_KEY = PREFIX + "snapshot:version"
 HEARTBEAT_KEY = PREFIX + "heartbeat"

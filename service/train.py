@@ -23,12 +23,12 @@ from lda.coherence import topic_quality
 from lda.model import NonFiniteError, StreamingLDA, resolve_device
 from lda.vocab import Vocabulary
 from service.errors import CommandError
+from service.ingest.sources import Article, SourceError, open_source
+from service.learn.model_store import CHECKPOINT_NAME, export_model, save_model, topics_summary
+from service.learn.runtime import set_threads
+from service.learn.session import LearningSession, ModelTooLarge, VocabularyError
 from service.learner_flags import add_learner_flags
-from service.model_store import CHECKPOINT_NAME, export_model, save_model, topics_summary
-from service.runtime import set_threads
-from service.session import LearningSession, ModelTooLarge, VocabularyError
 from service.settings import Settings
-from service.sources import Article, SourceError, open_source
 
 TOP_WORDS_SHOWN = 10
 TOP_WORDS_EXPORTED = 100

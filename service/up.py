@@ -1,6 +1,6 @@
 """``streamlda up``: the whole service on one machine — Redis, scraper, worker and API.
 
-Starts an embedded Redis (unless ``--redis``; see :mod:`service.embedded_redis`), then
+Starts an embedded Redis (unless ``--redis``; see :mod:`service.store.embedded_redis`), then
 ``scrape``, ``worker`` and ``api`` as child processes of this Python (``python -m service ...``)
 with every setting passed as STREAMLDA_* variables (``threads``, unless set, is all cores but
 one: the worker shares the machine), their output merged on stdout with a name
@@ -28,12 +28,12 @@ from pathlib import Path
 from types import FrameType
 from typing import IO
 
-from service.embedded_redis import EmbeddedRedis, EmbeddedRedisError
 from service.errors import CommandError
 from service.process import die_with_parent
 from service.redact import redact
-from service.redis_client import RedisURLError, check_url
 from service.settings import Settings
+from service.store.embedded_redis import EmbeddedRedis, EmbeddedRedisError
+from service.store.redis_client import RedisURLError, check_url
 
 # How often the supervisor looks at its children.
 SUPERVISE_INTERVAL_S = 0.2

@@ -17,8 +17,8 @@ from service.api.model_cache import ModelCache
 from service.api.prometheus import LatencyMiddleware, RequestLatency
 from service.api.routes import admin, health, infer, metrics, page, perplexity, stats, topics
 from service.api.view import View
-from service.redis_client import connect
 from service.settings import Settings
+from service.store.redis_client import connect
 
 DESCRIPTION = (
     "Topics learned online from a stream of Wikipedia articles with SG-MCMC LDA. "

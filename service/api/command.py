@@ -6,8 +6,8 @@ import argparse
 import gc
 
 from service.errors import CommandError
-from service.redis_client import RedisURLError
 from service.settings import Settings
+from service.store.redis_client import RedisURLError
 
 
 def run(settings: Settings, args: argparse.Namespace) -> int:

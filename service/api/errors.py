@@ -15,7 +15,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from service.redact import redact
-from service.redis_client import is_transient
+from service.store.redis_client import is_transient
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from lda.drift import CHANGED_BITS
 from service.api.prometheus import Metric, metric_name
 from service.api.schemas import QueueOut, StatsOut, timestamp
 from service.settings import Settings
-from service.snapshot import (
+from service.store.snapshot import (
     Control,
     PerplexityPoint,
     QueueStats,

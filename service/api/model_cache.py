@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import redis
 
 from lda.vocab import Vocabulary
-from service.snapshot import PublishedModel, read_model, read_model_version
+from service.store.snapshot import PublishedModel, read_model, read_model_version
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from lda.model import Estimate
-from service.snapshot import PerplexityPoint, Snapshot
+from service.store.snapshot import PerplexityPoint, Snapshot
 
 TopicOrder = Literal["id", "coherence"]
 

@@ -144,7 +144,7 @@ class StatsOut(BaseModel):
     worker: dict[str, int] = Field(description="The worker's own counters")
     queue: QueueOut
     scraper: dict[str, int | float] = Field(
-        description="The scrapers' counters, summed over every scraper (see service.queue)"
+        description="The scrapers' counters, summed over every scraper (see service.ingest.queue)"
     )
 
 

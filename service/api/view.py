@@ -27,7 +27,7 @@ from service.api.conditional import Rendered
 from service.api.errors import redis_failure
 from service.api.prometheus import render as render_metrics
 from service.settings import Settings
-from service.snapshot import (
+from service.store.snapshot import (
     PerplexityPoint,
     Snapshot,
     perplexity_signature,

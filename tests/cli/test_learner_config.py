@@ -13,7 +13,7 @@ import pytest
 from lda.model import LearnerConfig
 from lda.schedules import StepSchedule
 from service.cli import settings_from_args
-from service.session import learner_config
+from service.learn.session import learner_config
 from service.settings import Settings
 
 

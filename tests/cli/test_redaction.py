@@ -11,8 +11,8 @@ import pytest
 import redis
 
 from service.redact import redact
-from service.redis_client import RedisURLError, connect, is_transient
 from service.settings import Settings
+from service.store.redis_client import RedisURLError, connect, is_transient
 
 REPO = Path(__file__).resolve().parents[2]
 BAD_URL = "redis://admin:pw@host:bad/0"

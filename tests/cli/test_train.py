@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from service.cli import main
-from service.model_store import load_model
+from service.learn.model_store import load_model
 from tests.support.corpora import CORPORA
 
 DEV = CORPORA / "dev-00.jsonl.gz"

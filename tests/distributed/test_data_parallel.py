@@ -17,7 +17,7 @@ import torch.multiprocessing as mp
 
 from lda.batch import Batch
 from lda.model import LearnerConfig, StreamingLDA
-from service.distributed import DistributedReducer, Group, join, leave
+from service.learn.distributed import DistributedReducer, Group, join, leave
 
 K, W, STEPS, PER_RANK = 6, 40, 4, 25
 

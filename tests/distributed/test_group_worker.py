@@ -8,10 +8,10 @@ from pathlib import Path
 
 from support.redis_server import RedisServer
 
-from service.model_store import CHECKPOINT_NAME, load_model
-from service.queue import ArticleQueue
+from service.ingest.queue import ArticleQueue
+from service.learn.model_store import CHECKPOINT_NAME, load_model
 from service.settings import Settings
-from service.snapshot import read_snapshot
+from service.store.snapshot import read_snapshot
 from tests.worker.helpers import (
     HELDOUT,
     WorkerProcess,

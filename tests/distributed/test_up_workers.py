@@ -12,7 +12,7 @@ from pathlib import Path
 from support.corpora import SHARDS, read_jsonl
 from support.redis_server import free_port
 
-from service.model_store import CHECKPOINT_NAME, load_model
+from service.learn.model_store import CHECKPOINT_NAME, load_model
 from tests.worker.helpers import HELDOUT, REPO, checkpoint_docs, wait_until
 from tests.worker.test_up import UP_ENV, get, stop_up
 

@@ -9,7 +9,7 @@ import pytest
 from mwparserfromhell.nodes import Tag, Template
 from support.corpora import dump_pages
 
-from service.cleaning import clean_wikitext, is_disambiguation, is_redirect, skip_reason
+from service.ingest.cleaning import clean_wikitext, is_disambiguation, is_redirect, skip_reason
 
 MARKUP_REMNANTS = ("{{", "}}", "[[", "]]", "<ref", "|", "&lt;", "==")
 

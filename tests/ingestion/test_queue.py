@@ -14,10 +14,10 @@ import redis
 from ingestion.helpers import fast_settings, stream_ids, wait_until
 from support.redis_server import RedisServer
 
-from service.queue import ArticleQueue, new_batch_token
-from service.redis_client import connect
+from service.ingest.queue import ArticleQueue, new_batch_token
+from service.ingest.sources import Article
 from service.settings import Settings
-from service.sources import Article
+from service.store.redis_client import connect
 
 
 def _articles(first: int, count: int) -> list[Article]:
@@ -167,8 +167,8 @@ def test_read_and_ack_delete_consumed_entries(redis_server: RedisServer) -> None
 
 CONSUMER_SCRIPT = """
 import json, os, signal, sys
-from service.queue import ArticleQueue
-from service.redis_client import connect
+from service.ingest.queue import ArticleQueue
+from service.store.redis_client import connect
 from service.settings import Settings
 settings = Settings.model_validate(json.loads(sys.argv[1]))
 queue = ArticleQueue(connect(settings), settings)

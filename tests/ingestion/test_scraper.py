@@ -22,12 +22,12 @@ from support.redis_server import RedisServer
 from support.wikipedia_api import FakeWikipediaAPI, default_pool, is_disambiguation_page
 
 from service.cli import main
-from service.queue import ArticleQueue
-from service.redis_client import connect
-from service.scraper import Scraper
+from service.ingest.queue import ArticleQueue
+from service.ingest.scraper import Scraper
+from service.ingest.sources import open_source
+from service.ingest.sources.wikipedia import WikipediaSource
 from service.settings import Settings
-from service.sources import open_source
-from service.sources.wikipedia import WikipediaSource
+from service.store.redis_client import connect
 
 MakeAPI = Callable[..., FakeWikipediaAPI]
 MARKUP_REMNANTS = ("{{", "}}", "[[", "]]", "<ref", "|", "&lt;", "==")

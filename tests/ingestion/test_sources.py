@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from support.corpora import DUMP, dump_pages, wikitext_records
 
-from service.sources import SourceError, open_source
-from service.sources.dump import DumpSource
+from service.ingest.sources import SourceError, open_source
+from service.ingest.sources.dump import DumpSource
 
 EXPORT_NS = "http://www.mediawiki.org/xml/export-0.10/"
 

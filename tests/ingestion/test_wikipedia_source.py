@@ -10,8 +10,8 @@ from ingestion.helpers import fast_settings
 from support.corpora import RawPage, dump_pages
 from support.wikipedia_api import FakeWikipediaAPI, is_disambiguation_page
 
-from service.sources import SourceError, open_source
-from service.sources.wikipedia import WikipediaSource, parse_retry_after, user_agent
+from service.ingest.sources import SourceError, open_source
+from service.ingest.sources.wikipedia import WikipediaSource, parse_retry_after, user_agent
 
 MakeAPI = Callable[..., FakeWikipediaAPI]
 

@@ -22,9 +22,10 @@ from fastapi.testclient import TestClient
 
 from lda.drift import topic_drift
 from service.api.app import create_app
-from service.redis_client import connect
+from service.learn.topic_watch import TopicWatch
 from service.settings import Settings
-from service.snapshot import (
+from service.store.redis_client import connect
+from service.store.snapshot import (
     PerplexityPoint,
     Snapshot,
     append_perplexity,
@@ -33,7 +34,6 @@ from service.snapshot import (
     ranked,
     top_words,
 )
-from service.topic_watch import TopicWatch
 
 
 def free_port() -> int:

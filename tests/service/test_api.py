@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 
 from service.api.model_cache import ModelCache
 from service.settings import Settings
-from service.snapshot import (
+from service.store.snapshot import (
     SNAPSHOT_KEY,
     PerplexityPoint,
     append_perplexity,

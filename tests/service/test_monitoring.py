@@ -27,10 +27,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from service.api.app import create_app
 from service.api.routes.metrics import router as metrics_router
-from service.scraper import TOTAL_NAMES, Totals
+from service.ingest.scraper import TOTAL_NAMES, Totals
+from service.learn.worker import COUNTERS, Worker
 from service.settings import Settings
-from service.snapshot import append_perplexity, publish_snapshot
-from service.worker import COUNTERS, Worker
+from service.store.snapshot import append_perplexity, publish_snapshot
 from tests.service.conftest import Published, serve
 from tests.support.compose import compose_config
 

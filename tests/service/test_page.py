@@ -23,9 +23,9 @@ import redis
 from fastapi import Request, Response
 
 from service.api.app import create_app
+from service.learn.topic_watch import TopicWatch
 from service.settings import Settings
-from service.snapshot import append_perplexity, publish_snapshot, set_paused
-from service.topic_watch import TopicWatch
+from service.store.snapshot import append_perplexity, publish_snapshot, set_paused
 from tests.service.conftest import (
     VOCAB,
     Published,

@@ -8,7 +8,7 @@ import pytest
 import redis
 import torch
 
-from service.snapshot import (
+from service.store.snapshot import (
     PerplexityPoint,
     Snapshot,
     WordWeight,

@@ -11,8 +11,8 @@ from fastapi.testclient import TestClient
 
 from lda.drift import CHANGED_BITS
 from service.api.schemas import OneTopicOut, TopicsOut
-from service.snapshot import publish_snapshot
-from service.topic_watch import TopicWatch, significant
+from service.learn.topic_watch import TopicWatch, significant
+from service.store.snapshot import publish_snapshot
 from tests.service.conftest import (
     COHERENCE,
     K,

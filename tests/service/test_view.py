@@ -18,7 +18,7 @@ from service.api.app import create_app
 from service.api.schemas import OneTopicOut, PerplexityOut, StatsOut, TopicsOut
 from service.api.view import PerplexityView, TopicsView
 from service.settings import Settings
-from service.snapshot import PerplexityPoint, append_perplexity, publish_snapshot
+from service.store.snapshot import PerplexityPoint, append_perplexity, publish_snapshot
 from tests.service.conftest import Published
 
 READS = (

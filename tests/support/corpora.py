@@ -1,8 +1,8 @@
 """The shared corpora (``../shared/corpora`` beside the repository), read in place, never copied.
 
 ``STREAMLDA_SHARED`` overrides where ``shared/`` is. The raw dump is parsed here with the
-standard library only, independently of :mod:`service.sources.dump`, so tests can use it as an
-oracle.
+standard library only, independently of :mod:`service.ingest.sources.dump`, so tests can use it
+as an oracle.
 """
 
 from __future__ import annotations

@@ -46,7 +46,8 @@ FAULTS = ("429", "503", "maxlag", "reset", "slow", "malformed", "empty_revisions
 API_PATH = "/w/api.php"
 MAX_PAGES_WITH_CONTENT = 50  # the API's cap on pages per request with revision content
 
-# Independent of service.cleaning on purpose: how the Disambiguator extension would flag pages.
+# Independent of service.ingest.cleaning on purpose: how the Disambiguator extension would
+# flag pages.
 _DISAMBIGUATION = re.compile(r"\{\{\s*(disambiguation|disambig|dab|geodis|hndis)\b", re.I)
 
 

@@ -18,12 +18,12 @@ from lda.batch import Batch
 from lda.model import StreamingLDA
 from lda.perplexity import HeldoutSet
 from lda.vocab import Vocabulary, build_vocabulary
-from service.model_store import CHECKPOINT_NAME, load_model
-from service.queue import ArticleQueue
-from service.session import learner_config
+from service.ingest.queue import ArticleQueue
+from service.ingest.sources import Article
+from service.learn.model_store import CHECKPOINT_NAME, load_model
+from service.learn.session import learner_config
 from service.settings import Settings
-from service.snapshot import read_snapshot
-from service.sources import Article
+from service.store.snapshot import read_snapshot
 
 REPO = Path(__file__).resolve().parents[2]
 DEADLINE_S = 60.0  # every wait of these tests is bounded by this

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import redis
 
-from service.embedded_redis import EmbeddedRedis
-from service.redis_client import connect
+from service.store.embedded_redis import EmbeddedRedis
+from service.store.redis_client import connect
 
 
 def test_only_clients_with_the_password_get_in_and_a_restart_keeps_the_data(

@@ -15,9 +15,9 @@ from lda.model import StreamingLDA
 from lda.perplexity import HeldoutSet
 from lda.scorer import HeldoutScorer
 from lda.vocab import build_vocabulary
-from service.model_store import CHECKPOINT_NAME, load_model
-from service.session import learner_config
-from service.snapshot import read_perplexity, read_snapshot
+from service.learn.model_store import CHECKPOINT_NAME, load_model
+from service.learn.session import learner_config
+from service.store.snapshot import read_perplexity, read_snapshot
 from tests.worker.helpers import (
     VOCAB_DOCS,
     WorkerProcess,

@@ -13,9 +13,9 @@ import redis
 from support.corpora import SHARDS
 from support.redis_server import RedisServer
 
-from service.queue import ArticleQueue
+from service.ingest.queue import ArticleQueue
 from service.settings import Settings
-from service.snapshot import read_snapshot
+from service.store.snapshot import read_snapshot
 from tests.worker.helpers import (
     DEADLINE_S,
     HELDOUT,

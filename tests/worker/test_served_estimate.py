@@ -13,8 +13,8 @@ import torch
 from support.redis_server import RedisServer
 
 from service.api.app import create_app
-from service.model_store import CHECKPOINT_NAME, load_model
-from service.snapshot import WordWeight, read_model, read_perplexity, read_snapshot, top_words
+from service.learn.model_store import CHECKPOINT_NAME, load_model
+from service.store.snapshot import WordWeight, read_model, read_perplexity, read_snapshot, top_words
 from tests.service.conftest import FreshClient
 from tests.worker.helpers import (
     HELDOUT,

@@ -7,7 +7,7 @@ import torch
 from lda.batch import Batch
 from lda.model import StreamingLDA
 from lda.vocab import build_vocabulary
-from service.session import LearningSession, learner_config
+from service.learn.session import LearningSession, learner_config
 from service.settings import Settings
 from tests.worker.helpers import articles
 
@@ -141,7 +141,7 @@ def test_a_resumed_model_keeps_its_learner_and_says_where_the_settings_differ(ca
     old = Settings(**SETTINGS, sampler="sgrld")
     model = StreamingLDA(learner_config(old, len(vocabulary)), seed=0)
     model.update(Batch.from_ids([vocabulary.encode(a.text) for a in articles(20, 27)]))
-    caplog.set_level("INFO", logger="service.session")
+    caplog.set_level("INFO", logger="service.learn.session")
     same: LearningSession[int] = LearningSession(old, torch.device("cpu"))
     assert same.begin(vocabulary, model) is model
     assert "from the checkpoint" in caplog.text and "WARNING" not in caplog.text

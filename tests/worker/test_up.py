@@ -17,7 +17,7 @@ from typing import Any
 from support.corpora import SHARDS
 from support.redis_server import free_port
 
-from service.model_store import CHECKPOINT_NAME
+from service.learn.model_store import CHECKPOINT_NAME
 from tests.worker.helpers import DEADLINE_S, REPO, WORKER_ENV, checkpoint_docs, wait_until
 
 TOPICS = int(WORKER_ENV["STREAMLDA_TOPICS"])

@@ -12,8 +12,8 @@ import pytest
 from support.redis_server import RedisServer
 
 from lda.model import NonFiniteError, StreamingLDA
-from service.snapshot import PERPLEXITY_KEY, read_model, read_snapshot
-from service.worker import Worker
+from service.learn.worker import Worker
+from service.store.snapshot import PERPLEXITY_KEY, read_model, read_snapshot
 from tests.worker.helpers import (
     HELDOUT,
     checkpoint_docs,

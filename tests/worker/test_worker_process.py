@@ -8,8 +8,8 @@ from pathlib import Path
 import redis
 from support.redis_server import RedisServer
 
-from service.model_store import CHECKPOINT_NAME
-from service.snapshot import read_perplexity, read_snapshot
+from service.learn.model_store import CHECKPOINT_NAME
+from service.store.snapshot import read_perplexity, read_snapshot
 from tests.worker.helpers import (
     HELDOUT,
     WorkerProcess,

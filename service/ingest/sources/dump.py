@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-from service.cleaning import clean_wikitext, skip_reason
-from service.sources import Article, SkipCounter, SourceError, require_file
+from service.ingest.cleaning import clean_wikitext, skip_reason
+from service.ingest.sources.base import Article, SkipCounter, SourceError, require_file
 
 
 def _local(tag: str) -> str:

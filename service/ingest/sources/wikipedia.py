@@ -25,9 +25,9 @@ from typing import Any
 
 import requests
 
-from service.cleaning import clean_wikitext, is_disambiguation, is_redirect
+from service.ingest.cleaning import clean_wikitext, is_disambiguation, is_redirect
+from service.ingest.sources.base import Article, SkipCounter, SourceError, SourceStopped
 from service.settings import Settings
-from service.sources import Article, SkipCounter, SourceError, SourceStopped
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ it grows).
 
 Each writer is one atomic Redis command or one MULTI/EXEC, so a reader never sees half an
 update. Readers accept clients with or without ``decode_responses`` except :func:`read_model`,
-which needs raw bytes: use :func:`service.redis_client.connect`.
+which needs raw bytes: use :func:`service.store.redis_client.connect`.
 """
 
 from __future__ import annotations
@@ -328,7 +328,8 @@ def read_model(client: redis.Redis) -> PublishedModel | None:
     blob = fields["beta"]
     if not isinstance(blob, bytes):
         raise TypeError(
-            "read_model needs a client without decode_responses (see service.redis_client.connect)"
+            "read_model needs a client without decode_responses "
+            "(see service.store.redis_client.connect)"
         )
     k, w = int(_text(fields["topics"])), int(_text(fields["vocab_size"]))
     beta = torch.from_numpy(np.frombuffer(blob, dtype="<f4").reshape(k, w).copy())

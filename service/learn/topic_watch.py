@@ -1,7 +1,7 @@
 """What the worker's snapshot says about each topic beyond its words (issue 13).
 
 Per topic: NPMI coherence and drift from the latest scored evaluation (the scoring process
-computes both, :mod:`service.scoring_process`), the documents seen when the topic last moved
+computes both, :mod:`service.learn.scoring_process`), the documents seen when the topic last moved
 more than ``CHANGED_BITS`` (its label followed through the matching of :mod:`lda.drift`), and
 the 5-95% interval of each top word's weight over the chain's last ``uncertainty_samples``
 samples. Nothing here is checkpointed: after a restart drift and intervals start over.
@@ -65,7 +65,7 @@ class TopicWatch:
 
     def fields(self, word_ids: torch.Tensor) -> dict[str, Any]:
         """The snapshot's per-topic fields for its topics' top words ``word_ids`` (K x n, as
-        service.snapshot.ranked gives them)."""
+        service.store.snapshot.ranked gives them)."""
         intervals = None
         if self.window is not None:
             bounds = self.window.intervals(word_ids)

@@ -2,7 +2,7 @@
 
 At each multiple of ``eval_every`` the worker hands a copy of its beta_mean (the topics it
 serves) to :class:`Evaluator`, which queues it to a child process (spawned once, see
-:mod:`service.scoring_process`) owning a :class:`~lda.scorer.HeldoutScorer`. The child scores
+:mod:`service.learn.scoring_process`) owning a :class:`~lda.scorer.HeldoutScorer`. The child scores
 betas in order and sends back each point with the scorer's state after it. The worker publishes
 a point, then :meth:`Evaluator.commit`\\ s it: the committed state (as of the last published
 point) and the betas not yet scored are what a checkpoint holds, so a restart scores the rest and
@@ -24,34 +24,12 @@ import numpy as np
 import torch
 
 from lda.scorer import ScorerConfig
+from service.learn.scoring_messages import pack_state, unpack_state
 
 log = logging.getLogger(__name__)
 
 # Seconds a closing evaluator gives its child to exit before terminating it.
 CLOSE_TIMEOUT_S = 5.0
-
-
-def pack_state(state: dict[str, Any]) -> dict[str, Any]:
-    """A scorer ``state_dict`` as numpy arrays (pickled between processes by value)."""
-    average = state["posterior_average"]
-    total = average["total"]
-    return {
-        "generator": state["generator"].numpy().copy(),
-        "total": None if total is None else total.detach().cpu().double().numpy().copy(),
-        "count": int(average["count"]),
-    }
-
-
-def unpack_state(packed: dict[str, Any]) -> dict[str, Any]:
-    """The scorer ``state_dict`` of :func:`pack_state`'s output (tensors on the CPU)."""
-    total = packed["total"]
-    return {
-        "generator": torch.from_numpy(packed["generator"].copy()),
-        "posterior_average": {
-            "total": None if total is None else torch.from_numpy(total.copy()),
-            "count": int(packed["count"]),
-        },
-    }
 
 
 @dataclass(frozen=True)
@@ -101,7 +79,7 @@ class Evaluator:
     def start(self) -> None:
         """Spawn the child now (it imports torch meanwhile); it scores once it has the held-out
         set."""
-        from service.scoring_process import serve
+        from service.learn.scoring_process import serve
 
         self._inbox = self._context.Queue()
         self._outbox = self._context.Queue()

@@ -14,8 +14,8 @@ from typing import TypeVar
 
 import redis
 
-from service.redis_client import is_transient
 from service.settings import Settings
+from service.store.redis_client import is_transient
 
 log = logging.getLogger(__name__)
 

@@ -30,12 +30,12 @@ from lda.batch import Batch
 from lda.model import StreamingLDA
 from lda.parallel import Layout, layout
 from lda.vocab import Vocabulary
-from service.distributed import DistributedReducer, Group
-from service.session import LearningSession
+from service.learn.distributed import DistributedReducer, Group
+from service.learn.session import LearningSession
+from service.learn.topic_watch import TopicWatch
+from service.learn.worker import Worker
 from service.settings import Settings
-from service.snapshot import read_control
-from service.topic_watch import TopicWatch
-from service.worker import Worker
+from service.store.snapshot import read_control
 
 log = logging.getLogger(__name__)
 

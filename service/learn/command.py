@@ -13,16 +13,16 @@ from types import FrameType
 import torch
 
 from lda.model import resolve_device
-from service.distributed import DistributedReducer, environment_group, join, leave
 from service.errors import CommandError
-from service.group_worker import GroupWorker
+from service.learn.distributed import DistributedReducer, environment_group, join, leave
+from service.learn.group_worker import GroupWorker
+from service.learn.runtime import set_threads
+from service.learn.worker import Worker
 from service.learner_flags import add_learner_flags
 from service.process import lower_priority
 from service.redact import configure_logging
-from service.redis_client import RedisURLError, connect
-from service.runtime import set_threads
 from service.settings import Settings
-from service.worker import Worker
+from service.store.redis_client import RedisURLError, connect
 
 log = logging.getLogger(__name__)
 

@@ -1,39 +1,33 @@
-"""``streamlda scrape``: fetch articles from a source into the Redis stream, without loss.
+"""The scraper: moves articles from a source into the Redis stream, without loss.
 
 One log line per batch with its counts and the running totals (fetched, queued, duplicates,
 skipped by reason, requests, retries, backpressure waits); the totals are also added to the
-shared counters hash (see :mod:`service.queue`). When Redis is unavailable, at start or in the
-middle of a run, the scraper keeps the batch it holds and retries with exponential backoff
-(:class:`service.redis_retry.RedisRetry`, counted as ``redis_reconnects``) until Redis is back;
-only a stop request ends that wait, and then it says how many fetched articles it did not queue.
-Each batch is added under its own token, so when Redis dies after queueing it but before
-replying, the retry counts those articles as queued rather than as duplicates.
-Several scrapers can run at once; the queue's atomic de-duplication keeps every page id to one
-entry.
+shared counters hash (see :mod:`service.ingest.queue`). When Redis is unavailable, at start or
+in the middle of a run, the scraper keeps the batch it holds and retries with exponential
+backoff (:class:`service.store.redis_retry.RedisRetry`, counted as ``redis_reconnects``) until
+Redis is back; only a stop request ends that wait, and then it says how many fetched articles it
+did not queue. Each batch is added under its own token, so when Redis dies after queueing it but
+before replying, the retry counts those articles as queued rather than as duplicates. Several
+scrapers can run at once; the queue's atomic de-duplication keeps every page id to one entry.
 """
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import logging
-import signal
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from types import FrameType
 
 import redis
 
-from service.errors import CommandError
-from service.queue import ArticleQueue, new_batch_token
-from service.redact import configure_logging, redact
-from service.redis_client import RedisURLError, connect
-from service.redis_retry import RedisGaveUp, RedisRetry
+from service.ingest.queue import ArticleQueue, new_batch_token
+from service.ingest.sources import Article, Source, SourceStopped
 from service.settings import Settings
-from service.sources import Article, Source, SourceError, SourceStopped, open_source
+from service.store.redis_client import connect
+from service.store.redis_retry import RedisGaveUp, RedisRetry
 
 log = logging.getLogger(__name__)
 
@@ -49,33 +43,6 @@ TOTAL_NAMES = (
     "backpressure_waits",
     "redis_reconnects",
 )
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add the ``scrape`` subcommand."""
-    p = subparsers.add_parser(
-        "scrape",
-        help="fetch articles from a source into the Redis stream",
-        description="Fetch articles (live Wikipedia, a dump or JSON lines) into the Redis "
-        "stream the workers learn from. Waits when the stream is full and when Redis is down.",
-    )
-    p.add_argument("--source", help="wikipedia (default), dump:PATH or jsonl:PATH")
-    p.add_argument("--redis", dest="redis_url", metavar="URL", help="Redis URL")
-    p.add_argument("--rate", type=float, help="maximum API requests per second")
-    p.add_argument("--limit", type=int, metavar="N", help="stop after N articles queued")
-    p.add_argument(
-        "--api-url", dest="wikipedia_api_url", metavar="URL", help="MediaWiki Action API endpoint"
-    )
-    p.add_argument("--contact", help="contact (e-mail or URL) sent in the User-Agent")
-    p.add_argument(
-        "--high-water",
-        dest="stream_high_water",
-        type=int,
-        metavar="N",
-        help="stream length at which the scraper waits",
-    )
-    p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
-    p.set_defaults(func=run)
 
 
 @dataclass
@@ -229,51 +196,3 @@ class Scraper:
 
     def _count_reconnect(self) -> None:
         self.totals.counts["redis_reconnects"] += 1
-
-
-def _install_stop_handlers(stop: threading.Event) -> None:
-    """First SIGINT/SIGTERM: finish the batch in hand, then exit. Second: exit now."""
-
-    def handle(signum: int, _frame: FrameType | None) -> None:
-        if stop.is_set():
-            raise KeyboardInterrupt
-        log.warning("signal %d: stopping after the batch in hand (again to stop now)", signum)
-        stop.set()
-
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, handle)
-        signal.signal(signal.SIGTERM, handle)
-
-
-def run(settings: Settings, args: argparse.Namespace) -> int:
-    """The ``scrape`` command."""
-    configure_logging(getattr(args, "log_level", "INFO"))
-    if not settings.redis_url:
-        raise CommandError("no Redis: pass --redis URL or set STREAMLDA_REDIS_URL")
-    limit = getattr(args, "limit", None)
-    if limit is not None and limit < 1:
-        raise CommandError(f"--limit must be at least 1, not {limit}")
-    stop = threading.Event()  # ends every wait: the source's, backpressure's and Redis's
-    try:
-        source = open_source(settings.source, settings=settings, stop=stop)
-    except SourceError as exc:
-        raise CommandError(str(exc)) from exc
-    try:
-        client = connect(settings)
-    except RedisURLError as exc:
-        raise CommandError(str(exc)) from None
-    _install_stop_handlers(stop)
-    scraper = Scraper(settings, source, client=client, limit=limit, stop=stop)
-    log.info(
-        "scraping %s into %s (stream %s, high-water %d)",
-        source.name,
-        redact(settings.redis_url),
-        settings.stream,
-        settings.stream_high_water,
-    )
-    try:
-        scraper.run()
-    except SourceError as exc:
-        log.error("source failed: %s; %s", exc, scraper.totals.summary())
-        return 1
-    return 0

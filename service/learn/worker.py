@@ -7,12 +7,12 @@ Lifecycle of an article (a stream entry read through the consumer group):
    redelivers them to the same consumer name). The vocabulary is built from them and a first
    checkpoint persists it at once, before anything depends on it.
 2. The first ``heldout`` articles (with at least one vocabulary word) become the held-out set:
-   stored in Redis (:class:`~service.heldout_store.HeldoutStore`), then acknowledged.
+   stored in Redis (:class:`~service.learn.heldout_store.HeldoutStore`), then acknowledged.
 3. The others are trained on in minibatches of ``batch_size``; their ids are kept until the
    next checkpoint is written, and acknowledged only then (the checkpoint also lists them, so a
    crash between the write and the acknowledgement is repaired on restart). A crash therefore
    redelivers what the checkpoint does not contain; nothing is lost. The queue's lease renewal
-   on every read keeps held entries from being reclaimed (see :mod:`service.queue`). Run one
+   on every read keeps held entries from being reclaimed (see :mod:`service.ingest.queue`). Run one
    worker per consumer group: while it trains through the vocabulary's documents it does not
    read, so with a second consumer those could be reclaimed (and learned twice) after
    ``claim_after_ms``.
@@ -21,7 +21,7 @@ Checkpoints (atomic, ``data_dir/checkpoint.pt``) are written every ``checkpoint_
 soon as ``checkpoint_max_unacked`` trained entries wait, once the stream has stayed empty for
 ``checkpoint_idle_s`` (a finished source's tail is acknowledged within seconds), on an admin
 request, when paused, and on SIGTERM/SIGINT (after the minibatch in hand). Scrapers wait on
-unread entries only (see :mod:`service.queue`), so those triggers are what bound the entries
+unread entries only (see :mod:`service.ingest.queue`), so those triggers are what bound the entries
 held here: the vocabulary's
 documents, or fewer than ``checkpoint_max_unacked`` plus two minibatches.
 
@@ -31,17 +31,17 @@ snapshot's ``topics`` (its ``sample_topics`` are the chain's current sample) and
 ``publish_every_s`` while training, and at once when the stream runs dry or the worker stops:
 dashboards poll once a second, and rendering every minibatch cost the worker and the API CPU.
 Held-out perplexity, of beta_mean too, is scored off the learner's path
-(:mod:`service.evaluator`): at each multiple of ``eval_every`` a copy goes to a scoring process;
-its points are published as they come back, in order. At most ``eval_backlog`` betas wait (a
-later one is skipped and counted in ``evals_skipped``). The checkpoint holds the scorer's state
-as of the last published point and the betas not yet scored (and beta_mean's running sums, in
-the model's state); a restart truncates the perplexity history to that point and scores the
-rest, so the points equal an uninterrupted run's. If a step would make theta non-finite, the
-last checkpoint is restored, the count ``nonfinite_restores`` grows, and the documents trained
-since that checkpoint (including the failing minibatch) are dropped and acknowledged with the
-next checkpoint: a poison minibatch is skipped, never retried forever. Nothing non-finite is
-ever published. While Redis is unavailable every Redis call is retried with backoff; progress
-stays in memory.
+(:mod:`service.learn.evaluator`): at each multiple of ``eval_every`` a copy goes to a scoring
+process; its points are published as they come back, in order. At most ``eval_backlog`` betas
+wait (a later one is skipped and counted in ``evals_skipped``). The checkpoint holds the
+scorer's state as of the last published point and the betas not yet scored (and beta_mean's
+running sums, in the model's state); a restart truncates the perplexity history to that point
+and scores the rest, so the points equal an uninterrupted run's. If a step would make theta
+non-finite, the last checkpoint is restored, the count ``nonfinite_restores`` grows, and the
+documents trained since that checkpoint (including the failing minibatch) are dropped and
+acknowledged with the next checkpoint: a poison minibatch is skipped, never retried forever.
+Nothing non-finite is ever published. While Redis is unavailable every Redis call is retried
+with backoff; progress stays in memory.
 """
 
 from __future__ import annotations
@@ -60,14 +60,16 @@ import redis
 from lda.batch import Batch
 from lda.model import NonFiniteError, StreamingLDA, resolve_device
 from lda.vocab import Vocabulary
-from service.evaluator import Evaluator, Scored
-from service.heldout_store import HeldoutStore
-from service.model_store import CHECKPOINT_NAME, load_model, save_model
-from service.queue import ArticleQueue
-from service.redis_retry import RedisGaveUp, RedisRetry
-from service.session import LearningSession, ModelTooLarge, VocabularyError
+from service.ingest.queue import ArticleQueue
+from service.ingest.sources import Article
+from service.learn.evaluator import Evaluator, Scored
+from service.learn.heldout_store import HeldoutStore
+from service.learn.model_store import CHECKPOINT_NAME, load_model, save_model
+from service.learn.session import LearningSession, ModelTooLarge, VocabularyError
+from service.learn.topic_watch import TopicWatch
 from service.settings import Settings
-from service.snapshot import (
+from service.store.redis_retry import RedisGaveUp, RedisRetry
+from service.store.snapshot import (
     PerplexityPoint,
     Snapshot,
     append_perplexity,
@@ -79,8 +81,6 @@ from service.snapshot import (
     top_words,
     truncate_perplexity,
 )
-from service.sources import Article
-from service.topic_watch import TopicWatch
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ import json
 
 import redis
 
-from service.sources import Article
+from service.ingest.sources import Article
 
 
 class HeldoutStore:

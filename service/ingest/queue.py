@@ -25,7 +25,7 @@ Adding is one Lua script per batch, atomic in Redis: an article is appended only
 new *and* fewer than the high-water mark are unread (stream length minus the group's pending
 count). The mark bounds what waits to be read, not what waits for a checkpoint, so scrapers
 run as fast as the worker reads; the worker bounds the rest by acknowledging at checkpoints
-(see :mod:`service.worker`). At the mark :meth:`ArticleQueue.add` waits (backpressure)
+(see :mod:`service.learn.worker`). At the mark :meth:`ArticleQueue.add` waits (backpressure)
 instead of dropping or trimming. A Redis error can come after the script ran and before its
 reply arrived; the caller then adds the same batch again under the same token, and its own
 entries are recognised by their batch record (the id at the same position of the same batch),
@@ -48,8 +48,8 @@ from typing import Any
 
 import redis
 
+from service.ingest.sources import Article
 from service.settings import Settings
-from service.sources import Article
 
 log = logging.getLogger(__name__)
 

@@ -1,8 +1,9 @@
 """JSON-lines articles (``.gz`` allowed): one {"title", "text"[, "format", "id"]} per line.
 
-``format: "wikitext"`` records are cleaned with :func:`service.cleaning.clean_wikitext`; plain
-records are taken as they are. Malformed lines, records without text, redirects,
-disambiguation pages and empty texts are skipped and counted by reason.
+``format: "wikitext"`` records are cleaned with
+:func:`service.ingest.cleaning.clean_wikitext`; plain records are taken as they are. Malformed
+lines, records without text, redirects, disambiguation pages and empty texts are skipped and
+counted by reason.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-from service.cleaning import clean_wikitext, skip_reason
-from service.sources import Article, SkipCounter, SourceError, require_file
+from service.ingest.cleaning import clean_wikitext, skip_reason
+from service.ingest.sources.base import Article, SkipCounter, SourceError, require_file
 
 
 class JsonlSource:

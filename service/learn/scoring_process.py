@@ -1,6 +1,6 @@
 """The worker's scoring process: held-out perplexity of the betas it is sent, one at a time.
 
-Messages in (see :class:`service.evaluator.Evaluator`): ``("reset", epoch, (gamma, sweeps,
+Messages in (see :mod:`service.learn.scoring_messages`): ``("reset", epoch, (gamma, sweeps,
 method), packed scorer state, held-out documents)``, ``("score", epoch, docs_seen, beta)`` and
 ``None`` (exit). Out: ``("scored", epoch, docs_seen, perplexity, averaged, coherence,
 diversity, topics, packed state)``, ``topics`` each topic's NPMI coherence and, from the second
@@ -22,9 +22,9 @@ from lda.coherence import topic_quality
 from lda.drift import topic_drift
 from lda.perplexity import HeldoutSet
 from lda.scorer import HeldoutScorer, ScorerConfig
-from service.evaluator import pack_state, unpack_state
+from service.learn.runtime import set_threads
+from service.learn.scoring_messages import pack_state, unpack_state
 from service.process import die_with_parent
-from service.runtime import set_threads
 
 # Niceness the scoring process adds to the worker's: under contention for the cores the learner
 # runs first and scoring takes what is left (a beta that waits too long is skipped, counted);

@@ -1,0 +1,1 @@
+"""Articles in: sources, wikitext cleaning, the scraper and the Redis stream it fills."""

@@ -1,0 +1,97 @@
+"""``streamlda scrape``: fetch articles from a source into the Redis stream, without loss.
+
+The command's flags, its stop signals and its start-up checks; the work is
+:class:`service.ingest.scraper.Scraper`'s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import threading
+from types import FrameType
+
+from service.errors import CommandError
+from service.ingest.scraper import Scraper
+from service.ingest.sources import SourceError, open_source
+from service.redact import configure_logging, redact
+from service.settings import Settings
+from service.store.redis_client import RedisURLError, connect
+
+log = logging.getLogger(__name__)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``scrape`` subcommand."""
+    p = subparsers.add_parser(
+        "scrape",
+        help="fetch articles from a source into the Redis stream",
+        description="Fetch articles (live Wikipedia, a dump or JSON lines) into the Redis "
+        "stream the workers learn from. Waits when the stream is full and when Redis is down.",
+    )
+    p.add_argument("--source", help="wikipedia (default), dump:PATH or jsonl:PATH")
+    p.add_argument("--redis", dest="redis_url", metavar="URL", help="Redis URL")
+    p.add_argument("--rate", type=float, help="maximum API requests per second")
+    p.add_argument("--limit", type=int, metavar="N", help="stop after N articles queued")
+    p.add_argument(
+        "--api-url", dest="wikipedia_api_url", metavar="URL", help="MediaWiki Action API endpoint"
+    )
+    p.add_argument("--contact", help="contact (e-mail or URL) sent in the User-Agent")
+    p.add_argument(
+        "--high-water",
+        dest="stream_high_water",
+        type=int,
+        metavar="N",
+        help="stream length at which the scraper waits",
+    )
+    p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    p.set_defaults(func=run)
+
+
+def _install_stop_handlers(stop: threading.Event) -> None:
+    """First SIGINT/SIGTERM: finish the batch in hand, then exit. Second: exit now."""
+
+    def handle(signum: int, _frame: FrameType | None) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        log.warning("signal %d: stopping after the batch in hand (again to stop now)", signum)
+        stop.set()
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, handle)
+        signal.signal(signal.SIGTERM, handle)
+
+
+def run(settings: Settings, args: argparse.Namespace) -> int:
+    """The ``scrape`` command."""
+    configure_logging(getattr(args, "log_level", "INFO"))
+    if not settings.redis_url:
+        raise CommandError("no Redis: pass --redis URL or set STREAMLDA_REDIS_URL")
+    limit = getattr(args, "limit", None)
+    if limit is not None and limit < 1:
+        raise CommandError(f"--limit must be at least 1, not {limit}")
+    stop = threading.Event()  # ends every wait: the source's, backpressure's and Redis's
+    try:
+        source = open_source(settings.source, settings=settings, stop=stop)
+    except SourceError as exc:
+        raise CommandError(str(exc)) from exc
+    try:
+        client = connect(settings)
+    except RedisURLError as exc:
+        raise CommandError(str(exc)) from None
+    _install_stop_handlers(stop)
+    scraper = Scraper(settings, source, client=client, limit=limit, stop=stop)
+    log.info(
+        "scraping %s into %s (stream %s, high-water %d)",
+        source.name,
+        redact(settings.redis_url),
+        settings.stream,
+        settings.stream_high_water,
+    )
+    try:
+        scraper.run()
+    except SourceError as exc:
+        log.error("source failed: %s; %s", exc, scraper.totals.summary())
+        return 1
+    return 0

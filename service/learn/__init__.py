@@ -1,0 +1,1 @@
+"""Learning from the stream: worker, worker group, session, evaluation, model store."""
