@@ -23,6 +23,7 @@ import torch
 from lda import diffusions
 from lda.gibbs import Method
 from lda.gradient import MinibatchStatistics, log_posterior_gradient, safe
+from lda.hyper import Hyper  # its own module (no import circle); importers use it from here too
 from lda.recipe import MatrixField
 from lda.schedules import BatchScaling, StepSchedule
 from lda.sgrhmc_split import fused_split_step, sgrhmc_split
@@ -35,15 +36,6 @@ class SamplerState:
     theta: torch.Tensor
     momentum: torch.Tensor | None = None
     step: int = 0
-
-
-@dataclass(frozen=True)
-class Hyper:
-    """Model and sampler constants: priors alpha (topics) and gamma (documents), friction C."""
-
-    alpha: float
-    gamma: float
-    friction: float = 1.0
 
 
 # A count a step made: an int, or a 0-d tensor on theta's device until someone reads it
