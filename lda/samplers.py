@@ -152,8 +152,8 @@ def scir_transition(
     normal number), which moves beta by at most sqrt(tiny) (1.5e-154 in float64): beta stays
     positive where every topic's draw for a word underflowed (alpha << 1 puts most of
     Gamma(alpha)'s mass below tiny), so no Gibbs conditional sums to 0, and products of two
-    such numbers stay normal (subnormal beta slowed the Gibbs kernels ~10x). Returns how many
-    coordinates were raised.
+    such numbers stay normal (with a floor at tiny, subnormal beta made SCIR's held-out scoring
+    2-3x slower than SGRLD's; docs/samplers.md). Returns how many coordinates were raised.
     """
     a = hyper.alpha + stats.scale * stats.topic_word
     drawn = cir_transition(theta, a, h, generator)
