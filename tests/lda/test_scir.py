@@ -379,3 +379,7 @@ def test_scir_is_registered_like_sgrld():
     z = torch.tensor([0.5, 1.0, 2.0], dtype=DTYPE)
     torch.testing.assert_close(D(z), torch.diag(z))
     torch.testing.assert_close(Q(z), torch.zeros(3, 3, dtype=DTYPE))
+    # h grows like the minibatch (measured at n = 1,000; docs/samplers.md), b shrinks alike
+    assert spec.batch_scaling is not None
+    scaled = spec.batch_scaling.schedule(spec.schedule, 1000)
+    assert scaled == StepSchedule(pytest.approx(10 * spec.schedule.a), 100.0, 0.55)
