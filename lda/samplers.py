@@ -1,10 +1,13 @@
-"""SGLD, SGHMC, SGRLD and SGRHMC for expanded-mean LDA as closed-form steps (DESIGN §2).
+"""SGLD, SGHMC, SGRLD, SGRHMC and SCIR for expanded-mean LDA as closed-form steps (DESIGN §2).
 
 Functional core: ``step(name, state, stats, hyper, step_size, generator)`` returns a new
 :class:`SamplerState`. Each sampler is its D(z), Q(z) (:mod:`lda.diffusions`) and the
 Euler-Maruyama step of the complete recipe they imply, written out in closed form; both halves
 of an HMC step use the state at time t. Positivity is kept by reflection (theta <- |theta|, the
 momentum's sign flipped on reflected coordinates).
+
+SCIR draws each step exactly from the transition law of the CIR process with SGRLD's D and
+Q (:mod:`lda.cir`, docs/samplers.md): its spec has a ``transition`` in place of an ``update``.
 
 SGRHMC's direct step (:func:`sgrhmc_euler`) carries a drift (alpha - 1/2)/sqrt(theta) that
 explodes on near-zero coordinates; the shipped SGRHMC integrates the same SDE by splitting
@@ -21,8 +24,10 @@ from typing import Literal, get_args
 import torch
 
 from lda import diffusions
+from lda.cir import cir_transition
 from lda.gibbs import Method
 from lda.gradient import MinibatchStatistics, log_posterior_gradient, safe
+from lda.hyper import Hyper  # its own module (no import circle); importers use it from here too
 from lda.recipe import MatrixField
 from lda.schedules import BatchScaling, StepSchedule
 from lda.sgrhmc_split import fused_split_step, sgrhmc_split
@@ -37,15 +42,6 @@ class SamplerState:
     step: int = 0
 
 
-@dataclass(frozen=True)
-class Hyper:
-    """Model and sampler constants: priors alpha (topics) and gamma (documents), friction C."""
-
-    alpha: float
-    gamma: float
-    friction: float = 1.0
-
-
 # A count a step made: an int, or a 0-d tensor on theta's device until someone reads it
 # (int(count)): on a GPU, reading every count every step would stall the host once each.
 Count = int | torch.Tensor
@@ -56,7 +52,8 @@ class StepInfo:
     """What a step had to do to stay valid, for logs and metrics (read with int())."""
 
     reflected: Count  # coordinates reflected at zero
-    zero_guarded: Count  # coordinates exactly at zero where 1/theta was guarded
+    zero_guarded: Count  # coordinates exactly at zero where 1/theta was guarded (SCIR: raised
+    # to its floor, see scir_transition)
     turned: Count = 0  # SGRHMC split: coordinates stopped at a turning point
 
 
@@ -68,6 +65,12 @@ Update = Callable[
 FusedStep = Callable[
     [torch.Tensor, torch.Tensor | None, MinibatchStatistics, Hyper, float, torch.Tensor],
     tuple[torch.Tensor, torch.Tensor | None, int, int],
+]
+# (theta, stats, hyper, step size, generator) -> (theta, coordinates guarded): a step drawn
+# from an exact transition law rather than built from standard normal noise.
+Transition = Callable[
+    [torch.Tensor, MinibatchStatistics, Hyper, float, torch.Generator | None],
+    tuple[torch.Tensor, Count],
 ]
 
 
@@ -136,6 +139,31 @@ def sgrhmc_euler(
     return theta + eps * root * r, new_r
 
 
+def scir_transition(
+    theta: torch.Tensor,
+    stats: MinibatchStatistics,
+    hyper: Hyper,
+    h: float,
+    generator: torch.Generator | None,
+) -> tuple[torch.Tensor, Count]:
+    """The exact CIR transition over h with a_kw = alpha + (N/n) E[n_kw] (docs/samplers.md).
+
+    Each coordinate is then raised to sqrt(tiny) * max(1, theta'_k.) (tiny: the smallest
+    normal number), which puts beta_kw >= ~sqrt(tiny) (1.5e-154 in float64) and moves it by at
+    most sqrt(tiny) / min(1, theta'_k.): beta stays positive where every topic's draw for a
+    word underflowed (alpha << 1 puts most of
+    Gamma(alpha)'s mass below tiny), so no Gibbs conditional sums to 0, and products of two
+    such numbers stay normal (with a floor at tiny, subnormal beta made SCIR's held-out scoring
+    2-3x slower than SGRLD's; docs/samplers.md). Returns how many coordinates were raised.
+    """
+    a = hyper.alpha + stats.scale * stats.topic_word
+    drawn = cir_transition(theta, a, h, generator)
+    smallest = torch.finfo(drawn.dtype).tiny ** 0.5
+    floor = smallest * drawn.sum(dim=1, keepdim=True).clamp_min(1.0)
+    raised = drawn < floor
+    return torch.where(raised, floor, drawn), raised.sum()
+
+
 def _fused_sgrld(
     theta: torch.Tensor,
     r: torch.Tensor | None,
@@ -170,7 +198,7 @@ class SamplerSpec:
     name: str
     uses_momentum: bool
     diffusion: Callable[[int, Hyper], tuple[MatrixField, MatrixField]]
-    update: Update
+    update: Update | None  # None: the step is the ``transition``'s draw
     alpha: float
     gamma: float
     schedule: StepSchedule
@@ -185,6 +213,8 @@ class SamplerSpec:
     # How the default schedule and mean decay follow larger minibatches (None: not measured,
     # the defaults stay whatever the minibatch).
     batch_scaling: BatchScaling | None = None
+    # A step drawn exactly from the generator (no normal noise, no reflection), or None.
+    transition: Transition | None = None
 
 
 SAMPLERS: dict[str, SamplerSpec] = {
@@ -240,10 +270,26 @@ SAMPLERS: dict[str, SamplerSpec] = {
         # at n = 1,000: 1,787 at 29k documents (n = 100: 1,770; unscaled 1,945); a ~ n diverged
         batch_scaling=BatchScaling(reference=100, power=0.5),
     ),
+    "scir": SamplerSpec(
+        name="scir",
+        uses_momentum=False,
+        diffusion=lambda d, h: diffusions.sgrld(d),  # the same SDE; its transition is exact
+        update=None,
+        # K = 50, 29k documents, served perplexity 1,618 (SGRLD 1,660); alpha 1e-4 with
+        # SGRLD's schedule served 1,966 at 10k documents (docs/samplers.md, "Defaults")
+        alpha=0.3,
+        gamma=0.03,
+        schedule=StepSchedule(0.3, 1000.0, 0.55),
+        reflects_itself=True,
+        transition=scir_transition,
+        # h ~ n (the same time per document; an exact step has no stability limit): at n = 1,000
+        # and 29k documents 1,632 served, h ~ sqrt(n) 1,648, unscaled 1,855 (n = 100: 1,618)
+        batch_scaling=BatchScaling(reference=100, power=1.0),
+    ),
 }
 
 
-SamplerName = Literal["sgld", "sghmc", "sgrld", "sgrhmc"]
+SamplerName = Literal["sgld", "sghmc", "sgrld", "sgrhmc", "scir"]
 assert set(get_args(SamplerName)) == set(SAMPLERS), "SamplerName names every sampler"
 
 
@@ -287,6 +333,13 @@ def step(
     """One step of sampler ``name`` from ``state`` with this minibatch's statistics."""
     spec = SAMPLERS[name]
     theta = state.theta
+    if spec.transition is not None:
+        if noise is not None:
+            raise ValueError(f"{name} draws its step from the generator; it takes no noise")
+        new_theta, guarded = spec.transition(theta, stats, hyper, step_size, generator)
+        new_state = replace(state, theta=new_theta, step=state.step + 1)
+        return new_state, StepInfo(reflected=0, zero_guarded=guarded)
+    assert spec.update is not None, f"{name} has neither an update nor a transition"
     if noise is None:
         # float32 draws: torch's float64 normal sampler is ~20x slower on the CPU, and the
         # injected noise needs no more than single precision.

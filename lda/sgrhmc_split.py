@@ -8,14 +8,11 @@ runs it), which tests compare with these tensor forms.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import torch
 
 from lda.gradient import MinibatchStatistics, safe
-
-if TYPE_CHECKING:
-    from lda.samplers import Hyper
+from lda.hyper import Hyper
 
 
 def sgrhmc_split(

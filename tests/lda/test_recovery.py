@@ -45,8 +45,16 @@ def one_torch_thread() -> Iterator[None]:
     torch.set_num_threads(before)
 
 
+Corpus = tuple[torch.Tensor, list[list[int]], HeldoutSet, float]
+
+
 @pytest.fixture(scope="module")
-def corpus() -> tuple[torch.Tensor, list[list[int]], HeldoutSet, float]:
+def corpus() -> Corpus:
+    return make_corpus()
+
+
+def make_corpus() -> Corpus:
+    """(true beta, training documents, held-out set, the true topics' held-out perplexity)."""
     g = torch.Generator().manual_seed(1234)
     true_beta = torch._sample_dirichlet(torch.full((K, W), 0.05, dtype=torch.float64), generator=g)
     pis = torch._sample_dirichlet(
