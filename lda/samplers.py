@@ -185,6 +185,9 @@ class SamplerSpec:
     # How the default schedule and mean decay follow larger minibatches (None: not measured,
     # the defaults stay whatever the minibatch).
     batch_scaling: BatchScaling | None = None
+    # Steps only the minibatch's columns on the CPU, the others brought up to date when next
+    # touched or read (lda.lazy; exact transitions compose): SCIR.
+    lazy: bool = False
 
 
 SAMPLERS: dict[str, SamplerSpec] = {
@@ -240,10 +243,22 @@ SAMPLERS: dict[str, SamplerSpec] = {
         # at n = 1,000: 1,787 at 29k documents (n = 100: 1,770; unscaled 1,945); a ~ n diverged
         batch_scaling=BatchScaling(reference=100, power=0.5),
     ),
+    "scir": SamplerSpec(  # TEMPORARY placeholder until the dense SCIR lands
+        name="scir",
+        uses_momentum=False,
+        diffusion=lambda d, h: diffusions.sgrld(d),
+        update=sgrld_update,
+        alpha=1e-4,
+        gamma=0.03,
+        schedule=StepSchedule(0.03, 1000.0, 0.55),
+        reflects_itself=True,
+        lazy=True,
+        batch_scaling=BatchScaling(reference=100, power=0.5),
+    ),
 }
 
 
-SamplerName = Literal["sgld", "sghmc", "sgrld", "sgrhmc"]
+SamplerName = Literal["sgld", "sghmc", "sgrld", "sgrhmc", "scir"]
 assert set(get_args(SamplerName)) == set(SAMPLERS), "SamplerName names every sampler"
 
 

@@ -21,7 +21,7 @@ def _data() -> tuple[list[Batch], HeldoutSet]:
     return batches, HeldoutSet.from_documents(docs[:10])
 
 
-@pytest.mark.parametrize("sampler", ["sgld", "sghmc", "sgrld", "sgrhmc"])
+@pytest.mark.parametrize("sampler", ["sgld", "sghmc", "sgrld", "sgrhmc", "scir"])
 def test_resume_equals_uninterrupted(tmp_path, sampler):
     batches, heldout = _data()
     config = LearnerConfig(n_topics=4, n_words=40, sampler=sampler, sweeps=6, eval_sweeps=4)
