@@ -46,10 +46,15 @@ def _uniform(state: np.uint64) -> tuple[float, np.uint64]:
 
 @numba.njit(cache=True, inline="always")
 def _normal(state: np.uint64) -> tuple[float, np.uint64]:
-    """A standard normal (one Box-Muller branch) and the next state."""
-    u1, state = _uniform(state)
-    u2, state = _uniform(state)
-    return math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2), state
+    """A standard normal (Marsaglia's polar method: no trigonometry) and the next state."""
+    while True:
+        u1, state = _uniform(state)
+        u2, state = _uniform(state)
+        v1 = 2.0 * u1 - 1.0
+        v2 = 2.0 * u2 - 1.0
+        s = v1 * v1 + v2 * v2
+        if 0.0 < s < 1.0:
+            return v1 * math.sqrt(-2.0 * math.log(s) / s), state
 
 
 @numba.njit(cache=True)
