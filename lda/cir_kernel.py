@@ -321,7 +321,7 @@ def stamp(
 
 
 @numba.njit(parallel=True, cache=True)
-def mean_columns(
+def mean_beta(
     total: np.ndarray,  # (K, W)
     theta: np.ndarray,  # (K, W)
     column_time: np.ndarray,  # (W,)
@@ -332,9 +332,13 @@ def mean_columns(
     mark: float,
     decay: float,
     alpha: float,
-    out: np.ndarray,  # (K, W) float64: the running total brought to the current step
+    weight: float,  # the mean's total weight
+    normalise: bool,
+    out: np.ndarray,  # (K, W), any float dtype
 ) -> None:
-    """Every column's mean total caught up without changing the state (a read)."""
+    """The mean of theta read without changing the state: every column's running total brought
+    to the current step (as catch_up_columns does) over the weight, each row normalised if
+    asked (the served beta_mean), with no (K, W) temporary."""
     n_words = total.shape[1]
     decay_power = np.empty(n_words)
     drift = np.empty(n_words)
@@ -343,10 +347,45 @@ def mean_columns(
             column_time[w], column_step[w], column_mark[w], time, steps, mark, decay
         )
     for k in numba.prange(total.shape[0]):
+        row = 0.0
         for w in range(n_words):
-            x0 = float(theta[k, w])
-            out[k, w] = (
+            value = (
                 decay_power[w] * total[k, w]
                 + alpha * (1.0 - decay_power[w])
-                + (x0 - alpha) * drift[w]
+                + (float(theta[k, w]) - alpha) * drift[w]
+            ) / weight
+            out[k, w] = value
+            row += value
+        if normalise:
+            inverse = 1.0 / row
+            for w in range(n_words):
+                out[k, w] *= inverse
+
+
+@numba.njit(parallel=True, cache=True)
+def sample_beta(
+    theta: np.ndarray,  # (K, W)
+    column_time: np.ndarray,  # (W,)
+    time: float,
+    alpha: float,
+    key: np.uint64,
+    out: np.ndarray,  # (K, W), any float dtype: a draw of beta now
+) -> None:
+    """A draw of theta now (each stale column an exact CIR transition over its elapsed time,
+    as catch_up_columns draws it, into ``out`` only), zeros read as the smallest normal number
+    (a word every topic underflowed on must still give Gibbs a distribution), rows
+    normalised."""
+    tiny = np.finfo(np.float64).tiny
+    n_words = theta.shape[1]
+    for k in numba.prange(theta.shape[0]):
+        row = 0.0
+        for w in range(n_words):
+            x, _ = cir(
+                float(theta[k, w]), alpha, time - column_time[w], stream(key, k * n_words + w)
             )
+            x = max(x, tiny)
+            out[k, w] = x
+            row += float(out[k, w])
+        inverse = 1.0 / row
+        for w in range(n_words):
+            out[k, w] *= inverse

@@ -90,18 +90,43 @@ class LazyChain:
 
     def mean_theta(self) -> torch.Tensor:
         """(K, W) float64 the exponential mean of theta over the steps (stale columns by their
-        conditional mean path); the state is not changed."""
+        conditional mean path), rows not normalised; the state is not changed."""
         if self.steps_total == 0:
             return self.theta.double()
-        out = torch.empty(self.theta.shape, dtype=torch.float64)
-        cir_kernel.mean_columns(
+        return self._mean(torch.float64, normalise=False)
+
+    def mean_beta(self, dtype: torch.dtype) -> torch.Tensor:
+        """(K, W) the served mean, rows normalised, in ``dtype``; the state is not changed."""
+        if self.steps_total == 0:
+            theta = self.theta.to(dtype)
+            return theta / theta.sum(dim=1, keepdim=True)
+        return self._mean(dtype, normalise=True)
+
+    def _mean(self, dtype: torch.dtype, normalise: bool) -> torch.Tensor:
+        out = torch.empty(self.theta.shape, dtype=dtype)
+        cir_kernel.mean_beta(
             self.total.numpy(),
             self.theta.numpy(),
             *self._clocks(),
             self.alpha,
+            self.weight,
+            normalise,
             out.numpy(),
         )
-        return out / self.weight
+        return out
+
+    def sample_beta(self, generator: torch.Generator, dtype: torch.dtype) -> torch.Tensor:
+        """(K, W) a draw of beta now: the stale columns drawn into the result only."""
+        out = torch.empty(self.theta.shape, dtype=dtype)
+        cir_kernel.sample_beta(
+            self.theta.numpy(),
+            self.column_time.numpy(),
+            self.time,
+            self.alpha,
+            _key(generator),
+            out.numpy(),
+        )
+        return out
 
     def _clocks(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, int, float, float]:
         """The per-column and current clocks, as the kernels take them."""
@@ -114,19 +139,6 @@ class LazyChain:
             self.mark,
             self.decay,
         )
-
-    def sample(self, generator: torch.Generator) -> torch.Tensor:
-        """(K, W) a draw of theta now: the stale columns brought up to date in a copy."""
-        copy = LazyChain.__new__(LazyChain)
-        copy.__dict__.update(self.__dict__)
-        copy.theta = self.theta.clone()
-        copy.total = self.total.clone()
-        copy.row_stale = self.row_stale.clone()
-        copy.column_time = self.column_time.clone()
-        copy.column_step = self.column_step.clone()
-        copy.column_mark = self.column_mark.clone()
-        copy.catch_up(None, generator)
-        return copy.theta
 
     # --- moves ---------------------------------------------------------------------------
 

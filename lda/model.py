@@ -177,21 +177,16 @@ class StreamingLDA:
         return cached[1]
 
     def _lazy_beta(self) -> torch.Tensor:
-        """A draw of beta now: the stale columns brought up to date in a copy, from a stream of
+        """A draw of beta now: the stale columns drawn into the result only, from a stream of
         their own (keyed by the step), so reading never moves the training chain."""
         assert self.chain is not None
         peek = torch.Generator().manual_seed(self.seed * 1_000_003 + self.state.step)
-        theta = self.chain.sample(peek).to(getattr(torch, self.config.dtype))
-        # Most coordinates of a sparse topic underflow to 0 (Gamma(alpha) at alpha = 1e-4); a
-        # word no topic holds would make Gibbs divide 0 by 0, so zeros read as the tiniest value.
-        theta = theta.clamp_min(torch.finfo(theta.dtype).tiny)
-        return theta / theta.sum(dim=1, keepdim=True)
+        return self.chain.sample_beta(peek, getattr(torch, self.config.dtype))
 
     def _lazy_beta_mean(self) -> torch.Tensor:
         """The exponential mean of theta over the steps, rows normalised (lda.lazy)."""
         assert self.chain is not None
-        mean = self.chain.mean_theta()
-        return (mean / mean.sum(dim=1, keepdim=True)).to(getattr(torch, self.config.dtype))
+        return self.chain.mean_beta(getattr(torch, self.config.dtype))
 
     def estimate(self, which: Estimate = "mean") -> torch.Tensor:
         """(K, W) beta_mean (``mean``) or the current sample (``sample``)."""

@@ -162,3 +162,30 @@ def test_the_learner_steps_only_the_minibatch_columns_and_reads_do_not_move_it()
             torch.testing.assert_close(beta.sum(1), torch.ones(5, dtype=beta.dtype))
     assert torch.equal(quiet.state.theta, reader.state.theta)
     assert torch.equal(quiet.state.theta[:, 30:], untouched)  # left alone, not yet drawn
+
+
+def test_reads_equal_the_state_they_would_give_without_changing_it():
+    """sample_beta draws what a catch-up of every column would (same key), normalised;
+    mean_beta is mean_theta normalised; neither touches the chain."""
+    g = torch.Generator().manual_seed(10)
+    chain = LazyChain(torch.full((3, 40), 0.7, dtype=torch.float64), ALPHA, decay=0.9)
+    for _ in range(5):
+        columns = torch.unique(torch.randint(0, 40, (6,), generator=g))
+        chain.catch_up(columns, g)
+        counts = torch.rand(3, columns.numel(), generator=g, dtype=torch.float64)
+        chain.advance(columns, counts, 4.0, 0.3, g)
+    before = {
+        k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in chain.state_dict().items()
+    }
+    sample = chain.sample_beta(torch.Generator().manual_seed(11), torch.float64)
+    mean = chain.mean_beta(torch.float64)
+    for name, value in chain.state_dict().items():
+        assert (
+            torch.equal(value, before[name])
+            if isinstance(value, torch.Tensor)
+            else value == before[name]
+        )
+    expected_mean = chain.mean_theta()
+    torch.testing.assert_close(mean, expected_mean / expected_mean.sum(1, keepdim=True))
+    chain.catch_up(None, torch.Generator().manual_seed(11))
+    torch.testing.assert_close(sample, chain.theta / chain.theta.sum(1, keepdim=True))
