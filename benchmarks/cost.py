@@ -68,7 +68,7 @@ def run_streamlda(args: argparse.Namespace, n_topics: int, n_words: int, run: st
         sampler=sampler,
         corpus_size=args.corpus_size,
         dtype=args.dtype,
-        **overrides,  # type: ignore[arg-type]
+        **overrides,
     )
     gibbs_s = [0.0]
     real = model_module.gibbs_expectations
