@@ -153,6 +153,16 @@ def cir_array(
         theta[i], _ = cir(theta[i], a[i], h, stream(key, i))
 
 
+@numba.njit(cache=True, inline="always")
+def beta_floor() -> float:
+    """The smallest beta handed to Gibbs: sqrt of float64's smallest normal number (1.5e-154).
+    Gamma(alpha << 1) puts most coordinates below float64's range, and a word every topic
+    underflowed on must still give Gibbs a distribution; products of two floored numbers stay
+    normal (subnormal arithmetic made the sweeps several times slower). beta moves by at most
+    the floor, the same as the dense SCIR step's (lda.samplers.scir_transition)."""
+    return math.sqrt(np.finfo(np.float64).tiny)
+
+
 @numba.njit(cache=True)
 def columns_of(words: np.ndarray, n_words: int) -> tuple[np.ndarray, np.ndarray]:
     """(the distinct word ids of ``words``, sorted; each token's index among them): a
@@ -293,13 +303,12 @@ def beta_columns(
     row_sums: np.ndarray,  # (K,) float64
     out: np.ndarray,  # (K, m) float64
 ) -> None:
-    """out = theta[:, columns] / row_sums, with exact zeros read as the smallest normal number
-    (a word every topic has underflowed on must still give Gibbs a distribution)."""
-    tiny = np.finfo(np.float64).tiny
+    """out = theta[:, columns] / row_sums, raised to BETA_FLOOR (see there)."""
+    floor = beta_floor()
     for k in numba.prange(theta.shape[0]):
         inverse = 1.0 / row_sums[k]
         for j in range(columns.shape[0]):
-            out[k, j] = max(float(theta[k, columns[j]]), tiny) * inverse
+            out[k, j] = max(float(theta[k, columns[j]]) * inverse, floor)
 
 
 @numba.njit(cache=True)
@@ -371,21 +380,17 @@ def sample_beta(
     key: np.uint64,
     out: np.ndarray,  # (K, W), any float dtype: a draw of beta now
 ) -> None:
-    """A draw of theta now (each stale column an exact CIR transition over its elapsed time,
-    as catch_up_columns draws it, into ``out`` only), zeros read as the smallest normal number
-    (a word every topic underflowed on must still give Gibbs a distribution), rows
-    normalised."""
-    tiny = np.finfo(np.float64).tiny
+    """A draw of beta now: each stale column an exact CIR transition over its elapsed time (as
+    catch_up_columns draws it, into ``out`` only), rows normalised, raised to the floor."""
+    floor = beta_floor()
     n_words = theta.shape[1]
     for k in numba.prange(theta.shape[0]):
         row = 0.0
         for w in range(n_words):
-            x, _ = cir(
-                float(theta[k, w]), alpha, time - column_time[w], stream(key, k * n_words + w)
-            )
-            x = max(x, tiny)
+            elapsed = time - column_time[w]
+            x, _ = cir(float(theta[k, w]), alpha, elapsed, stream(key, k * n_words + w))
             out[k, w] = x
             row += float(out[k, w])
         inverse = 1.0 / row
         for w in range(n_words):
-            out[k, w] *= inverse
+            out[k, w] = max(float(out[k, w]) * inverse, floor)
