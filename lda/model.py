@@ -10,15 +10,18 @@ trajectory; both are part of ``state_dict`` so a resumed run equals an uninterru
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal, get_args
 
 import torch
 
 from lda.averaging import ExponentialMean
 from lda.batch import Batch
+from lda.cir_kernel import columns_of
 from lda.gibbs import Backend, Method, default_burn_in, gibbs_expectations
 from lda.gradient import MinibatchStatistics
+from lda.lazy import LazyChain
 from lda.parallel import Layout, Reducer, layout
 from lda.perplexity import HeldoutSet, PosteriorAverage
 from lda.perplexity import test_token_probabilities as _test_token_probabilities
@@ -124,6 +127,7 @@ class StreamingLDA:
     def __init__(self, config: LearnerConfig, device: torch.device | str = "cpu", seed: int = 0):
         self.config = config
         self.device = torch.device(device)
+        self.seed = seed
         self.generator = torch.Generator(device=self.device).manual_seed(seed)
         self.eval_generator = torch.Generator(device=self.device).manual_seed(seed + 1)
         dtype = getattr(torch, config.dtype)
@@ -135,12 +139,22 @@ class StreamingLDA:
         self.docs_seen = 0
         self.tokens_seen = 0
         self._beta: tuple[SamplerState, torch.Tensor] | None = None  # (state, its beta)
+        # SCIR on the CPU keeps its columns lazily (lda.lazy): a step costs O(K x the
+        # minibatch's words). Its theta is updated in place, so reads are cached by step.
+        self.chain: LazyChain | None = None
+        if SAMPLERS[config.sampler].lazy and self.device.type == "cpu":
+            assert config.alpha is not None
+            self.chain = LazyChain(self.state.theta, config.alpha, config.mean_decay)
+            self.state = replace(self.state, theta=self.chain.theta)
+        self._lazy_reads: dict[str, tuple[int, torch.Tensor]] = {}
 
     @property
     def beta(self) -> torch.Tensor:
         """(K, W) topic-word probabilities of the current sample (do not modify it). Computed
         once per state: beta_mean takes it after a step and the next step's Gibbs sweeps read
         it again (states are replaced, never changed in place)."""
+        if self.chain is not None:
+            return self._lazy_read("beta", self._lazy_beta)
         if self._beta is None or self._beta[0] is not self.state:
             theta = self.state.theta
             self._beta = (self.state, theta / theta.sum(dim=1, keepdim=True))
@@ -150,7 +164,29 @@ class StreamingLDA:
     def beta_mean(self) -> torch.Tensor:
         """(K, W) posterior-mean estimate of beta: the exponential mean of the samples after each
         step (``mean_decay``), the current sample before the first step. Rows sum to 1."""
+        if self.chain is not None:
+            return self._lazy_read("mean", self._lazy_beta_mean)
         return self.mean.value if self.mean.count else self.beta
+
+    def _lazy_read(self, name: str, compute: Callable[[], torch.Tensor]) -> torch.Tensor:
+        """A read of the lazy chain, computed once per step (its theta changes in place)."""
+        cached = self._lazy_reads.get(name)
+        if cached is None or cached[0] != self.state.step:
+            cached = (self.state.step, compute())
+            self._lazy_reads[name] = cached
+        return cached[1]
+
+    def _lazy_beta(self) -> torch.Tensor:
+        """A draw of beta now: the stale columns drawn into the result only, from a stream of
+        their own (keyed by the step), so reading never moves the training chain."""
+        assert self.chain is not None
+        peek = torch.Generator().manual_seed(self.seed * 1_000_003 + self.state.step)
+        return self.chain.sample_beta(peek, getattr(torch, self.config.dtype))
+
+    def _lazy_beta_mean(self) -> torch.Tensor:
+        """The exponential mean of theta over the steps, rows normalised (lda.lazy)."""
+        assert self.chain is not None
+        return self.chain.mean_beta(getattr(torch, self.config.dtype))
 
     def estimate(self, which: Estimate = "mean") -> torch.Tensor:
         """(K, W) beta_mean (``mean``) or the current sample (``sample``)."""
@@ -184,6 +220,12 @@ class StreamingLDA:
         if where.documents == 0:
             raise ValueError("cannot learn from an empty minibatch")
         batch = Batch(batch.words.to(self.device), batch.offsets)
+        if self.chain is not None:
+            if reducer is not None and reducer.world_size > 1:
+                raise NotImplementedError(
+                    "SCIR's lazy step does not run in a data-parallel group yet: use sgrld"
+                )
+            return self._lazy_update(batch, where)
         expected = gibbs_expectations(
             self.beta,
             batch,
@@ -212,6 +254,37 @@ class StreamingLDA:
         self.docs_seen += where.documents
         self.tokens_seen += where.tokens
         return info
+
+    def _lazy_update(self, batch: Batch, where: Layout) -> StepInfo:
+        """SCIR's step on the minibatch's words only: bring their columns up to date, Gibbs on
+        beta restricted to them (word ids renumbered), then the exact transition there."""
+        cfg = self.config
+        chain = self.chain
+        assert chain is not None and cfg.gamma is not None and cfg.burn_in is not None
+        assert cfg.sweeps is not None and cfg.gibbs is not None
+        columns_np, local_np = columns_of(batch.words.numpy(), cfg.n_words)
+        columns, local = torch.from_numpy(columns_np), torch.from_numpy(local_np)
+        chain.catch_up(columns, self.generator)
+        expected = gibbs_expectations(
+            chain.beta_columns(columns),
+            Batch(local, batch.offsets),
+            cfg.gamma,
+            cfg.sweeps,
+            cfg.burn_in,
+            self.generator,
+            cfg.gibbs,
+            cfg.gibbs_backend,
+        )
+        topic_word = expected.topic_word(int(columns.numel()))
+        scale = self.corpus_size(where.documents) / where.documents
+        if not chain.advance(columns, topic_word, scale, self.step_size, self.generator):
+            raise NonFiniteError(f"non-finite theta after step {self.state.step + 1}")
+        if chain.due_for_sync():
+            chain.sync(self.generator)
+        self.state = replace(self.state, step=self.state.step + 1)
+        self.docs_seen += where.documents
+        self.tokens_seen += where.tokens
+        return StepInfo(reflected=0, zero_guarded=0)
 
     def test_token_probabilities(self, heldout: HeldoutSet) -> torch.Tensor:
         """p(w | d) of the held-out test tokens under the current sample."""
@@ -260,6 +333,7 @@ class StreamingLDA:
             "eval_generator": self.eval_generator.get_state(),
             "posterior_average": self.posterior_average.state_dict(),
             "mean": self.mean.state_dict(),
+            "lazy": None if self.chain is None else self.chain.state_dict(),
         }
 
     @classmethod
@@ -282,6 +356,10 @@ class StreamingLDA:
         if isinstance(average.get("total"), torch.Tensor):
             average["total"] = average["total"].to(model.device)
         model.posterior_average.load_state_dict(average)
+        lazy = state.get("lazy")
+        if lazy is not None:
+            model.chain = LazyChain.from_state_dict(lazy)
+            model.state = replace(model.state, theta=model.chain.theta)
         mean = state.get("mean")  # absent from checkpoints older than beta_mean: start afresh
         if mean is not None and mean["total"] is not None:
             model.mean.load_state_dict({**mean, "total": mean["total"].to(model.device)})

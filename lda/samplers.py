@@ -215,6 +215,9 @@ class SamplerSpec:
     batch_scaling: BatchScaling | None = None
     # A step drawn exactly from the generator (no normal noise, no reflection), or None.
     transition: Transition | None = None
+    # Steps only the minibatch's columns on the CPU, the others brought up to date when next
+    # touched or read (lda.lazy; exact transitions compose): SCIR.
+    lazy: bool = False
 
 
 SAMPLERS: dict[str, SamplerSpec] = {
@@ -285,6 +288,7 @@ SAMPLERS: dict[str, SamplerSpec] = {
         # h ~ n (the same time per document; an exact step has no stability limit): at n = 1,000
         # and 29k documents 1,632 served, h ~ sqrt(n) 1,648, unscaled 1,855 (n = 100: 1,618)
         batch_scaling=BatchScaling(reference=100, power=1.0),
+        lazy=True,
     ),
 }
 

@@ -1,0 +1,230 @@
+"""SCIR with lazy columns: a step costs O(K x the minibatch's words), not O(K x W).
+
+A word the minibatch does not contain has a_kw = alpha, and CIR transitions of one a compose
+(times add), so its column can be left alone and brought up to date in one exact draw when it
+is next touched or read (docs/samplers.md, "Lazy columns"). What is exact and what is not:
+
+* theta: exact in law. A column's value after any sequence of steps, touched or not, has the
+  law the dense SCIR step gives it.
+* The row sums theta_k. that normalise beta for the Gibbs sweeps between syncs: the columns
+  brought up to date count exactly, the stale ones by their conditional mean given their last
+  value (alpha + (theta_0 - alpha) e^-elapsed), tracked in O(K) per step. Exact after a sync.
+* The served mean: the exponential mean of theta over steps (rows normalised when read), where
+  a stale column contributes its conditional mean path instead of its unobserved values (a
+  Rao-Blackwellised average of the same quantity).
+
+Times, step counts and the mean's accumulator are kept relative to the last sync, which brings
+every column up to date and re-bases them (every ``sync_every`` steps, or when the exponentials
+would leave float64's range), so a long stream never overflows.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from lda import cir_kernel
+
+# Re-base before e^T or decay^-s could reach e^LIMIT (float64 holds e^709).
+_EXPONENT_LIMIT = 200.0
+SYNC_EVERY = 1000  # steps between syncs at most (each is one O(K x W) pass)
+
+
+def _key(generator: torch.Generator) -> np.uint64:
+    """A 64-bit key for the counter-based draws, from the caller's generator."""
+    value = int(torch.randint(0, 2**62, (1,), generator=generator, device=generator.device))
+    return np.uint64(value)
+
+
+@dataclass
+class LazyChain:
+    """SCIR's chain with per-column clocks. Column w of ``theta`` holds its value at time
+    ``column_time[w]`` (since the last sync); ``total`` the exponential mean's running total as
+    of step ``column_step[w]``."""
+
+    theta: torch.Tensor  # (K, W), CPU, float64 or float32
+    alpha: float
+    decay: float  # the mean's decay per step, in [0, 1)
+    total: torch.Tensor = field(init=False)
+    weight: float = 0.0  # the mean's total weight, 1 - decay^steps
+    steps_total: int = 0  # steps since the chain began (the mean's count)
+    time: float = 0.0  # T since the last sync
+    steps: int = 0  # steps since the last sync
+    mark: float = 0.0  # A_s = (1 - decay) sum_{j <= s} decay^-j e^-T_j since the last sync
+    column_time: torch.Tensor = field(init=False)  # (W,) float64
+    column_step: torch.Tensor = field(init=False)  # (W,) int64
+    column_mark: torch.Tensor = field(init=False)  # (W,) float64
+    row_stale: torch.Tensor = field(init=False)  # (K,) float64: sum_w (theta_kw - alpha) e^t_w
+
+    def __post_init__(self) -> None:
+        if self.theta.device.type != "cpu":
+            raise ValueError("the lazy SCIR chain runs on the CPU")
+        if not 0.0 <= self.decay < 1.0:
+            raise ValueError(f"decay must be in [0, 1), got {self.decay}")
+        n_words = self.theta.shape[1]
+        self.theta = self.theta.contiguous()
+        self.total = torch.zeros_like(self.theta)
+        self.column_time = torch.zeros(n_words, dtype=torch.float64)
+        self.column_step = torch.zeros(n_words, dtype=torch.int64)
+        self.column_mark = torch.zeros(n_words, dtype=torch.float64)
+        self.row_stale = (self.theta.double() - self.alpha).sum(dim=1)
+
+    # --- reads ---------------------------------------------------------------------------
+
+    def row_sums(self) -> torch.Tensor:
+        """(K,) float64 theta_k.: exact for up-to-date columns, conditional means for stale."""
+        n_words = self.theta.shape[1]
+        return self.alpha * n_words + math.exp(-self.time) * self.row_stale
+
+    def beta_columns(self, columns: torch.Tensor) -> torch.Tensor:
+        """(K, m) float64 beta on ``columns`` (brought up to date first by the caller)."""
+        out = torch.empty(self.theta.shape[0], columns.numel(), dtype=torch.float64)
+        cir_kernel.beta_columns(
+            self.theta.numpy(), columns.numpy(), self.row_sums().numpy(), out.numpy()
+        )
+        return out
+
+    def mean_theta(self) -> torch.Tensor:
+        """(K, W) float64 the exponential mean of theta over the steps (stale columns by their
+        conditional mean path), rows not normalised; the state is not changed."""
+        if self.steps_total == 0:
+            return self.theta.double()
+        return self._mean(torch.float64, normalise=False)
+
+    def mean_beta(self, dtype: torch.dtype) -> torch.Tensor:
+        """(K, W) the served mean, rows normalised, in ``dtype``; the state is not changed."""
+        if self.steps_total == 0:
+            theta = self.theta.to(dtype)
+            return theta / theta.sum(dim=1, keepdim=True)
+        return self._mean(dtype, normalise=True)
+
+    def _mean(self, dtype: torch.dtype, normalise: bool) -> torch.Tensor:
+        out = torch.empty(self.theta.shape, dtype=dtype)
+        cir_kernel.mean_beta(
+            self.total.numpy(),
+            self.theta.numpy(),
+            *self._clocks(),
+            self.alpha,
+            self.weight,
+            normalise,
+            out.numpy(),
+        )
+        return out
+
+    def sample_beta(self, generator: torch.Generator, dtype: torch.dtype) -> torch.Tensor:
+        """(K, W) a draw of beta now: the stale columns drawn into the result only."""
+        out = torch.empty(self.theta.shape, dtype=dtype)
+        cir_kernel.sample_beta(
+            self.theta.numpy(),
+            self.column_time.numpy(),
+            self.time,
+            self.alpha,
+            _key(generator),
+            out.numpy(),
+        )
+        return out
+
+    def _clocks(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, int, float, float]:
+        """The per-column and current clocks, as the kernels take them."""
+        return (
+            self.column_time.numpy(),
+            self.column_step.numpy(),
+            self.column_mark.numpy(),
+            self.time,
+            self.steps,
+            self.mark,
+            self.decay,
+        )
+
+    # --- moves ---------------------------------------------------------------------------
+
+    def catch_up(self, columns: torch.Tensor | None, generator: torch.Generator) -> None:
+        """Bring ``columns`` (sorted word ids; None: all) to the current time, exactly."""
+        ids = torch.arange(self.theta.shape[1]) if columns is None else columns
+        cir_kernel.catch_up_columns(
+            self.theta.numpy(),
+            self.total.numpy(),
+            self.row_stale.numpy(),
+            ids.numpy(),
+            *self._clocks()[:-1],
+            self.decay,
+            self.alpha,
+            _key(generator),
+        )
+
+    def advance(
+        self,
+        columns: torch.Tensor,
+        topic_word: torch.Tensor,
+        scale: float,
+        h: float,
+        generator: torch.Generator,
+    ) -> bool:
+        """One SCIR step of time ``h`` on ``columns`` (up to date: :meth:`catch_up` first),
+        with the minibatch's (K, m) expected counts on them and the scale N/n. Returns whether
+        everything stayed finite."""
+        if h <= 0.0:
+            raise ValueError(f"SCIR's step size must be positive, got {h}")
+        before = self.time
+        bad = cir_kernel.advance_columns(
+            self.theta.numpy(),
+            self.total.numpy(),
+            self.row_stale.numpy(),
+            columns.numpy(),
+            topic_word.to(torch.float64).contiguous().numpy(),
+            scale,
+            self.alpha,
+            h,
+            self.decay,
+            math.exp(before),
+            math.exp(before + h),
+            _key(generator),
+        )
+        self.time += h
+        self.steps += 1
+        self.steps_total += 1
+        if self.decay > 0.0:
+            self.mark += (1.0 - self.decay) * self.decay ** (-self.steps) * math.exp(-self.time)
+        self.weight = self.decay * self.weight + (1.0 - self.decay)
+        cir_kernel.stamp(columns.numpy(), *self._clocks()[:-1])
+        return bad == 0
+
+    def due_for_sync(self) -> bool:
+        """Whether the clocks should be re-based now (range of e^T and decay^-s, or count)."""
+        decay_exponent = 0.0 if self.decay == 0.0 else -self.steps * math.log(self.decay)
+        return (
+            self.time > _EXPONENT_LIMIT
+            or decay_exponent > _EXPONENT_LIMIT
+            or self.steps >= SYNC_EVERY
+        )
+
+    def sync(self, generator: torch.Generator) -> None:
+        """Bring every column up to date and re-base the clocks at the current time."""
+        self.catch_up(None, generator)
+        self.time, self.steps, self.mark = 0.0, 0, 0.0
+        self.column_time.zero_()
+        self.column_step.zero_()
+        self.column_mark.zero_()
+        self.row_stale = (self.theta.double() - self.alpha).sum(dim=1)
+
+    # --- checkpoints ---------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            name: getattr(self, name)
+            for name in (
+                "theta", "alpha", "decay", "total", "weight", "steps_total", "time", "steps",
+                "mark", "column_time", "column_step", "column_mark", "row_stale",
+            )
+        }  # fmt: skip
+
+    @classmethod
+    def from_state_dict(cls, state: dict[str, Any]) -> LazyChain:
+        chain = cls(state["theta"], float(state["alpha"]), float(state["decay"]))
+        for name, value in state.items():
+            setattr(chain, name, value)
+        return chain
