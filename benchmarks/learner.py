@@ -999,7 +999,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--alpha", type=float, default=None, help="topic prior (default: sampler's)")
     p.add_argument("--step-size", type=float, default=None, help="constant eps (sampler's)")
     p.add_argument("--friction", type=float, default=1.0, help="friction C of SGHMC/SGRHMC")
-    p.add_argument("--corpus-size", type=float, default=10_000.0, help="N in the gradient")
+    p.add_argument(
+        "--corpus-size",
+        type=float,
+        default=None,
+        help="N in the gradient (default: the service's, English Wikipedia's article count)",
+    )
     p.add_argument("--corpus-growth", action="store_true", help="N = max(N, documents seen)")
     p.add_argument("--dtype", choices=["float64", "float32"], default="float64")
     p.add_argument(
@@ -1040,6 +1045,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         p.error("--tomotopy-iters is empty (or pass --no-tomotopy)")
     if args.tomotopy_every < 0:
         p.error("--tomotopy-every must be 0 or positive")
+    if args.corpus_size is None:  # the service's default N, resolved as its settings resolve it
+        args.corpus_size = float(Settings.model_fields["wikipedia_articles"].default)
     args.run_specs = _run_specs(p, args)
     if args.vocab is None:
         args.vocab = args.corpus_dir / "vocab-7702.txt"

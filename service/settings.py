@@ -35,7 +35,9 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="STREAMLDA_", extra="ignore")
 
     # --- model and learner (lda/) -------------------------------------------------------
-    sampler: SamplerName = Field("sgrld", description="SG-MCMC sampler: sgld, sghmc, sgrld, sgrhmc")
+    sampler: SamplerName = Field(
+        "sgrld", description="SG-MCMC sampler: sgld, sghmc, sgrld, sgrhmc, scir"
+    )
     topics: int = Field(50, ge=1, description="Number of topics K")
     vocab: Path | None = Field(None, description="Vocabulary file, one word per line")
     vocab_size: int = Field(
@@ -60,7 +62,19 @@ class Settings(BaseSettings):
     friction: float = Field(
         1.0, gt=0, description="friction C: SGHMC D = C I, SGRHMC D = C diag(theta) (paper: 1)"
     )
-    corpus_size: float = Field(10_000, gt=0, description="Corpus size N in the gradient's N/n")
+    corpus_size: float | None = Field(
+        None,
+        gt=0,
+        description="Corpus size N in the gradient's N/n: the articles of the corpus the stream "
+        "samples (default: wikipedia_articles, for every source of Wikipedia articles: live, "
+        "dump or replayed file)",
+    )
+    wikipedia_articles: int = Field(
+        6_900_000,
+        gt=0,
+        description="Articles of English Wikipedia (6.9 million in 2026), the default N: a "
+        "replayed sample of Wikipedia describes the same population",
+    )
     corpus_growth: bool = Field(
         False, description="N grows with the documents seen (N = max(corpus_size, seen))"
     )

@@ -70,7 +70,7 @@ def learner_config(
         "gamma": settings.gamma,
         "schedule": schedule,
         "friction": settings.friction,
-        "corpus_size": settings.corpus_size,
+        "corpus_size": settings.corpus_size or settings.wikipedia_articles,
         "corpus_growth": settings.corpus_growth,
         "sweeps": settings.sweeps,
         "burn_in": settings.burn_in,

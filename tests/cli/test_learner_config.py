@@ -95,6 +95,22 @@ def test_vocab_size_flag_beats_a_vocabulary_file_from_the_environment(monkeypatc
     assert settings.vocab is None and settings.vocab_size == 300
 
 
+def test_corpus_size_is_wikipedias_unless_set(monkeypatch):
+    """N describes the stream, English Wikipedia, whatever the source; a set N stands."""
+    for name in ("STREAMLDA_CORPUS_SIZE", "STREAMLDA_WIKIPEDIA_ARTICLES"):
+        monkeypatch.delenv(name, raising=False)
+    assert Settings().corpus_size is None
+    assert learner_config(Settings(), n_words=10).corpus_size == 6_900_000
+    monkeypatch.setenv("STREAMLDA_WIKIPEDIA_ARTICLES", "7000000")
+    assert learner_config(Settings(), n_words=10).corpus_size == 7_000_000
+    monkeypatch.setenv("STREAMLDA_CORPUS_SIZE", "30000")
+    assert learner_config(Settings(), n_words=10).corpus_size == 30_000
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--corpus-size", type=float)
+    args = parser.parse_args(["--corpus-size", "1e6"])
+    assert learner_config(settings_from_args(args), n_words=10).corpus_size == 1_000_000
+
+
 def test_mean_decay_defaults_to_the_learners_and_reaches_it():
     assert Settings().mean_decay is None  # unset: the learner's, its one home
     assert learner_config(Settings(), n_words=10).mean_decay == LearnerConfig(2, 5).mean_decay
