@@ -123,3 +123,22 @@ def test_columns_of_renumbers_a_minibatch():
     columns, local = cir_kernel.columns_of(words, 12)
     assert columns.tolist() == [0, 3, 7, 9]
     assert columns[local].tolist() == words.tolist()
+
+
+@pytest.mark.parametrize(
+    ("theta", "a", "h"), [(3.0, 0.5, 0.05), (40.0, 0.01, 0.3), (0.2, 7.0, 2.0)]
+)
+def test_the_kernel_draws_the_torch_transitions_law(theta, a, h):
+    """The compiled transition and lda.cir's torch one (the dense SCIR step's) agree in law."""
+    import torch
+
+    from lda.cir import cir_transition
+
+    reference = cir_transition(
+        torch.full((M,), theta, dtype=torch.float64),
+        torch.full((M,), a, dtype=torch.float64),
+        h,
+        torch.Generator().manual_seed(31),
+    ).numpy()
+    compiled = _transition(theta, a, h, key=32)
+    assert stats.ks_2samp(compiled, reference).statistic < 1.5 * KS_BOUND
