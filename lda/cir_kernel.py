@@ -155,7 +155,8 @@ def cir_array(
 
 @numba.njit(cache=True, inline="always")
 def beta_floor() -> float:
-    """The smallest beta handed to Gibbs: sqrt of float64's smallest normal number (1.5e-154).
+    """The smallest beta handed to Gibbs: sqrt of float64's smallest normal number (1.5e-154;
+    reads into float32 use float32's, 1.1e-19).
     Gamma(alpha << 1) puts most coordinates below float64's range, and a word every topic
     underflowed on must still give Gibbs a distribution; products of two floored numbers stay
     normal (subnormal arithmetic made the sweeps several times slower). beta moves by at most
@@ -342,7 +343,8 @@ def mean_beta(
     decay: float,
     alpha: float,
     weight: float,  # the mean's total weight
-    normalise: bool,
+    normalise: bool,  # rows normalised and raised to ``floor`` (the served beta_mean)
+    floor: float,
     out: np.ndarray,  # (K, W), any float dtype
 ) -> None:
     """The mean of theta read without changing the state: every column's running total brought
@@ -368,7 +370,7 @@ def mean_beta(
         if normalise:
             inverse = 1.0 / row
             for w in range(n_words):
-                out[k, w] *= inverse
+                out[k, w] = max(float(out[k, w]) * inverse, floor)
 
 
 @numba.njit(parallel=True, cache=True)
@@ -378,11 +380,11 @@ def sample_beta(
     time: float,
     alpha: float,
     key: np.uint64,
+    floor: float,  # sqrt of ``out``'s dtype's smallest normal number (see beta_floor)
     out: np.ndarray,  # (K, W), any float dtype: a draw of beta now
 ) -> None:
     """A draw of beta now: each stale column an exact CIR transition over its elapsed time (as
-    catch_up_columns draws it, into ``out`` only), rows normalised, raised to the floor."""
-    floor = beta_floor()
+    catch_up_columns draws it, into ``out`` only), rows normalised, raised to ``floor``."""
     n_words = theta.shape[1]
     for k in numba.prange(theta.shape[0]):
         row = 0.0

@@ -34,6 +34,11 @@ _EXPONENT_LIMIT = 200.0
 SYNC_EVERY = 1000  # steps between syncs at most (each is one O(K x W) pass)
 
 
+def _floor(dtype: torch.dtype) -> float:
+    """The least beta a read hands out in ``dtype`` (lda.cir_kernel.beta_floor's rule)."""
+    return float(torch.finfo(dtype).tiny) ** 0.5
+
+
 def _key(generator: torch.Generator) -> np.uint64:
     """A 64-bit key for the counter-based draws, from the caller's generator."""
     value = int(torch.randint(0, 2**62, (1,), generator=generator, device=generator.device))
@@ -111,6 +116,7 @@ class LazyChain:
             self.alpha,
             self.weight,
             normalise,
+            _floor(dtype),
             out.numpy(),
         )
         return out
@@ -124,6 +130,7 @@ class LazyChain:
             self.time,
             self.alpha,
             _key(generator),
+            _floor(dtype),
             out.numpy(),
         )
         return out

@@ -65,8 +65,10 @@ def make_corpus() -> Corpus:
     return true_beta, docs[HELD:], heldout, perplexity(true_beta, heldout, GAMMA, sweeps=20)
 
 
-def _train(config: LearnerConfig, train: list[list[int]], heldout: HeldoutSet, passes: int):
-    model = StreamingLDA(config, seed=0)
+def _train(
+    config: LearnerConfig, train: list[list[int]], heldout: HeldoutSet, passes: int, seed: int = 0
+):
+    model = StreamingLDA(config, seed=seed)
     current = averaged = float("nan")
     for p in range(passes):
         for i in range(0, len(train), 50):
