@@ -38,6 +38,11 @@ Method = Literal["exact", "rao-blackwell", "uncollapsed"]
 # cuda: the CUDA kernel (CPU tensors: under numba's simulator, or on a device if present).
 Backend = Literal["auto", "cpu", "torch", "cuda"]
 Init = Literal["uniform", "beta"]
+# The CPU kernel of the collapsed methods: dense is O(K) per token-sweep and keeps a (T, K) array;
+# sparse (lda.gibbs_sparse) is O(K_d), the topics a document uses, and keeps sums by word and by
+# document only; auto: sparse from SPARSE_MIN_TOPICS topics on (benchmarks/gibbs_sparse.py).
+Kernel = Literal["auto", "dense", "sparse"]
+SPARSE_MIN_TOPICS = 100
 
 
 def default_burn_in(sweeps: int) -> int:
@@ -56,16 +61,20 @@ class GibbsExpectations:
     kept: int  # sweeps summed
     dtype: torch.dtype  # of the expectations handed out
     batch: Batch
-    topic_word_sums: torch.Tensor | None = None  # (K, W) float64, kept-sweep sums (CUDA kernel)
-    document_topic_sums: torch.Tensor | None = None  # (n, K) float64, kept-sweep sums (CUDA)
+    topic_word_sums: torch.Tensor | None = None  # (K, W) or (K, W_b) float64 kept-sweep sums
+    document_topic_sums: torch.Tensor | None = None  # (n, K) float64, kept-sweep sums
+    # (W_b,) the word of each column of topic_word_sums (sparse kernel: the minibatch's distinct
+    # words); None: the columns are all W words (CUDA kernel)
+    topic_words: torch.Tensor | None = None
 
     @property
     def token_topics(self) -> torch.Tensor:
         """(T, K) E[1{z_j = k}]; rows sum to 1."""
         if self.summed is None:
             raise ValueError(
-                "the CUDA Gibbs kernel reduces on the device and keeps no per-token "
-                "expectations: use document_topic() / topic_word(), or backend='cpu'"
+                "the CUDA and sparse Gibbs kernels reduce by word and document: this result "
+                "keeps no per-token expectations; use document_topic() / topic_word(), or "
+                "backend='cpu' with kernel='dense'"
             )
         return (self.summed.to(torch.float64) / self.kept).to(self.dtype)
 
@@ -95,6 +104,12 @@ class GibbsExpectations:
             sums = self.topic_word_sums
             if sums is None:
                 raise ValueError("topic_word was not accumulated (need_topic_word=False)")
+            if self.topic_words is not None:
+                ids, compact = self.topic_word_compact()
+                if ids.numel() and int(ids[-1]) >= n_words:
+                    raise ValueError(f"word {int(ids[-1])} is outside {n_words} words")
+                out = torch.zeros(compact.shape[0], n_words, dtype=self.dtype, device=ids.device)
+                return out.index_copy_(1, ids, compact)
             if sums.shape[1] != n_words:
                 raise ValueError(f"topic_word has {sums.shape[1]} words, asked for {n_words}")
             return (sums / self.kept).to(self.dtype)
@@ -112,6 +127,21 @@ class GibbsExpectations:
         out = torch.zeros(n_words, k, dtype=token_topics.dtype, device=token_topics.device)
         return out.index_add_(0, self.batch.words, token_topics).T.contiguous()
 
+    def topic_word_compact(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(W_b,) the minibatch's distinct word ids, ascending, and (K, W_b) the sum over
+        documents of E[n_dkw] for those words: topic_word() without its zero columns."""
+        if self.topic_words is not None:
+            if self.topic_word_sums is None:
+                raise ValueError("topic_word was not accumulated (need_topic_word=False)")
+            return self.topic_words, (self.topic_word_sums / self.kept).to(self.dtype)
+        ids = torch.unique(self.batch.words, sorted=True)
+        if self.topic_word_sums is not None:
+            return ids, (
+                self.topic_word_sums[:, ids.to(self.topic_word_sums.device)] / self.kept
+            ).to(self.dtype)
+        n_words = int(ids[-1]) + 1 if ids.numel() else 0
+        return ids, self.topic_word(n_words)[:, ids]
+
 
 def gibbs_expectations(
     beta: torch.Tensor,
@@ -125,14 +155,16 @@ def gibbs_expectations(
     init: Init = "uniform",
     shard: Shard | None = None,
     need_topic_word: bool = True,
+    kernel: Kernel = "auto",
 ) -> GibbsExpectations:
     """Run Gibbs on every document of ``batch`` and average the kept sweeps.
 
     The collapsed methods run in the compiled CPU kernel, or in the CUDA kernel when beta is on
     a CUDA device (``backend``: see :data:`Backend`). With a ``shard`` the batch is one rank's
     part of a larger minibatch: the draws are made for all its tokens and this rank's slice
-    used (see :mod:`lda.parallel`). ``need_topic_word=False`` lets the CUDA kernel skip the
-    (K, W) sums when only ``document_topic`` will be read (the held-out scorer).
+    used (see :mod:`lda.parallel`). ``need_topic_word=False`` lets the CUDA and sparse kernels
+    skip the word sums when only ``document_topic`` will be read (the held-out scorer).
+    ``kernel`` picks the CPU kernel of the collapsed methods (see :data:`Kernel`).
     """
     if not 0 <= burn_in < sweeps:
         raise ValueError(f"need 0 <= burn_in < sweeps, got burn_in={burn_in}, sweeps={sweeps}")
@@ -146,9 +178,15 @@ def gibbs_expectations(
         backend = "cuda" if device.type == "cuda" and _cuda_kernel_usable() else "cpu"
     use_kernel = backend == "cpu"
     own = batch.n_tokens
+    if kernel == "auto":
+        kernel = "sparse" if n_topics >= SPARSE_MIN_TOPICS else "dense"
+    if use_kernel and kernel == "sparse" and method != "uncollapsed":
+        return _run_sparse(
+            beta, batch, gamma, sweeps, burn_in, generator, method, init, shard, need_topic_word
+        )
     if init == "beta":
-        kernel = use_kernel and method != "uncollapsed"
-        z = topics_from_beta(beta, words, generator, kernel, shard)
+        compiled = use_kernel and method != "uncollapsed"
+        z = topics_from_beta(beta, words, generator, compiled, shard)
     else:
         z = shard.take(
             torch.randint(n_topics, (shard.total,), generator=generator, device=device), own
@@ -180,6 +218,50 @@ def gibbs_expectations(
     run = _run_kernel if use_kernel else _run_torch
     summed = run(beta, words, batch.offsets, gamma, z, uniforms, burn_in, method == "rao-blackwell")
     return _expectations(summed, sweeps - burn_in, beta.dtype, words, batch)
+
+
+def _run_sparse(
+    beta: torch.Tensor,
+    batch: Batch,
+    gamma: float,
+    sweeps: int,
+    burn_in: int,
+    generator: torch.Generator,
+    method: Method,
+    init: Init,
+    shard: Shard,
+    need_topic_word: bool,
+) -> GibbsExpectations:
+    """The collapsed methods in the sparse CPU kernel: the generator's draws as the dense
+    kernel's (the start, then the uniforms), from the minibatch's columns of beta only."""
+    from lda.gibbs_sparse import gather_columns, sparse_collapsed_gibbs, topics_from_columns
+
+    device = beta.device
+    own = batch.n_tokens
+    columns = gather_columns(beta, batch.words.to(device))
+    if init == "beta":
+        u = torch.rand(shard.total, generator=generator, device=device, dtype=torch.float64)
+        z = topics_from_columns(columns, shard.take(u, own))
+    else:
+        z = shard.take(
+            torch.randint(beta.shape[0], (shard.total,), generator=generator, device=device), own
+        )
+    uniforms = torch.rand((sweeps, shard.total), generator=generator, device=device)
+    if own != shard.total:
+        uniforms = shard.take(uniforms, own).contiguous()
+    topic_word, document_topic = sparse_collapsed_gibbs(
+        columns, batch.offsets, gamma, z, uniforms, burn_in, method == "rao-blackwell",
+        need_topic_word,
+    )  # fmt: skip
+    return GibbsExpectations(
+        summed=None,
+        kept=sweeps - burn_in,
+        dtype=beta.dtype,
+        batch=Batch(batch.words.to(device), batch.offsets),
+        topic_word_sums=None if topic_word is None else topic_word.to(device).T,
+        document_topic_sums=document_topic.to(device),
+        topic_words=columns.word_ids.to(device),
+    )
 
 
 def _cuda_kernel_usable() -> bool:

@@ -1,0 +1,86 @@
+"""Host side of the exact sparse collapsed Gibbs kernel (:mod:`lda.gibbs_sparse_kernel`).
+
+Gathers the minibatch's distinct words' columns of beta (K x W_b, never the whole K x W) and
+their running sums once per call, runs the kernel and hands back the kept-sweep sums by
+document (n x K) and by distinct word (W_b x K) with the word ids: no (T, K) array.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+import torch
+
+from lda.gibbs_kernel import balanced_schedule, draw_by_word
+from lda.gibbs_sparse_kernel import reduce_by_word, sparse_gibbs, thread_slots
+
+
+@dataclass(frozen=True)
+class Columns:
+    """The minibatch's words as the sparse kernel reads them (all on the CPU)."""
+
+    word_ids: torch.Tensor  # (W_b,) int64 distinct word ids, ascending
+    local: torch.Tensor  # (T,) int64 each token's index into word_ids
+    beta_t: torch.Tensor  # (W_b, K) float64 beta's columns of those words, transposed
+    cdf: torch.Tensor  # (W_b, K) float64 running sums of beta_t's rows over k
+
+
+def gather_columns(beta: torch.Tensor, words: torch.Tensor) -> Columns:
+    """beta's columns of the distinct ``words`` and their prefix sums (the dense part's sampler,
+    built once per distinct word)."""
+    word_ids, local = torch.unique(words, sorted=True, return_inverse=True)
+    # Rows of the transposed view: no K x W copy, even of a stride-0 (expanded) beta.
+    beta_t = beta.detach().T[word_ids].to("cpu", torch.float64).contiguous()
+    return Columns(word_ids.cpu(), local.cpu(), beta_t, beta_t.cumsum(dim=1))
+
+
+def topics_from_columns(columns: Columns, uniforms: torch.Tensor) -> torch.Tensor:
+    """One topic per token from p(k | w) ∝ beta_kw, as :func:`lda.gibbs.topics_from_beta` draws
+    it with the same uniforms (float64), from the gathered columns only."""
+    cdf = columns.cdf / columns.cdf[:, -1:]
+    z = np.empty(columns.local.numel(), dtype=np.int64)
+    draw_by_word(columns.local.numpy(), cdf.numpy(), uniforms.to("cpu", torch.float64).numpy(), z)
+    return torch.from_numpy(z)
+
+
+def sparse_collapsed_gibbs(
+    columns: Columns,
+    offsets: torch.Tensor,
+    gamma: float,
+    z: torch.Tensor,
+    uniforms: torch.Tensor,
+    burn_in: int,
+    rao_blackwell: bool,
+    word_sums: bool = True,
+) -> tuple[torch.Tensor | None, torch.Tensor]:
+    """Every sweep of every document; returns the kept sweeps' float64 sums (not yet divided by
+    the kept sweeps): by distinct word ((W_b, K), or None without ``word_sums``) and by
+    document (n, K). ``z`` (T,) is the start (not modified), ``uniforms`` (sweeps, T)."""
+    n_local, n_topics = columns.beta_t.shape
+    offsets_np = offsets.to("cpu", torch.int64).numpy()
+    n_docs = offsets_np.shape[0] - 1
+    local = columns.local.numpy()
+    schedule, bounds = balanced_schedule(np.diff(offsets_np), numba.get_num_threads())
+    if word_sums:
+        slot, slot_start = thread_slots(local, offsets_np, schedule, bounds, n_local)
+    else:
+        slot = np.full((bounds.shape[0] - 1, n_local), -1, dtype=np.int64)
+        slot_start = np.zeros(bounds.shape[0], dtype=np.int64)
+    rows = int(slot_start[-1])
+    acc = np.zeros((rows, n_topics), dtype=np.float64)
+    inv = np.zeros(rows, dtype=np.float64)
+    document_topic = np.zeros((n_docs, n_topics), dtype=np.float64)
+    beta_t = columns.beta_t.numpy()
+    sparse_gibbs(
+        local, offsets_np, schedule, bounds, beta_t, columns.cdf.numpy(), float(gamma),
+        z.to("cpu", torch.int64).numpy().copy(), uniforms.to("cpu").numpy(), burn_in,
+        rao_blackwell, slot, slot_start, acc, inv, document_topic,
+    )  # fmt: skip
+    topic_word = None
+    if word_sums:
+        by_word = np.zeros((n_local, n_topics), dtype=np.float64)
+        reduce_by_word(slot, slot_start, acc, inv, beta_t, float(gamma), rao_blackwell, by_word)
+        topic_word = torch.from_numpy(by_word)
+    return topic_word, torch.from_numpy(document_topic)
