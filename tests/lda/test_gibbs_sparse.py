@@ -209,8 +209,15 @@ def _run_copy(
     return torch.from_numpy(document_topic) / kept, torch.from_numpy(topic_word) / kept
 
 
+# The kernel walks a document's topic list, or past a share of K every topic in order: both
+# must hold (as the default threshold, at K = 8, always computes over all K).
+WALKS = {"list": lambda n_topics: n_topics + 1, "all topics": lambda n_topics: 0}
+
+
+@pytest.mark.parametrize("walk", sorted(WALKS))
 @pytest.mark.parametrize("method", ["exact", "rao-blackwell"])
-def test_sparse_kernel_matches_enumeration(method):
+def test_sparse_kernel_matches_enumeration(method, walk, monkeypatch):
+    monkeypatch.setattr("lda.gibbs_sparse.by_topic_from", WALKS[walk])
     beta = _problem()
     result = gibbs_expectations(
         beta, Batch.from_ids(DOCS), GAMMA, SWEEPS, BURN_IN, torch.Generator().manual_seed(1),
@@ -280,8 +287,11 @@ def dense_law() -> tuple[torch.Tensor, torch.Tensor]:
     return _run(beta, batch, "rao-blackwell", "dense", 100)
 
 
+@pytest.mark.parametrize("walk", ["list", "default"])
 @pytest.mark.parametrize("method", ["exact", "rao-blackwell"])
-def test_sparse_and_dense_kernels_share_their_law(dense_law, method):
+def test_sparse_and_dense_kernels_share_their_law(dense_law, method, walk, monkeypatch):
+    if walk != "default":
+        monkeypatch.setattr("lda.gibbs_sparse.by_topic_from", WALKS[walk])
     beta, batch = _law_problem()
     assert _error(_run(beta, batch, method, "sparse", 1), dense_law) < LAW_ATOL
 
