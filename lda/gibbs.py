@@ -105,11 +105,11 @@ class GibbsExpectations:
             if sums is None:
                 raise ValueError("topic_word was not accumulated (need_topic_word=False)")
             if self.topic_words is not None:
-                ids, compact = self.topic_word_compact()
-                if ids.numel() and int(ids[-1]) >= n_words:
-                    raise ValueError(f"word {int(ids[-1])} is outside {n_words} words")
-                out = torch.zeros(compact.shape[0], n_words, dtype=self.dtype, device=ids.device)
-                return out.index_copy_(1, ids, compact)
+                from lda.gibbs_sparse import scatter_topic_word
+
+                return scatter_topic_word(
+                    self.topic_words, sums, 1.0 / self.kept, n_words, self.dtype
+                )
             if sums.shape[1] != n_words:
                 raise ValueError(f"topic_word has {sums.shape[1]} words, asked for {n_words}")
             return (sums / self.kept).to(self.dtype)

@@ -15,7 +15,12 @@ import torch
 
 from lda.gibbs_kernel import balanced_schedule, draw_by_word
 from lda.gibbs_sparse_kernel import gather_columns as gather_kernel
-from lda.gibbs_sparse_kernel import reduce_by_word, sparse_gibbs, thread_slots
+from lda.gibbs_sparse_kernel import (
+    reduce_by_word,
+    scatter_columns,
+    sparse_gibbs,
+    thread_slots,
+)
 
 
 def by_topic_from(n_topics: int) -> int:
@@ -106,3 +111,26 @@ def sparse_collapsed_gibbs(
         reduce_by_word(slot, slot_start, acc, inv, beta_t, float(gamma), rao_blackwell, by_word)
         topic_word = torch.from_numpy(by_word)
     return topic_word, torch.from_numpy(document_topic)
+
+
+def scatter_topic_word(
+    word_ids: torch.Tensor,
+    sums: torch.Tensor,
+    scale: float,
+    n_words: int,
+    dtype: torch.dtype,
+) -> torch.Tensor:
+    """(K, n_words) zeros but for the columns ``word_ids``, which get ``sums`` (K, W_b) times
+    ``scale``: the dense K x W form the learner's step takes today."""
+    if word_ids.numel() and int(word_ids[-1]) >= n_words:
+        raise ValueError(f"word {int(word_ids[-1])} is outside {n_words} words")
+    n_topics = sums.shape[0]
+    device = sums.device
+    if device.type != "cpu" or dtype not in (torch.float32, torch.float64):
+        out = torch.zeros(n_topics, n_words, dtype=dtype, device=device)
+        return out.index_copy_(1, word_ids.to(device), (sums * scale).to(dtype))
+    out = torch.zeros(n_topics, n_words, dtype=dtype)
+    sums_t = sums.T.contiguous()  # (W_b, K): a view's transpose when it came from the kernel
+    if word_ids.numel():
+        scatter_columns(sums_t.numpy(), word_ids.numpy(), float(scale), out.numpy())
+    return out

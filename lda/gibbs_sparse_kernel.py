@@ -284,3 +284,22 @@ def reduce_by_word(
         if rao_blackwell:
             for k in range(n_topics):
                 out[w, k] += gamma * c * beta_t[w, k]
+
+
+@numba.njit(parallel=True, cache=True)
+def scatter_columns(sums_t: np.ndarray, ids: np.ndarray, scale: float, out: np.ndarray) -> None:
+    """out[k, ids[i]] = sums_t[i, k] * scale, in tiles of 32 ids x 64 topics (the reverse of
+    gather_columns: a column at a time wrote each value to its own cache line)."""
+    n_topics = sums_t.shape[1]
+    n = ids.shape[0]
+    rows = 32
+    width = 64
+    for k_b in numba.prange((n_topics + width - 1) // width):
+        k0 = k_b * width
+        k1 = min(n_topics, k0 + width)
+        for lo in range(0, n, rows):
+            hi = min(n, lo + rows)
+            for k in range(k0, k1):
+                row = out[k]
+                for i in range(lo, hi):
+                    row[ids[i]] = sums_t[i, k] * scale
