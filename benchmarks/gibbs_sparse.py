@@ -7,7 +7,8 @@ articles, built once and cached outside the repository) and each K: trains SGRLD
 the dense path's full transpose of beta and (T, K) sums, the sparse path's column gather) with
 the learner's sweeps, burn-in and method, on the next ``--batches`` minibatches of
 ``--batch-size`` documents, ``--rounds`` times, the two kernels interleaved (order alternating).
-Prints the median ns per token-sweep and documents per second of each.
+``--scorer`` times the held-out scorer's calls instead (its sweeps, a start from beta, document
+sums only). Prints the median ns per token-sweep and documents per second of each.
 
     nice -n 10 .venv/bin/python benchmarks/gibbs_sparse.py --threads 2
 """
@@ -30,6 +31,7 @@ import torch
 from lda.batch import Batch
 from lda.gibbs import gibbs_expectations
 from lda.model import LearnerConfig, StreamingLDA
+from lda.scorer import BURN_IN_SHARE
 from lda.vocab import Vocabulary, build_vocabulary
 
 HERE = Path(__file__).resolve().parent
@@ -70,17 +72,33 @@ def vocabulary(corpus_dir: Path, size: int, vocab_docs: int, cache: Path) -> Voc
     return Vocabulary.load(path)
 
 
-def time_call(model: StreamingLDA, batch: Batch, kernel: str, seed: int) -> float:
-    """Seconds of one learner-style Gibbs call and its topic-word sums."""
+def sweeps_of(model: StreamingLDA, scorer: bool) -> int:
+    """Sweeps of one call: the held-out scorer's or the learner's."""
+    sweeps = model.config.eval_sweeps if scorer else model.config.sweeps
+    assert sweeps is not None
+    return sweeps
+
+
+def time_call(model: StreamingLDA, batch: Batch, kernel: str, seed: int, scorer: bool) -> float:
+    """Seconds of one learner-style Gibbs call and its topic-word sums, or (``scorer``) of the
+    held-out scorer's: its sweeps, burn-in and method, a start from beta, document sums only."""
     cfg = model.config
-    assert cfg.gamma is not None and cfg.sweeps is not None and cfg.burn_in is not None
-    assert cfg.gibbs is not None
+    assert cfg.gamma is not None and cfg.burn_in is not None and cfg.gibbs is not None
+    g = torch.Generator().manual_seed(seed)
     start = time.perf_counter()
-    result = gibbs_expectations(
-        model.beta, batch, cfg.gamma, cfg.sweeps, cfg.burn_in, torch.Generator().manual_seed(seed),
-        cfg.gibbs, "cpu", kernel=kernel,  # type: ignore[arg-type]
-    )  # fmt: skip
-    result.topic_word(cfg.n_words)
+    if scorer:
+        sweeps = cfg.eval_sweeps
+        result = gibbs_expectations(
+            model.beta, batch, cfg.gamma, sweeps, sweeps // BURN_IN_SHARE, g, cfg.eval_gibbs,
+            "cpu", init="beta", need_topic_word=False, kernel=kernel,  # type: ignore[arg-type]
+        )  # fmt: skip
+        result.document_topic()
+    else:
+        result = gibbs_expectations(
+            model.beta, batch, cfg.gamma, sweeps_of(model, False), cfg.burn_in, g, cfg.gibbs,
+            "cpu", kernel=kernel,  # type: ignore[arg-type]
+        )  # fmt: skip
+        result.topic_word(cfg.n_words)
     return time.perf_counter() - start
 
 
@@ -97,6 +115,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--batches", type=int, default=3)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--kernels", default="dense,sparse")
+    p.add_argument("--scorer", action="store_true", help="time the held-out scorer's calls")
     args = p.parse_args(argv)
     numba.set_num_threads(args.threads)
     torch.set_num_threads(args.threads)
@@ -114,23 +133,25 @@ def main(argv: Sequence[str] | None = None) -> None:
             model = StreamingLDA(LearnerConfig(n_topics, len(vocab), sampler="sgrld"), seed=0)
             for group in learner.minibatches(warm, args.batch_size):
                 model.update(Batch.from_ids(group))
-            sweeps = model.config.sweeps
-            assert sweeps is not None
+            sweeps = sweeps_of(model, args.scorer)
             for kernel in kernels:  # compile, and touch beta once
-                time_call(model, batches[0], kernel, 0)
+                time_call(model, batches[0], kernel, 0, args.scorer)
             seconds: dict[str, list[float]] = {k: [] for k in kernels}
             for r in range(args.rounds):
                 for i, batch in enumerate(batches):
                     order = kernels if (r + i) % 2 == 0 else kernels[::-1]
                     for kernel in order:
-                        elapsed = time_call(model, batch, kernel, r * len(batches) + i)
+                        seed = r * len(batches) + i
+                        elapsed = time_call(model, batch, kernel, seed, args.scorer)
                         seconds[kernel].append(elapsed / (sweeps * batch.n_tokens))
+            cfg = model.config
+            what = f"scorer, {cfg.eval_gibbs}" if args.scorer else f"learner, {cfg.gibbs}"
             for kernel in kernels:
                 per = statistics.median(seconds[kernel])
                 print(
                     f"W={len(vocab):>6} K={n_topics:>4} {kernel:>6}: {1e9 * per:8.1f} ns per "
                     f"token-sweep, {args.batch_size / (per * sweeps * tokens):7.1f} docs/s "
-                    f"({model.config.gibbs}, {sweeps} sweeps, {tokens:.0f} tokens per minibatch)",
+                    f"({what}, {sweeps} sweeps, {tokens:.0f} tokens per minibatch)",
                     flush=True,
                 )
 

@@ -6,17 +6,20 @@ p(k | w) ∝ beta_kw, which cuts the burn-in the held-out scorer needs), discard
 sweeps and averages the kept ones: the 0/1
 indicators (``exact``) or the conditional probabilities (``rao-blackwell``, same expectation,
 lower variance).
-The collapsed sampler runs in a compiled CPU kernel, all documents in parallel (a torch twin that
-advances every document one token position at a time consumes the same uniforms and gives the
-same numbers, but costs ~10 kernel launches per position on a GPU), or, when beta is on a CUDA
-device, in a CUDA kernel (:mod:`lda.gibbs_cuda`: every sweep in one launch, a block per
-document, its own counter-based random stream, the sums reduced on the device; the same law,
-not the same draws). ``uncollapsed`` draws pi_d and then every token at once, in
+The collapsed sampler runs in a compiled CPU kernel, all documents in parallel: the dense one
+(O(K) per token-sweep, a (T, K) array of sums; a torch twin that advances every document one
+token position at a time consumes the same uniforms and gives the same numbers, but costs ~10
+kernel launches per position on a GPU) or, from SPARSE_MIN_TOPICS topics on, the exact sparse
+one (:mod:`lda.gibbs_sparse`: O(K_d) for the K_d topics a document uses, only the minibatch's
+columns of beta, sums by word and by document; the same law, not the same draws); or, when
+beta is on a CUDA device, in a CUDA kernel (:mod:`lda.gibbs_cuda`: every sweep in one launch,
+a block per document, its own counter-based random stream, the sums reduced on the device; the
+same law, not the same draws). ``uncollapsed`` draws pi_d and then every token at once, in
 whole-minibatch tensor operations that suit a GPU; its held-out perplexity is within 1% of the
 collapsed sampler's for SGRLD but 1.4% worse for SGRHMC over two seeds (BENCHMARKS.md), so it
 is not the default.
-SparseLDA buckets and alias-table Metropolis-Hastings variants were measured and gave no
-speed-up here (BENCHMARKS.md).
+SparseLDA buckets and alias-table Metropolis-Hastings variants were measured at K = 50 and gave
+no speed-up there (BENCHMARKS.md).
 """
 
 from __future__ import annotations
