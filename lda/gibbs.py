@@ -9,7 +9,7 @@ lower variance).
 The collapsed sampler runs in a compiled CPU kernel, all documents in parallel: the dense one
 (O(K) per token-sweep, a (T, K) array of sums; a torch twin that advances every document one
 token position at a time consumes the same uniforms and gives the same numbers, but costs ~10
-kernel launches per position on a GPU) or, from SPARSE_MIN_TOPICS topics on, the exact sparse
+kernel launches per position on a GPU) or, for large K x W (``sparse_pays``), the exact sparse
 one (:mod:`lda.gibbs_sparse`: O(K_d) for the K_d topics a document uses, only the minibatch's
 columns of beta, sums by word and by document; the same law, not the same draws); or, when
 beta is on a CUDA device, in a CUDA kernel (:mod:`lda.gibbs_cuda`: every sweep in one launch,
@@ -41,11 +41,22 @@ Method = Literal["exact", "rao-blackwell", "uncollapsed"]
 # cuda: the CUDA kernel (CPU tensors: under numba's simulator, or on a device if present).
 Backend = Literal["auto", "cpu", "torch", "cuda"]
 Init = Literal["uniform", "beta"]
-# The CPU kernel of the collapsed methods: dense is O(K) per token-sweep and keeps a (T, K) array;
-# sparse (lda.gibbs_sparse) is O(K_d), the topics a document uses, and keeps sums by word and by
-# document only; auto: sparse from SPARSE_MIN_TOPICS topics on (benchmarks/gibbs_sparse.py).
+# The CPU kernel of the collapsed methods: dense is O(K) per token-sweep, transposes all of beta
+# and keeps a (T, K) array; sparse (lda.gibbs_sparse) is O(K_d), the topics a document uses,
+# reads the minibatch's columns of beta and keeps sums by word and by document only; auto: sparse
+# from SPARSE_MIN_TOPICS topics or SPARSE_MIN_CELLS entries of beta on. Measured (learner calls,
+# 100 DEV articles, 2 threads, benchmarks/gibbs_sparse.py): at W = 7,702 dense was faster at
+# K = 200 (500 against 561 ns per token-sweep), sparse at K = 300 (691 against 751) and 1,000
+# (2,967 against 5,261); at W = 50,000 dense at K = 50 (371 against 419), at W = 100,000 a tie at
+# K = 50 (399, 401) and sparse 2x faster at K = 100 (228 against 455).
 Kernel = Literal["auto", "dense", "sparse"]
-SPARSE_MIN_TOPICS = 100
+SPARSE_MIN_TOPICS = 256
+SPARSE_MIN_CELLS = 5_000_000
+
+
+def sparse_pays(n_topics: int, n_words: int) -> bool:
+    """Whether kernel="auto" runs the sparse kernel for a K x W beta (see :data:`Kernel`)."""
+    return n_topics >= SPARSE_MIN_TOPICS or n_topics * n_words >= SPARSE_MIN_CELLS
 
 
 def default_burn_in(sweeps: int) -> int:
@@ -182,7 +193,7 @@ def gibbs_expectations(
     use_kernel = backend == "cpu"
     own = batch.n_tokens
     if kernel == "auto":
-        kernel = "sparse" if n_topics >= SPARSE_MIN_TOPICS else "dense"
+        kernel = "sparse" if sparse_pays(n_topics, beta.shape[1]) else "dense"
     if use_kernel and kernel == "sparse" and method != "uncollapsed":
         return _run_sparse(
             beta, batch, gamma, sweeps, burn_in, generator, method, init, shard, need_topic_word

@@ -142,7 +142,7 @@ def sparse_gibbs(
         counts = np.zeros(n_topics, dtype=np.float64)
         topics = np.empty(n_topics, dtype=np.int64)  # topics in use, first n_used valid
         where = np.empty(n_topics, dtype=np.int64)  # position of a topic in ``topics``
-        weights = np.empty(n_topics, dtype=np.float64)  # sparse weights, by list position
+        weights = np.empty(n_topics, dtype=np.float64)  # sparse weights by list position (or topic)
         inv_z = np.zeros(n_local, dtype=np.float64)  # a document's sum of 1/Z by word
         seen = np.empty(n_local, dtype=np.int64)  # the words with inv_z set
         base = slot_start[b]

@@ -9,7 +9,13 @@ import pytest
 import torch
 
 from lda.batch import Batch
-from lda.gibbs import SPARSE_MIN_TOPICS, gibbs_expectations, topics_from_beta
+from lda.gibbs import (
+    SPARSE_MIN_CELLS,
+    SPARSE_MIN_TOPICS,
+    gibbs_expectations,
+    sparse_pays,
+    topics_from_beta,
+)
 from lda.gibbs_sparse import gather_columns, topics_from_columns
 from lda.parallel import Shard
 
@@ -387,6 +393,13 @@ def test_thread_count_changes_no_draw(method):
         numba.set_num_threads(threads)
     assert torch.equal(runs[0][0], runs[1][0])  # a document's sums never leave its thread
     torch.testing.assert_close(runs[0][1], runs[1][1], rtol=0, atol=1e-12)
+
+
+def test_auto_crossover():
+    assert not sparse_pays(SPARSE_MIN_TOPICS - 1, 50)
+    assert sparse_pays(SPARSE_MIN_TOPICS, 50)
+    assert not sparse_pays(50, SPARSE_MIN_CELLS // 50 - 1)
+    assert sparse_pays(50, SPARSE_MIN_CELLS // 50)
 
 
 def test_auto_picks_sparse_from_the_crossover_and_sums_add_up():
