@@ -172,7 +172,7 @@ def sparse_gibbs(
                         where[last] = where[k_old]
                         n_used -= 1
                     # A crowded document (early sweeps from a uniform start) is computed over all
-                    # K in topic order: a contiguous loop beats a list walk past ~K/8 topics.
+                    # K in topic order: a contiguous loop beats a list walk past ~K/2 topics.
                     by_topic = n_used >= by_topic_from
                     if by_topic:
                         for k in range(n_topics):

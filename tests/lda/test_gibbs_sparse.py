@@ -216,7 +216,7 @@ def _run_copy(
 
 
 # The kernel walks a document's topic list, or past a share of K every topic in order: both
-# must hold (as the default threshold, at K = 8, always computes over all K).
+# must hold whatever the threshold between them.
 WALKS = {"list": lambda n_topics: n_topics + 1, "all topics": lambda n_topics: 0}
 
 
