@@ -47,11 +47,12 @@ Init = Literal["uniform", "beta"]
 # from SPARSE_MIN_TOPICS topics or SPARSE_MIN_CELLS entries of beta on. Measured (learner calls,
 # 100 DEV articles, 2 threads, benchmarks/gibbs_sparse.py): at W = 7,702 dense was faster at
 # K = 200 (500 against 561 ns per token-sweep), sparse at K = 300 (691 against 751) and 1,000
-# (2,967 against 5,261); at W = 50,000 dense at K = 50 (371 against 419), at W = 100,000 a tie at
-# K = 50 (399, 401) and sparse 2x faster at K = 100 (228 against 455).
+# (2,967 against 5,261); at W = 50,000 dense at K = 50 (371 against 419), at W = 100,000 a tie
+# at K = 50 (399, 401; a second sitting 261 against 302) and sparse 2x faster at K = 100 (228
+# against 455).
 Kernel = Literal["auto", "dense", "sparse"]
 SPARSE_MIN_TOPICS = 256
-SPARSE_MIN_CELLS = 5_000_000
+SPARSE_MIN_CELLS = 8_000_000
 
 
 def sparse_pays(n_topics: int, n_words: int) -> bool:
