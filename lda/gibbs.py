@@ -149,7 +149,9 @@ class GibbsExpectations:
             if self.topic_word_sums is None:
                 raise ValueError("topic_word was not accumulated (need_topic_word=False)")
             return self.topic_words, (self.topic_word_sums / self.kept).to(self.dtype)
-        ids = torch.unique(self.batch.words, sorted=True)
+        words = self.batch.words
+        # numpy's unique: torch.unique took ~300 ms on a 34k-token minibatch here.
+        ids = torch.from_numpy(np.unique(words.cpu().numpy())).to(words.device, torch.int64)
         if self.topic_word_sums is not None:
             return ids, (
                 self.topic_word_sums[:, ids.to(self.topic_word_sums.device)] / self.kept
