@@ -6,17 +6,20 @@ p(k | w) ∝ beta_kw, which cuts the burn-in the held-out scorer needs), discard
 sweeps and averages the kept ones: the 0/1
 indicators (``exact``) or the conditional probabilities (``rao-blackwell``, same expectation,
 lower variance).
-The collapsed sampler runs in a compiled CPU kernel, all documents in parallel (a torch twin that
-advances every document one token position at a time consumes the same uniforms and gives the
-same numbers, but costs ~10 kernel launches per position on a GPU), or, when beta is on a CUDA
-device, in a CUDA kernel (:mod:`lda.gibbs_cuda`: every sweep in one launch, a block per
-document, its own counter-based random stream, the sums reduced on the device; the same law,
-not the same draws). ``uncollapsed`` draws pi_d and then every token at once, in
+The collapsed sampler runs in a compiled CPU kernel, all documents in parallel: the dense one
+(O(K) per token-sweep, a (T, K) array of sums; a torch twin that advances every document one
+token position at a time consumes the same uniforms and gives the same numbers, but costs ~10
+kernel launches per position on a GPU) or, for large K x W (``sparse_pays``), the exact sparse
+one (:mod:`lda.gibbs_sparse`: O(K_d) for the K_d topics a document uses, only the minibatch's
+columns of beta, sums by word and by document; the same law, not the same draws); or, when
+beta is on a CUDA device, in a CUDA kernel (:mod:`lda.gibbs_cuda`: every sweep in one launch,
+a block per document, its own counter-based random stream, the sums reduced on the device; the
+same law, not the same draws). ``uncollapsed`` draws pi_d and then every token at once, in
 whole-minibatch tensor operations that suit a GPU; its held-out perplexity is within 1% of the
 collapsed sampler's for SGRLD but 1.4% worse for SGRHMC over two seeds (BENCHMARKS.md), so it
 is not the default.
-SparseLDA buckets and alias-table Metropolis-Hastings variants were measured and gave no
-speed-up here (BENCHMARKS.md).
+SparseLDA buckets and alias-table Metropolis-Hastings variants were measured at K = 50 and gave
+no speed-up there (BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -38,6 +41,23 @@ Method = Literal["exact", "rao-blackwell", "uncollapsed"]
 # cuda: the CUDA kernel (CPU tensors: under numba's simulator, or on a device if present).
 Backend = Literal["auto", "cpu", "torch", "cuda"]
 Init = Literal["uniform", "beta"]
+# The CPU kernel of the collapsed methods: dense is O(K) per token-sweep, transposes all of beta
+# and keeps a (T, K) array; sparse (lda.gibbs_sparse) is O(K_d), the topics a document uses,
+# reads the minibatch's columns of beta and keeps sums by word and by document only; auto: sparse
+# from SPARSE_MIN_TOPICS topics or SPARSE_MIN_CELLS entries of beta on. Measured (learner calls,
+# 100 DEV articles, 2 threads, benchmarks/gibbs_sparse.py): at W = 7,702 dense was faster at
+# K = 200 (500 against 561 ns per token-sweep), sparse at K = 300 (691 against 751) and 1,000
+# (2,967 against 5,261); at W = 50,000 dense at K = 50 (371 against 419), at W = 100,000 a tie
+# at K = 50 (399, 401; a second sitting 261 against 302) and sparse 2x faster at K = 100 (228
+# against 455).
+Kernel = Literal["auto", "dense", "sparse"]
+SPARSE_MIN_TOPICS = 256
+SPARSE_MIN_CELLS = 8_000_000
+
+
+def sparse_pays(n_topics: int, n_words: int) -> bool:
+    """Whether kernel="auto" runs the sparse kernel for a K x W beta (see :data:`Kernel`)."""
+    return n_topics >= SPARSE_MIN_TOPICS or n_topics * n_words >= SPARSE_MIN_CELLS
 
 
 def default_burn_in(sweeps: int) -> int:
@@ -56,16 +76,20 @@ class GibbsExpectations:
     kept: int  # sweeps summed
     dtype: torch.dtype  # of the expectations handed out
     batch: Batch
-    topic_word_sums: torch.Tensor | None = None  # (K, W) float64, kept-sweep sums (CUDA kernel)
-    document_topic_sums: torch.Tensor | None = None  # (n, K) float64, kept-sweep sums (CUDA)
+    topic_word_sums: torch.Tensor | None = None  # (K, W) or (K, W_b) float64 kept-sweep sums
+    document_topic_sums: torch.Tensor | None = None  # (n, K) float64, kept-sweep sums
+    # (W_b,) the word of each column of topic_word_sums (sparse kernel: the minibatch's distinct
+    # words); None: the columns are all W words (CUDA kernel)
+    topic_words: torch.Tensor | None = None
 
     @property
     def token_topics(self) -> torch.Tensor:
         """(T, K) E[1{z_j = k}]; rows sum to 1."""
         if self.summed is None:
             raise ValueError(
-                "the CUDA Gibbs kernel reduces on the device and keeps no per-token "
-                "expectations: use document_topic() / topic_word(), or backend='cpu'"
+                "the CUDA and sparse Gibbs kernels reduce by word and document: this result "
+                "keeps no per-token expectations; use document_topic() / topic_word(), or "
+                "backend='cpu' with kernel='dense'"
             )
         return (self.summed.to(torch.float64) / self.kept).to(self.dtype)
 
@@ -95,6 +119,12 @@ class GibbsExpectations:
             sums = self.topic_word_sums
             if sums is None:
                 raise ValueError("topic_word was not accumulated (need_topic_word=False)")
+            if self.topic_words is not None:
+                from lda.gibbs_sparse import scatter_topic_word
+
+                return scatter_topic_word(
+                    self.topic_words, sums, 1.0 / self.kept, n_words, self.dtype
+                )
             if sums.shape[1] != n_words:
                 raise ValueError(f"topic_word has {sums.shape[1]} words, asked for {n_words}")
             return (sums / self.kept).to(self.dtype)
@@ -112,6 +142,23 @@ class GibbsExpectations:
         out = torch.zeros(n_words, k, dtype=token_topics.dtype, device=token_topics.device)
         return out.index_add_(0, self.batch.words, token_topics).T.contiguous()
 
+    def topic_word_compact(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(W_b,) the minibatch's distinct word ids, ascending, and (K, W_b) the sum over
+        documents of E[n_dkw] for those words: topic_word() without its zero columns."""
+        if self.topic_words is not None:
+            if self.topic_word_sums is None:
+                raise ValueError("topic_word was not accumulated (need_topic_word=False)")
+            return self.topic_words, (self.topic_word_sums / self.kept).to(self.dtype)
+        words = self.batch.words
+        # numpy's unique: torch.unique took ~300 ms on a 34k-token minibatch here.
+        ids = torch.from_numpy(np.unique(words.cpu().numpy())).to(words.device, torch.int64)
+        if self.topic_word_sums is not None:
+            return ids, (
+                self.topic_word_sums[:, ids.to(self.topic_word_sums.device)] / self.kept
+            ).to(self.dtype)
+        n_words = int(ids[-1]) + 1 if ids.numel() else 0
+        return ids, self.topic_word(n_words)[:, ids]
+
 
 def gibbs_expectations(
     beta: torch.Tensor,
@@ -125,14 +172,16 @@ def gibbs_expectations(
     init: Init = "uniform",
     shard: Shard | None = None,
     need_topic_word: bool = True,
+    kernel: Kernel = "auto",
 ) -> GibbsExpectations:
     """Run Gibbs on every document of ``batch`` and average the kept sweeps.
 
     The collapsed methods run in the compiled CPU kernel, or in the CUDA kernel when beta is on
     a CUDA device (``backend``: see :data:`Backend`). With a ``shard`` the batch is one rank's
     part of a larger minibatch: the draws are made for all its tokens and this rank's slice
-    used (see :mod:`lda.parallel`). ``need_topic_word=False`` lets the CUDA kernel skip the
-    (K, W) sums when only ``document_topic`` will be read (the held-out scorer).
+    used (see :mod:`lda.parallel`). ``need_topic_word=False`` lets the CUDA and sparse kernels
+    skip the word sums when only ``document_topic`` will be read (the held-out scorer).
+    ``kernel`` picks the CPU kernel of the collapsed methods (see :data:`Kernel`).
     """
     if not 0 <= burn_in < sweeps:
         raise ValueError(f"need 0 <= burn_in < sweeps, got burn_in={burn_in}, sweeps={sweeps}")
@@ -146,9 +195,15 @@ def gibbs_expectations(
         backend = "cuda" if device.type == "cuda" and _cuda_kernel_usable() else "cpu"
     use_kernel = backend == "cpu"
     own = batch.n_tokens
+    if kernel == "auto":
+        kernel = "sparse" if sparse_pays(n_topics, beta.shape[1]) else "dense"
+    if use_kernel and kernel == "sparse" and method != "uncollapsed":
+        return _run_sparse(
+            beta, batch, gamma, sweeps, burn_in, generator, method, init, shard, need_topic_word
+        )
     if init == "beta":
-        kernel = use_kernel and method != "uncollapsed"
-        z = topics_from_beta(beta, words, generator, kernel, shard)
+        compiled = use_kernel and method != "uncollapsed"
+        z = topics_from_beta(beta, words, generator, compiled, shard)
     else:
         z = shard.take(
             torch.randint(n_topics, (shard.total,), generator=generator, device=device), own
@@ -180,6 +235,50 @@ def gibbs_expectations(
     run = _run_kernel if use_kernel else _run_torch
     summed = run(beta, words, batch.offsets, gamma, z, uniforms, burn_in, method == "rao-blackwell")
     return _expectations(summed, sweeps - burn_in, beta.dtype, words, batch)
+
+
+def _run_sparse(
+    beta: torch.Tensor,
+    batch: Batch,
+    gamma: float,
+    sweeps: int,
+    burn_in: int,
+    generator: torch.Generator,
+    method: Method,
+    init: Init,
+    shard: Shard,
+    need_topic_word: bool,
+) -> GibbsExpectations:
+    """The collapsed methods in the sparse CPU kernel: the generator's draws as the dense
+    kernel's (the start, then the uniforms), from the minibatch's columns of beta only."""
+    from lda.gibbs_sparse import gather_columns, sparse_collapsed_gibbs, topics_from_columns
+
+    device = beta.device
+    own = batch.n_tokens
+    columns = gather_columns(beta, batch.words.to(device))
+    if init == "beta":
+        u = torch.rand(shard.total, generator=generator, device=device, dtype=torch.float64)
+        z = topics_from_columns(columns, shard.take(u, own))
+    else:
+        z = shard.take(
+            torch.randint(beta.shape[0], (shard.total,), generator=generator, device=device), own
+        )
+    uniforms = torch.rand((sweeps, shard.total), generator=generator, device=device)
+    if own != shard.total:
+        uniforms = shard.take(uniforms, own).contiguous()
+    topic_word, document_topic = sparse_collapsed_gibbs(
+        columns, batch.offsets, gamma, z, uniforms, burn_in, method == "rao-blackwell",
+        need_topic_word,
+    )  # fmt: skip
+    return GibbsExpectations(
+        summed=None,
+        kept=sweeps - burn_in,
+        dtype=beta.dtype,
+        batch=Batch(batch.words.to(device), batch.offsets),
+        topic_word_sums=None if topic_word is None else topic_word.to(device).T,
+        document_topic_sums=document_topic.to(device),
+        topic_words=columns.word_ids.to(device),
+    )
 
 
 def _cuda_kernel_usable() -> bool:
