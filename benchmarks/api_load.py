@@ -8,7 +8,7 @@ send) for ``--duration`` seconds, and prints requests sent/answered, errors, p50
 worker's docs/s during the load against just before. Last, a closed loop of ``--max-clients``
 clients GETs /topics back to back for ``--max-duration`` seconds: the maximum requests/s.
 
-    .venv/bin/python benchmarks/api_load.py            # 200 clients, 30 s (the issue's figures)
+    .venv/bin/python benchmarks/api_load.py            # 200 clients, 30 s (the load goals' figures)
     .venv/bin/python benchmarks/api_load.py --quick    # a short check that it all runs
 
 Goal: p99 < 20 ms, 0 errors, worker docs/s during load >= 0.9 x before. Run on a quiet machine:

@@ -1,4 +1,4 @@
-"""Tokens/s of the CUDA Gibbs kernel against the CPU kernel on DEV minibatches (issue 12).
+"""Tokens/s of the CUDA Gibbs kernel against the CPU kernel on DEV minibatches.
 
 Trains SGRLD on the first ``--warm`` DEV documents on the CPU (so beta looks like a learned
 one), then times collapsed Gibbs (``--sweeps``, half burn-in, ``--method``) on the next

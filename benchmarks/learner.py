@@ -1,4 +1,4 @@
-"""Learner benchmark (issues 2 and 9): streamlda's samplers against gensim, scikit-learn, tomotopy.
+"""Learner benchmark: streamlda's samplers against gensim, scikit-learn, tomotopy.
 
 Reads ``<corpus-dir>/dev-*.jsonl.gz`` in place, tokenises with ``vocab-7702.txt``, keeps the first
 H non-empty documents as the held-out set (never trained on) and the next D as training documents;
@@ -25,9 +25,9 @@ At each checkpoint every model's K x W topic matrix is scored by the same docume
 estimator (:mod:`lda.perplexity`) on the same held-out set with the same random numbers and the
 same document prior gamma (``--eval-gamma``); ``ppl_own`` scores each model with its own prior.
 Prints a detail table, a time-to-quality table (perplexity and learner seconds at each
-checkpoint) and the issues' targets; ``--plot`` draws perplexity against learner seconds.
+checkpoint) and the speed and peer goals; ``--plot`` draws perplexity against learner seconds.
 
-    .venv/bin/python benchmarks/learner.py --plot /tmp/learner.png   # the issue's configuration
+    .venv/bin/python benchmarks/learner.py --plot /tmp/learner.png   # the goals' configuration
     .venv/bin/python benchmarks/learner.py --quick        # ~1 minute smoke run
     .venv/bin/python benchmarks/learner.py --topics 200 --samplers sgrld,sgrhmc --no-gensim
     .venv/bin/python benchmarks/learner.py --no-gensim --no-sklearn --no-tomotopy \\
@@ -80,9 +80,9 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 DEFAULT_CORPUS = REPO.parent / "shared" / "corpora"
 PAPER_S_PER_100 = 0.73  # Ma, Chen & Fox (2015): 0.73-0.82 s per 100 documents
-TARGET_S_PER_100 = 0.08  # issue 2: at least 10x faster than the paper
-TARGET_GENSIM_RATIO = 2.0  # issue 2: at least 2x gensim's tokens per second
-# issue 9, at K = 50: perplexity at most 0.95x scikit-learn's, tokens/s at least these multiples
+TARGET_S_PER_100 = 0.08  # the speed goal: at least 9x faster than the paper
+TARGET_GENSIM_RATIO = 2.0  # the speed goal: at least 2x gensim's tokens per second
+# the peer goal at K = 50: perplexity <= 0.95x scikit-learn's, tokens/s >= these multiples
 TARGET_SKLEARN_PPL = 0.95
 TARGET_SKLEARN_SPEED = {"sgrld": 2.0, "sgrhmc": 1.5}
 REFERENCES = ("gensim", "sklearn")  # the peers whose tokens/s the detail table divides by
@@ -300,7 +300,7 @@ class Scorer:
             default_burn_in(self.sweeps),
             generator,
             self.method,
-            init="uniform",  # the estimator of issue 9's recorded tables, kept comparable
+            init="uniform",  # the estimator of the recorded peer tables, kept comparable
         )
 
     def _fold(self, model: str, key: str, probabilities: torch.Tensor) -> tuple[float, float]:
@@ -820,7 +820,7 @@ def format_time_to_quality(
 
 
 def targets(runs: list[Run], n_topics: int) -> dict[str, Any]:
-    """How far the issues' targets are met at the last checkpoint of each streamlda run."""
+    """How far the speed and peer goals are met at the last checkpoint of each streamlda run."""
     last = {r.name: r.points[-1] for r in runs if r.points}
     gensim, sklearn = last.get("gensim"), last.get("sklearn")
     out: dict[str, Any] = {}
@@ -843,7 +843,7 @@ def targets(runs: list[Run], n_topics: int) -> dict[str, Any]:
 
 
 def _sklearn_targets(p: Point, sklearn: Point, sampler: str, n_topics: int) -> dict[str, Any]:
-    """Issue 9 against scikit-learn: at K=50 served perplexity <= 0.95x and tokens/s >= 2x
+    """The peer goal against scikit-learn: at K=50 served perplexity <= 0.95x and tokens/s >= 2x
     (SGRLD) / 1.5x (SGRHMC); at other K (and for other samplers' speed) ahead on both."""
     speed_goal = TARGET_SKLEARN_SPEED.get(sampler, 1.0) if n_topics == 50 else 1.0
     ppl_goal = TARGET_SKLEARN_PPL if n_topics == 50 else 1.0
@@ -863,8 +863,8 @@ def _sklearn_targets(p: Point, sklearn: Point, sampler: str, n_topics: int) -> d
 def format_targets(summary: dict[str, Any]) -> str:
     """One line per streamlda run: the targets, met or not."""
     lines = [
-        "targets at the last checkpoint: issue 2 (<= 0.08 s/100 docs; >= 2x gensim tokens/s; "
-        "sample ppl below gensim's); issue 9 (served ppl <= 0.95x sklearn's and tokens/s >= 2x "
+        "targets at the last checkpoint: speed (<= 0.08 s/100 docs; >= 2x gensim tokens/s; "
+        "sample ppl below gensim's); peers (served ppl <= 0.95x sklearn's and tokens/s >= 2x "
         "(sgrld) / 1.5x (sgrhmc) sklearn's at K=50; ahead of sklearn on both at other K):"
     ]
     width = max([7, *(len(name) for name in summary)])

@@ -1,4 +1,4 @@
-"""The learner benchmark's peers (issue 9): scikit-learn's online VB and tomotopy's Gibbs LDA.
+"""The learner benchmark's peers: scikit-learn's online VB and tomotopy's Gibbs LDA.
 
 Adapters only: each builds a peer on the benchmark's word ids and turns its topics into a K x W
 topic matrix in *our* word-id order (rows sum to 1), which ``benchmarks/learner.py`` scores with

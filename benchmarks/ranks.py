@@ -33,7 +33,8 @@ from service.ingest.sources.jsonl import JsonlSource
 from service.learn.distributed import DistributedReducer, Group, join, leave
 
 LINK_GBPS = 10.0  # the network assumed for the on-paper figures (10 Gb/s Ethernet)
-RB_SWEEP_NS_PER_TOPIC = 4100 / 1000  # measured in issue 9: 4.1 µs per token-sweep at K = 1,000
+# measured in the K = 1,000 peer run: 4.1 µs per token-sweep
+RB_SWEEP_NS_PER_TOPIC = 4100 / 1000
 
 
 def documents(n: int, vocab: Vocabulary) -> list[list[int]]:

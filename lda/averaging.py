@@ -1,7 +1,7 @@
 """The posterior mean of beta over recent samples: an exponential moving average of the chain.
 
 One sample of an SG-MCMC chain is noisy; the mean of the last ~1/(1 - decay) samples estimates
-E[beta | data] far better (issue 9's probe: SGRLD 2,021 -> 1,797 held-out perplexity at decay
+E[beta | data] far better (a probe with SGRLD: 2,021 -> 1,797 held-out perplexity at decay
 0.97). The weights are normalised (as Adam's bias correction), so the first samples are not
 pulled towards zero, and decay 0 is the last sample exactly.
 """

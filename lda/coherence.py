@@ -1,4 +1,4 @@
-"""Topic quality beyond perplexity: NPMI coherence and topic diversity (issue 13).
+"""Topic quality beyond perplexity: NPMI coherence and topic diversity (docs/heldout.md).
 
 NPMI coherence of a topic is the mean, over pairs of its top words, of
     NPMI(a, b) = log((p(a, b) + eps) / (p(a) p(b))) / -log(p(a, b) + eps),

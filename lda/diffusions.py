@@ -1,4 +1,4 @@
-"""D(z) and Q(z) of the four samplers for the expanded-mean LDA (DESIGN §2).
+"""D(z) and Q(z) of the four samplers for the expanded-mean LDA (docs/samplers.md).
 
 z is theta flattened (Langevin samplers) or theta then the momentum r (HMC samplers).
 G(theta) = diag(theta)^-1 is the Fisher metric of the expanded-mean parameterisation.

@@ -1,4 +1,4 @@
-"""How far topics moved between two estimates of beta (issue 13).
+"""How far topics moved between two estimates of beta (docs/heldout.md).
 
 Topics of two samples are matched first, a label may move: the assignment of the current
 topics to the previous ones that minimises the summed Hellinger distance (one K x K matrix

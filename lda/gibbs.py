@@ -1,4 +1,4 @@
-"""Gibbs expectations of topic counts for a minibatch with beta held fixed (DESIGN §1, Eq. S.19).
+"""Gibbs expectations of topic counts for a minibatch with beta fixed (docs/model.md, Eq. S.19).
 
 Each document is sampled separately, pi_d collapsed unless ``uncollapsed``; every call starts
 from a fresh random assignment (uniform, or ``init="beta"``: each token's topic drawn from

@@ -1,4 +1,4 @@
-"""The stochastic gradient of the log posterior of expanded-mean LDA (DESIGN §1, Eq. S.18)."""
+"""The stochastic gradient of the log posterior of expanded-mean LDA (docs/model.md, Eq. S.18)."""
 
 from __future__ import annotations
 

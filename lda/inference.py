@@ -1,7 +1,7 @@
 """Topic proportions of a new document under a fixed beta (``POST /infer`` folds texts in).
 
 A fixed-point (EM) iteration for pi with beta held fixed, using the same estimator form as
-held-out perplexity (DESIGN §3): responsibilities r_jk ∝ pi_k beta[k, x_j], then
+held-out perplexity (docs/heldout.md): responsibilities r_jk ∝ pi_k beta[k, x_j], then
 pi_k = (sum_j r_jk + gamma) / (n + K gamma). Words are counted once per distinct id, so the
 cost is K × (distinct words) per iteration whatever the text's length.
 """

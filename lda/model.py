@@ -57,7 +57,7 @@ class LearnerConfig:
     # on the CPU and the CUDA kernel when the model is on a CUDA device; "cpu" keeps them in
     # the CPU kernel whatever the device.
     gibbs_backend: Backend = "auto"
-    # The held-out estimator of DESIGN §3, whatever trains: 20 Rao-Blackwellised sweeps from a
+    # The held-out estimator (docs/heldout.md), whatever trains: 20 Rao-Blackwellised sweeps from a
     # start drawn from beta (4 burn-in) come closer to a 400-sweep reference than 50 exact
     # sweeps from a uniform start, in ~half the time (BENCHMARKS.md, "held-out estimator").
     eval_gibbs: Method = "rao-blackwell"
@@ -99,7 +99,7 @@ class LearnerConfig:
         data = dict(data)
         if isinstance(data.get("schedule"), dict):
             data["schedule"] = StepSchedule(**data["schedule"])
-        data.pop("extra", None)  # a field of checkpoints older than issue 11, never used
+        data.pop("extra", None)  # a field of older checkpoints, never used
         return cls(**data)
 
 

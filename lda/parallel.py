@@ -1,4 +1,4 @@
-"""Data parallelism: ranks hold disjoint documents of one global minibatch (issue 11).
+"""Data parallelism: ranks hold disjoint documents of one global minibatch (docs/model.md).
 
 Documents are independent given beta, so a global minibatch's Gibbs expectations are the sum of
 each rank's. Every rank draws the random numbers of the *whole* minibatch from the same

@@ -1,4 +1,4 @@
-"""Held-out perplexity by document completion (DESIGN §3, as in Patterson & Teh).
+"""Held-out perplexity by document completion (docs/heldout.md, as in Patterson & Teh).
 
 Every 10th token of a held-out document is the test part; Gibbs sampling on the other 90%
 with beta fixed (each chain started from p(k | w) ∝ beta_kw, so a few sweeps of burn-in do)
@@ -18,7 +18,7 @@ import torch
 from lda.batch import Batch
 from lda.gibbs import Init, Method, default_burn_in, gibbs_expectations
 
-TEST_EVERY = 10  # every 10th token is held out for testing (DESIGN §3)
+TEST_EVERY = 10  # every 10th token is held out for testing (docs/heldout.md)
 CHUNK_TOKENS = 100_000  # Gibbs runs over chunks of documents to bound memory
 
 

@@ -4,7 +4,7 @@
     Gamma_i(z) = sum_j d/dz_j (D_ij(z) + Q_ij(z)),
 
 with Gamma by automatic differentiation. The sign of Gamma is that of the paper's continuous
-dynamics (its Eq. 2); it reproduces every closed form of DESIGN §2 (e.g. SGRLD's +1 per
+dynamics (its Eq. 2); it reproduces every closed form of docs/samplers.md (e.g. SGRLD's +1 per
 coordinate). Meant for small problems: it forms d x d matrices and a d x d x d Jacobian.
 """
 

@@ -1,4 +1,6 @@
-"""SGLD, SGHMC, SGRLD, SGRHMC and SCIR for expanded-mean LDA as closed-form steps (DESIGN §2).
+"""SGLD, SGHMC, SGRLD, SGRHMC and SCIR for expanded-mean LDA as closed-form steps.
+
+The maths: docs/samplers.md.
 
 Functional core: ``step(name, state, stats, hyper, step_size, generator)`` returns a new
 :class:`SamplerState`. Each sampler is its D(z), Q(z) (:mod:`lda.diffusions`) and the
@@ -205,7 +207,7 @@ class SamplerSpec:
     reflects_itself: bool = False
     noise_draws: int = 1  # standard normal (K, W) draws per step; > 1 stacks them
     # 6 Rao-Blackwellised sweeps (3 kept) gave SGRLD as good held-out topics at 10k documents
-    # as 50 exact ones, at a fifth of the cost (issue 9, BENCHMARKS.md).
+    # as 50 exact ones, at a fifth of the cost (BENCHMARKS.md).
     gibbs: Method = "rao-blackwell"
     sweeps: int = 6
     # The same step in one compiled pass, for float64 CPU tensors (None: the closed form only).
@@ -245,7 +247,7 @@ SAMPLERS: dict[str, SamplerSpec] = {
         diffusion=lambda d, h: diffusions.sgrld(d),
         update=sgrld_update,
         alpha=1e-4,
-        gamma=0.03,  # paper 0.01; 0.03 with eps 0.03 and n = 100 documents (issue 9)
+        gamma=0.03,  # paper 0.01; 0.03 with eps 0.03 and n = 100 documents (BENCHMARKS.md)
         schedule=StepSchedule(0.03, 1000.0, 0.55),  # paper 0.01: a larger step mixes the mean
         fused=_fused_sgrld,
         # a ~ sqrt(n): at n = 500, 1,000 as good as n = 100 from 30k documents on; at n = 1,000

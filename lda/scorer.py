@@ -30,7 +30,7 @@ BURN_IN_SHARE = 5
 
 @dataclass(frozen=True)
 class ScorerConfig:
-    """The held-out estimator's knobs (DESIGN §3): the prior, the sweeps and the sampler."""
+    """The held-out estimator's knobs (docs/heldout.md): the prior, the sweeps and the sampler."""
 
     gamma: float
     sweeps: int

@@ -1,8 +1,8 @@
 """SGRHMC's split integrator (:func:`sgrhmc_split`) and its exact singular flow.
 
-The shipped SGRHMC step (DESIGN §2, BENCHMARKS.md): the drift split in three, the 1/phi part
-integrated exactly. :mod:`lda.step_kernel` holds its fused numba twin (:func:`fused_split_step`
-runs it), which tests compare with these tensor forms.
+The shipped SGRHMC step (docs/samplers.md, "SGRHMC: the split integrator"; BENCHMARKS.md):
+the drift split in three, the 1/phi part integrated exactly. :mod:`lda.step_kernel` holds its
+fused numba twin (:func:`fused_split_step` runs it), which tests compare with these tensor forms.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def sgrhmc_split(
     With phi = sqrt(theta) the SDE's drift is, per coordinate,
       d phi = r/2,  dr = c/phi - lambda phi - C theta r  (+ noise sqrt(2 C theta) dW),
     c = alpha - 1/2 + (N/n) E[n_kw], lambda = 1 + (N/n) E[n_k.]/theta_k.  (the expanded SGRHMC
-    drift of DESIGN §2). One step, with theta_k., c and lambda fixed at time t:
+    drift of docs/samplers.md). One step, with theta_k., c and lambda fixed at time t:
       1. r <- exp(-eps C theta) r + sqrt(1 - exp(-2 eps C theta)) xi  (friction, noise: exact OU)
       2. r -= eps/2 lambda phi                                     (smooth force, half kick)
       3. the singular flow phi' = r/2, r' = c/phi for time eps (:func:`singular_flow`): exact

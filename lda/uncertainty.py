@@ -1,4 +1,4 @@
-"""Posterior spread of topic-word weights over the chain's recent samples (issue 13).
+"""Posterior spread of topic-word weights over the chain's recent samples (docs/heldout.md).
 
 SG-MCMC draws samples of beta; a window of the last S of them (float32, on the model's device)
 gives, for any word of a topic, quantiles of its weight: a wide 5-95% interval is a word the

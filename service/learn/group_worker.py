@@ -1,4 +1,4 @@
-"""A worker that is one rank of a data-parallel group (torchrun; issue 11).
+"""A worker that is one rank of a data-parallel group (torchrun; docs/service.md).
 
 Every rank reads its own entries through the consumer group (consumer ``<name>-<rank>``), and
 all ranks step together: each iteration they exchange a few numbers (stop requested, buffered,

@@ -1,4 +1,4 @@
-"""What the worker's snapshot says about each topic beyond its words (issue 13).
+"""What the worker's snapshot says about each topic beyond its words (docs/heldout.md).
 
 Per topic: NPMI coherence and drift from the latest scored evaluation (the scoring process
 computes both, :mod:`service.learn.scoring_process`), the documents seen when the topic last moved

@@ -79,8 +79,8 @@ class Snapshot:
     docs_per_s: float = 0.0
     tokens_per_s: float = 0.0
     counters: dict[str, int] = field(default_factory=dict)
-    rank_docs_per_s: list[float] = field(default_factory=list)  # per rank of a group (issue 11)
-    # Per topic of ``topics`` (issue 13; absent from older workers' snapshots): as of the
+    rank_docs_per_s: list[float] = field(default_factory=list)  # per rank of a group
+    # Per topic of ``topics`` (absent from older workers' snapshots): as of the
     # evaluation at ``quality_docs``, NPMI coherence (None without held-out documents), JS
     # divergence in bits since the evaluation before (None for the first) and the documents
     # seen when it last moved more than lda.drift.CHANGED_BITS; and for each of its words the
@@ -208,7 +208,7 @@ class PerplexityPoint:
     perplexity: float
     perplexity_avg: float
     at: float
-    coherence: float | None = None  # absent from points of workers before issue 13
+    coherence: float | None = None  # absent from points of workers that predate coherence
     diversity: float | None = None
 
 

@@ -1,4 +1,4 @@
-"""Two gloo ranks learning 25 + 25 documents per step equal one learner with the 50 (issue 11).
+"""Two gloo ranks learning 25 + 25 documents per step equal one learner with the 50.
 
 Real processes and a real process group (gloo over loopback). Every rank draws the whole
 minibatch's random numbers and uses its slice, and the ranks' expected counts are summed with

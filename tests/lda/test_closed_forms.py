@@ -1,4 +1,4 @@
-"""Each closed-form LDA step equals one generic-recipe step (DESIGN §2) given the same noise.
+"""Each closed-form LDA step equals one generic-recipe step (docs/samplers.md) given the same noise.
 
 K=3, W=5, theta well away from zero (no reflection); the oracle computes Gamma by automatic
 differentiation from the samplers' D(z), Q(z) in lda.diffusions.

@@ -1,4 +1,4 @@
-"""Topic drift (JS divergence after matching) and the posterior window's intervals (issue 13)."""
+"""Topic drift (JS divergence after matching) and the posterior window's intervals."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The held-out estimator's start and its default against a long reference run (DESIGN §3).
+"""The held-out estimator's start and its default against a long reference run (docs/heldout.md).
 
 The scorer starts each chain from p(k | w) ∝ beta_kw and keeps 4/5 of 20 Rao-Blackwellised
 sweeps. Its estimate's bias is the Monte Carlo noise of pi_hat (perplexity is convex in it), so

@@ -4,7 +4,7 @@ K=10, W=1,000, 5,000 training documents of 100 tokens (true topics Dirichlet(0.0
 proportions Dirichlet(0.1)), 500 held-out documents. Bounds: mean total-variation distance
 between true and learned topics under the best one-to-one matching below 0.1, and held-out
 perplexity, of the current sample and posterior-averaged, within 5% of the true topics'
-perplexity under the same estimator (the issue's bound).
+perplexity under the same estimator (the recovery bound).
 Measured (BENCHMARKS.md), learner seeds 0-8: SGRLD (eps 0.01 (1 + t/200)^-1, 10 passes) TV
 0.081-0.084, current ratio 1.032-1.042, averaged 1.008-1.011; with the slower decay
 (1 + t/1000)^-0.55 over 2 passes the current sample stays hot on the minibatch noise (TV 0.157,

@@ -1,4 +1,4 @@
-"""The synthetic correctness checks of Ma, Chen & Fox (2015), Fig. 1 (DESIGN §2).
+"""The synthetic correctness checks of Ma, Chen & Fox (2015), Fig. 1 (docs/samplers.md).
 
 Every sampler is a (D, Q) pair run through the complete recipe. Many independent chains are
 simulated at once with a closed-form batched step per sampler; each closed form is first checked

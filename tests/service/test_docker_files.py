@@ -23,7 +23,7 @@ COMPOSE = ROOT / "docker-compose.yml"
 COMPOSE_GPU = ROOT / "docker-compose.gpu.yml"
 COMPOSE_MULTI_GPU = ROOT / "docker-compose.multigpu.yml"
 STREAMLDA_SERVICES = ("scraper", "worker", "api")
-# Commands of issue 4 still being written in parallel; remove each once it is registered.
+# Commands still being written in parallel; remove each once it is registered.
 PENDING_COMMANDS: set[str] = set()
 
 

@@ -50,7 +50,7 @@ MONITORING_SERVICES = {"prometheus", "grafana"}
 # Counters the worker adds to its snapshot beside COUNTERS (Worker._publish_snapshot).
 WORKER_EXTRA_COUNTERS = ("redis_retries", "heldout_docs", "unacked", "evals_waiting",
                          "scorer_restarts")  # fmt: skip
-# What issue 13 asks the dashboard to show.
+# Topic quality the dashboard must show.
 REQUIRED_METRICS = {
     "streamlda_perplexity",
     "streamlda_topic_coherence",

@@ -134,7 +134,7 @@ def test_page_shows_topics_and_plot(published: Published, served: str, tmp_path:
     assert [k for k, _ in listed] == [0, 1, 2], dom[:3000]
     assert "apple banana cherry grape" in listed[0][1]
     assert "sonata violin cello opera" in listed[2][1]
-    # A worker from before issue 13: no coherence and no drift, shown as such.
+    # A worker that predates per-topic quality: no coherence and no drift, shown as such.
     assert {cell(row, "coherence") for _, row in listed} == {"—"}
     assert {cell(row, "drift") for _, row in listed} == {"—"}
     assert "coherence and drift come with the first evaluation" in text(dom)

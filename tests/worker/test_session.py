@@ -1,4 +1,4 @@
-"""The learning session: the protocol train, the worker and the benchmark share (issue 11)."""
+"""The learning session: the protocol train, the worker and the benchmark share."""
 
 from __future__ import annotations
 
