@@ -221,11 +221,7 @@ class StreamingLDA:
             raise ValueError("cannot learn from an empty minibatch")
         batch = Batch(batch.words.to(self.device), batch.offsets)
         if self.chain is not None:
-            if reducer is not None and reducer.world_size > 1:
-                raise NotImplementedError(
-                    "SCIR's lazy step does not run in a data-parallel group yet: use sgrld"
-                )
-            return self._lazy_update(batch, where)
+            return self._lazy_update(batch, where, reducer)
         expected = gibbs_expectations(
             self.beta,
             batch,
@@ -255,15 +251,27 @@ class StreamingLDA:
         self.tokens_seen += where.tokens
         return info
 
-    def _lazy_update(self, batch: Batch, where: Layout) -> StepInfo:
+    def _lazy_update(self, batch: Batch, where: Layout, reducer: Reducer | None) -> StepInfo:
         """SCIR's step on the minibatch's words only: bring their columns up to date, Gibbs on
-        beta restricted to them (word ids renumbered), then the exact transition there."""
+        beta restricted to them (word ids renumbered), then the exact transition there. In a
+        group the columns are the union of every rank's words (one all-reduce of a W-long
+        mask) and only those columns' counts are summed. A non-finite step leaves the chain
+        changed (it is stepped in place): the caller restores a checkpoint."""
         cfg = self.config
         chain = self.chain
         assert chain is not None and cfg.gamma is not None and cfg.burn_in is not None
         assert cfg.sweeps is not None and cfg.gibbs is not None
-        columns_np, local_np = columns_of(batch.words.numpy(), cfg.n_words)
-        columns, local = torch.from_numpy(columns_np), torch.from_numpy(local_np)
+        grouped = reducer is not None and reducer.world_size > 1
+        if grouped:
+            assert reducer is not None
+            mask = torch.zeros(cfg.n_words, dtype=torch.float32)
+            mask[batch.words] = 1.0
+            reducer.sum_(mask)
+            columns = torch.nonzero(mask).squeeze(1)
+            local = torch.searchsorted(columns, batch.words)
+        else:
+            columns_np, local_np = columns_of(batch.words.numpy(), cfg.n_words)
+            columns, local = torch.from_numpy(columns_np), torch.from_numpy(local_np)
         chain.catch_up(columns, self.generator)
         expected = gibbs_expectations(
             chain.beta_columns(columns),
@@ -274,8 +282,12 @@ class StreamingLDA:
             self.generator,
             cfg.gibbs,
             cfg.gibbs_backend,
+            shard=where.shard,
         )
         topic_word = expected.topic_word(int(columns.numel()))
+        if grouped:
+            assert reducer is not None
+            reducer.sum_(topic_word)
         scale = self.corpus_size(where.documents) / where.documents
         if not chain.advance(columns, topic_word, scale, self.step_size, self.generator):
             raise NonFiniteError(f"non-finite theta after step {self.state.step + 1}")

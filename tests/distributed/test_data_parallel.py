@@ -57,7 +57,7 @@ def _free_port() -> str:
         return str(s.getsockname()[1])
 
 
-@pytest.mark.parametrize("sampler", ["sgrld", "sgrhmc"])
+@pytest.mark.parametrize("sampler", ["sgrld", "sgrhmc", "scir"])
 def test_two_ranks_equal_one_learner_with_both_halves(tmp_path: Path, sampler: str) -> None:
     outs = [str(tmp_path / f"rank{r}.pt") for r in range(2)]
     port = _free_port()
