@@ -36,7 +36,9 @@ class Settings(BaseSettings):
 
     # --- model and learner (lda/) -------------------------------------------------------
     sampler: SamplerName = Field(
-        "sgrld", description="SG-MCMC sampler: sgld, sghmc, sgrld, sgrhmc, scir"
+        "scir",
+        description="SG-MCMC sampler: sgld, sghmc, sgrld, sgrhmc, scir (SGRLD's diffusion "
+        "integrated exactly; on the CPU a step touches only the minibatch's words)",
     )
     topics: int = Field(50, ge=1, description="Number of topics K")
     vocab: Path | None = Field(None, description="Vocabulary file, one word per line")
@@ -82,7 +84,8 @@ class Settings(BaseSettings):
         100,
         ge=1,
         description="Documents per minibatch n, per rank (100: half the steps of 50, as good); "
-        "above 100, SGRLD's and SGRHMC's unset step size, schedule b and mean decay follow n",
+        "above 100, SGRLD's, SGRHMC's and SCIR's unset step size, schedule b and mean decay "
+        "follow n",
     )
     sweeps: int | None = Field(
         None, ge=1, description="Gibbs sweeps per minibatch (default: the sampler's: 6, SGRHMC 50)"
@@ -105,7 +108,7 @@ class Settings(BaseSettings):
         lt=1,
         description="Decay per step of beta_mean, the exponential mean of the samples that is "
         f"served and exported (it weighs ~1/(1 - decay) recent steps; 0: the last sample); "
-        f"default {_learner_default('mean_decay')}, for SGRLD and SGRHMC "
+        f"default {_learner_default('mean_decay')}, for SGRLD, SGRHMC and SCIR "
         f"{_learner_default('mean_decay')}^(n/100) with minibatches of n > 100",
     )
     heldout: int = Field(1000, ge=0, description="First H documents kept as the held-out set")

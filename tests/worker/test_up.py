@@ -137,7 +137,7 @@ def test_up_serves_topics_and_perplexity_then_stops_cleanly_and_resumes(tmp_path
         assert 0 < perplexity["history"][0]["diversity"] <= 1
         status, stats = get(port, "/stats")
         assert status == 200 and stats["topics"] == TOPICS and stats["docs_seen"] > 0
-        assert stats["sampler"] == "sgrld" and stats["device"] == "cpu"
+        assert stats["sampler"] == "scir" and stats["device"] == "cpu"
         assert {"length", "pending"} <= set(stats["queue"]) and stats["scraper"]["queued"] > 0
         assert stats["worker"]["updates"] > 0
         assert stats["checkpoint_at"] is not None  # the vocabulary's checkpoint at least
