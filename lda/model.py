@@ -19,7 +19,7 @@ import torch
 from lda.averaging import ExponentialMean
 from lda.batch import Batch
 from lda.cir_kernel import columns_of
-from lda.gibbs import Backend, Method, default_burn_in, gibbs_expectations
+from lda.gibbs import Backend, Init, Method, default_burn_in, gibbs_expectations
 from lda.gradient import MinibatchStatistics
 from lda.lazy import LazyChain
 from lda.parallel import Layout, Reducer, layout
@@ -53,6 +53,9 @@ class LearnerConfig:
     sweeps: int | None = None  # Gibbs sweeps per minibatch (default: the sampler's)
     burn_in: int | None = None
     gibbs: Method | None = None  # (default: the sampler's)
+    # Each minibatch's fresh start: every token's topic uniform, or drawn from p(k | w) ∝ beta_kw
+    # (fewer topics per document from the first sweep: the sparse kernel's cost); the sampler's.
+    gibbs_init: Init | None = None
     # Where the training Gibbs sweeps run (lda.gibbs.Backend): "auto" is the compiled CPU kernel
     # on the CPU and the CUDA kernel when the model is on a CUDA device; "cpu" keeps them in
     # the CPU kernel whatever the device.
@@ -74,6 +77,11 @@ class LearnerConfig:
         object.__setattr__(self, "schedule", self.schedule or spec.schedule)
         object.__setattr__(self, "sweeps", spec.sweeps if self.sweeps is None else self.sweeps)
         object.__setattr__(self, "gibbs", spec.gibbs if self.gibbs is None else self.gibbs)
+        if self.gibbs_init is None:
+            object.__setattr__(self, "gibbs_init", spec.gibbs_init)
+        if self.gibbs_init not in get_args(Init):
+            choices = get_args(Init)
+            raise ValueError(f"unknown gibbs_init {self.gibbs_init!r}: choose from {choices}")
         assert self.sweeps is not None
         burn = default_burn_in(self.sweeps) if self.burn_in is None else self.burn_in
         if not 0 <= burn < self.sweeps:
@@ -214,7 +222,7 @@ class StreamingLDA:
         caller already has it (saves a collective)."""
         cfg = self.config
         assert cfg.gamma is not None and cfg.burn_in is not None
-        assert cfg.sweeps is not None and cfg.gibbs is not None
+        assert cfg.sweeps is not None and cfg.gibbs is not None and cfg.gibbs_init is not None
         if where is None:
             where = layout(reducer, batch.n_documents, batch.n_tokens)
         if where.documents == 0:
@@ -231,6 +239,7 @@ class StreamingLDA:
             self.generator,
             cfg.gibbs,
             cfg.gibbs_backend,
+            init=cfg.gibbs_init,
             shard=where.shard,
         )
         topic_word = expected.topic_word(cfg.n_words).to(self.state.theta.dtype)
@@ -260,7 +269,7 @@ class StreamingLDA:
         cfg = self.config
         chain = self.chain
         assert chain is not None and cfg.gamma is not None and cfg.burn_in is not None
-        assert cfg.sweeps is not None and cfg.gibbs is not None
+        assert cfg.sweeps is not None and cfg.gibbs is not None and cfg.gibbs_init is not None
         grouped = reducer is not None and reducer.world_size > 1
         if grouped:
             assert reducer is not None
@@ -282,6 +291,7 @@ class StreamingLDA:
             self.generator,
             cfg.gibbs,
             cfg.gibbs_backend,
+            init=cfg.gibbs_init,
             shard=where.shard,
         )
         topic_word = expected.topic_word(int(columns.numel()))
