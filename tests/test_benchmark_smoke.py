@@ -70,6 +70,9 @@ def test_benchmark_runs_peers_variants_and_plot(
             "--sweeps", "4", "--eval-sweeps", "4", "--checkpoints", "50,100", "--no-gensim",
             "--runs", "sgrld,sgrld:sweeps=2:mean_decay=0.5", "--tomotopy-iters", "5,10",
             "--tomotopy-every", "5", "--threads", "1", "--max-tokens", "200",
+            # 100 documents told they sample English Wikipedia (the default N, 6.9 million)
+            # leave the 4-step sample far off; this run checks the machinery at a small N
+            "--corpus-size", "10000",
             "--plot", str(plot),
         ]
     )  # fmt: skip
@@ -211,3 +214,24 @@ def test_ptx_report_reads_the_kernels_registers(
         free, capped = (int(r[2]) for r in scan)
         assert 64 < free <= 255 and capped == 64
         assert int(scan[1][3]) > 0  # capped at 64, it spills
+
+
+@pytest.mark.skipif(not (CORPUS / "vocab-7702.txt").is_file(), reason="DEV corpus not present")
+def test_cost_grid_runs_each_cell_in_its_own_process(tmp_path):
+    """benchmarks/cost.py: a row per system and cell, each with docs/s and its peak memory."""
+    pytest.importorskip("tomotopy", reason="tomotopy is in the dev extra")
+    cost = _load_benchmark(SCRIPT.parent / "cost.py")
+    rows = cost.main(
+        [
+            "--corpus-dir", str(CORPUS), "--topics", "4", "--words", "300", "--runs", "scir",
+            "--peers", "tomotopy", "--docs", "60", "--heldout", "10", "--vocab-docs", "100",
+            "--batch-size", "20", "--tomotopy-iters", "2", "--threads", "1",
+            "--json", str(tmp_path / "cost.json"),
+        ]
+    )  # fmt: skip
+    assert [(r["system"], r["K"], r["W"]) for r in rows] == [
+        ("scir", 4, 300),
+        ("tomotopy (1 workers)", 4, 300),
+    ]
+    assert all(r["docs_per_s"] > 0 and r["peak_rss_gib"] > 0 for r in rows)
+    assert rows[0]["perplexity"] > 1 and rows[0]["gibbs_ns_per_token_sweep"] > 0

@@ -41,26 +41,31 @@ def test_schedule_from_settings(sampler, overrides, schedule):
         assert {config.schedule(t) for t in (0, 10, 10_000)} == {schedule.a}
 
 
+def SGRLD(**values: object) -> Settings:
+    """Settings with SGRLD, whatever the default sampler."""
+    return Settings(sampler="sgrld", **values)  # type: ignore[arg-type]
+
+
 def test_sgrld_defaults_follow_a_larger_minibatch(monkeypatch):
     """SGRLD's default a grows like sqrt(n / 100), its b (in steps) and beta_mean's window
     shrink like 100 / n, so a step schedule and an averaging window stay the same in documents;
     values the user set stand, smaller minibatches and samplers with no measured rule keep the
     defaults, and a group's step counts every rank's documents. SGRHMC's constant step grows
-    the same way."""
-    config = learner_config(Settings(batch_size=1000), n_words=10)
+    the same way, and SCIR's h like n (an exact step has no stability limit)."""
+    config = learner_config(SGRLD(batch_size=1000), n_words=10)
     assert config.schedule is not None
     assert config.schedule.a == pytest.approx(0.03 * 10**0.5)
     assert (config.schedule.b, config.schedule.c) == (pytest.approx(100.0), 0.55)
     assert config.mean_decay == pytest.approx(0.97**10)
     # the schedule in documents is the reference's: step t at n = 1,000 is step 10 t at n = 100
-    reference = learner_config(Settings(batch_size=100), n_words=10).schedule
+    reference = learner_config(SGRLD(batch_size=100), n_words=10).schedule
     assert reference == StepSchedule(0.03, 1000.0, 0.55)
     assert config.schedule(50) / reference(500) == pytest.approx(10**0.5)
     for n in (50, 100):
-        small = learner_config(Settings(batch_size=n), n_words=10)
+        small = learner_config(SGRLD(batch_size=n), n_words=10)
         assert small.schedule == reference and small.mean_decay == 0.97
-    assert learner_config(Settings(batch_size=500), n_words=10, ranks=2) == config
-    own = learner_config(Settings(batch_size=1000, step_size=0.05, mean_decay=0.9), n_words=10)
+    assert learner_config(SGRLD(batch_size=500), n_words=10, ranks=2) == config
+    own = learner_config(SGRLD(batch_size=1000, step_size=0.05, mean_decay=0.9), n_words=10)
     assert own.schedule == StepSchedule(0.05, pytest.approx(100.0), 0.55)
     assert own.mean_decay == 0.9
     sgrhmc = learner_config(Settings(sampler="sgrhmc", batch_size=1000), n_words=10)
@@ -68,8 +73,10 @@ def test_sgrld_defaults_follow_a_larger_minibatch(monkeypatch):
     assert sgrhmc.mean_decay == pytest.approx(0.97**10)
     sgld = learner_config(Settings(sampler="sgld", batch_size=1000), n_words=10)
     assert sgld.schedule == StepSchedule(0.01) and sgld.mean_decay == 0.97
+    scir = learner_config(Settings(sampler="scir", batch_size=1000), n_words=10)
+    assert scir.schedule == StepSchedule(pytest.approx(3.0), pytest.approx(100.0), 0.55)
     monkeypatch.setenv("STREAMLDA_MEAN_DECAY", "0.97")  # set, even to the default: it stands
-    assert learner_config(Settings(batch_size=1000), n_words=10).mean_decay == 0.97
+    assert learner_config(SGRLD(batch_size=1000), n_words=10).mean_decay == 0.97
 
 
 def test_up_children_learn_with_the_config_a_worker_started_alone_has(monkeypatch):
