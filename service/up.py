@@ -78,11 +78,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def child_environment(settings: Settings) -> dict[str, str]:
-    """The environment plus every setting as STREAMLDA_<NAME> (lists and dicts as JSON)."""
+    """The environment plus every setting that was set (by the environment, a flag or ``up``
+    itself) as STREAMLDA_<NAME> (lists and dicts as JSON). Defaults are left for each child to
+    resolve as a process started alone would: a default written out would count as set there
+    (a mean decay exported that way stopped following the minibatch)."""
     env = dict(os.environ)
+    given = settings.model_fields_set
     for name, value in settings.model_dump(mode="json").items():
         key = "STREAMLDA_" + name.upper()
-        if value is None:
+        if value is None or name not in given:
             env.pop(key, None)
         elif isinstance(value, list | dict):
             env[key] = json.dumps(value)

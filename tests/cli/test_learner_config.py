@@ -87,7 +87,10 @@ def test_up_children_learn_with_the_config_a_worker_started_alone_has(monkeypatc
     for key in [k for k in os.environ if k.startswith("STREAMLDA_")]:
         monkeypatch.delenv(key)
     parent = Settings(batch_size=500)
-    for key, value in child_environment(parent).items():
+    env = child_environment(parent)
+    assert env["STREAMLDA_BATCH_SIZE"] == "500"
+    assert "STREAMLDA_TOPICS" not in env and "STREAMLDA_WIKIPEDIA_ARTICLES" not in env
+    for key, value in env.items():
         if key.startswith("STREAMLDA_"):
             monkeypatch.setenv(key, value)
     child = learner_config(Settings(), n_words=10, ranks=2)
