@@ -44,15 +44,26 @@ async def _http(request: Request, exc: Exception) -> JSONResponse:
 
 
 def redis_failure(url: str | None, exc: Exception) -> str:
-    """The 503 message for a failed Redis call: unreachable (transient) or an error; redacted."""
+    """The public 503 message for a failed Redis call: unreachable (transient) or an error.
+    It names neither the server nor the client library's text (they carry the host, port and
+    user, for anyone who asks): those go to the operator's log, redacted (redis_failure_log)."""
     if is_transient(exc):
-        return f"Redis is unreachable at {redact(url)}: {redact(str(exc))}"
-    return f"Redis error at {redact(url)}: {redact(str(exc))}"
+        return "Redis is unreachable (the API's log says where and why)"
+    return "Redis answered with an error (the API's log says which)"
+
+
+def redis_failure_log(url: str | None, exc: Exception) -> str:
+    """The operator's line for a failed Redis call: where and why, the password redacted."""
+    return f"Redis at {redact(url)}: {redact(str(exc))}"
 
 
 async def _redis(request: Request, exc: Exception) -> JSONResponse:
     if not is_transient(exc):
-        log.warning("Redis error on %s: %s", request.url.path, redact(str(exc)))
+        log.warning(
+            "on %s: %s",
+            request.url.path,
+            redis_failure_log(request.app.state.settings.redis_url, exc),
+        )
     detail = redis_failure(request.app.state.settings.redis_url, exc)
     return JSONResponse({"detail": detail}, status.HTTP_503_SERVICE_UNAVAILABLE)
 

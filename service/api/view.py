@@ -24,7 +24,7 @@ from fastapi import HTTPException, status
 from lda.model import Estimate
 from service.api import live, render
 from service.api.conditional import Rendered
-from service.api.errors import redis_failure
+from service.api.errors import redis_failure, redis_failure_log
 from service.api.prometheus import render as render_metrics
 from service.settings import Settings
 from service.store.snapshot import (
@@ -181,6 +181,10 @@ class View:
         try:
             self.state = self._read()
         except redis.RedisError as exc:
+            if self.state.error in (None, STARTING):  # once per outage, not per refresh
+                log.warning(
+                    "cannot read the snapshot: %s", redis_failure_log(self.settings.redis_url, exc)
+                )
             self.state = State(error=redis_failure(self.settings.redis_url, exc))
         except Exception:  # a malformed key: keep serving the last good state, say so in logs
             log.exception("could not refresh the API's view of Redis")
