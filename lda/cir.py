@@ -39,6 +39,15 @@ def cir_transition(
     return c * torch._standard_gamma(a + mixing, generator=generator)
 
 
+def beta_floor(dtype: torch.dtype) -> float:
+    """The least beta SCIR hands out in ``dtype``: the square root of its smallest normal
+    number (1.5e-154 in float64, 1.1e-19 in float32). Gamma(alpha << 1) puts most coordinates
+    below the dtype's range; a word every topic underflowed on must still give Gibbs a
+    distribution, and products of two floored numbers stay normal (subnormal arithmetic made
+    the sweeps several times slower). docs/samplers.md, "Numerics"."""
+    return float(torch.finfo(dtype).tiny) ** 0.5
+
+
 def cir_mean(theta: torch.Tensor, a: torch.Tensor | float, h: float) -> torch.Tensor:
     """E[theta' | theta] = a c + theta e^-h."""
     decay, c = _decay(h)

@@ -153,17 +153,6 @@ def cir_array(
         theta[i], _ = cir(theta[i], a[i], h, stream(key, i))
 
 
-@numba.njit(cache=True, inline="always")
-def beta_floor() -> float:
-    """The smallest beta handed to Gibbs: sqrt of float64's smallest normal number (1.5e-154;
-    reads into float32 use float32's, 1.1e-19).
-    Gamma(alpha << 1) puts most coordinates below float64's range, and a word every topic
-    underflowed on must still give Gibbs a distribution; products of two floored numbers stay
-    normal (subnormal arithmetic made the sweeps several times slower). beta moves by at most
-    the floor, the same as the dense SCIR step's (lda.samplers.scir_transition)."""
-    return math.sqrt(np.finfo(np.float64).tiny)
-
-
 @numba.njit(cache=True)
 def columns_of(words: np.ndarray, n_words: int) -> tuple[np.ndarray, np.ndarray]:
     """(the distinct word ids of ``words``, sorted; each token's index among them): a
@@ -251,11 +240,7 @@ def catch_up_columns(
             )
             change += (x1 - alpha) * now - (x0 - alpha) * grown[j]
         row_stale[k] += change
-    for j in range(m):
-        w = columns[j]
-        column_time[w] = time
-        column_step[w] = steps
-        column_mark[w] = mark
+    stamp(columns, column_time, column_step, column_mark, time, steps, mark)
 
 
 @numba.njit(parallel=True, cache=True)
@@ -302,10 +287,10 @@ def beta_columns(
     theta: np.ndarray,  # (K, W)
     columns: np.ndarray,  # (m,) int64
     row_sums: np.ndarray,  # (K,) float64
+    floor: float,  # lda.cir.beta_floor
     out: np.ndarray,  # (K, m) float64
 ) -> None:
-    """out = theta[:, columns] / row_sums, raised to BETA_FLOOR (see there)."""
-    floor = beta_floor()
+    """out = theta[:, columns] / row_sums, raised to ``floor``."""
     for k in numba.prange(theta.shape[0]):
         inverse = 1.0 / row_sums[k]
         for j in range(columns.shape[0]):
@@ -380,7 +365,7 @@ def sample_beta(
     time: float,
     alpha: float,
     key: np.uint64,
-    floor: float,  # sqrt of ``out``'s dtype's smallest normal number (see beta_floor)
+    floor: float,  # lda.cir.beta_floor of ``out``'s dtype
     out: np.ndarray,  # (K, W), any float dtype: a draw of beta now
 ) -> None:
     """A draw of beta now: each stale column an exact CIR transition over its elapsed time (as

@@ -28,15 +28,11 @@ import numpy as np
 import torch
 
 from lda import cir_kernel
+from lda.cir import beta_floor
 
 # Re-base before e^T or decay^-s could reach e^LIMIT (float64 holds e^709).
 _EXPONENT_LIMIT = 200.0
 SYNC_EVERY = 1000  # steps between syncs at most (each is one O(K x W) pass)
-
-
-def _floor(dtype: torch.dtype) -> float:
-    """The least beta a read hands out in ``dtype`` (lda.cir_kernel.beta_floor's rule)."""
-    return float(torch.finfo(dtype).tiny) ** 0.5
 
 
 def _key(generator: torch.Generator) -> np.uint64:
@@ -89,7 +85,11 @@ class LazyChain:
         """(K, m) float64 beta on ``columns`` (brought up to date first by the caller)."""
         out = torch.empty(self.theta.shape[0], columns.numel(), dtype=torch.float64)
         cir_kernel.beta_columns(
-            self.theta.numpy(), columns.numpy(), self.row_sums().numpy(), out.numpy()
+            self.theta.numpy(),
+            columns.numpy(),
+            self.row_sums().numpy(),
+            beta_floor(torch.float64),
+            out.numpy(),
         )
         return out
 
@@ -116,7 +116,7 @@ class LazyChain:
             self.alpha,
             self.weight,
             normalise,
-            _floor(dtype),
+            beta_floor(dtype),
             out.numpy(),
         )
         return out
@@ -130,7 +130,7 @@ class LazyChain:
             self.time,
             self.alpha,
             _key(generator),
-            _floor(dtype),
+            beta_floor(dtype),
             out.numpy(),
         )
         return out

@@ -129,6 +129,11 @@ def _all_finite(*tensors: torch.Tensor) -> bool:
     return bool(torch.isfinite(sums).all()) or all(bool(torch.isfinite(x).all()) for x in tensors)
 
 
+def _group(reducer: Reducer | None) -> Reducer | None:
+    """The reducer when there is a group to sum over (more than one rank), else None."""
+    return reducer if reducer is not None and reducer.world_size > 1 else None
+
+
 class StreamingLDA:
     """Expanded-mean LDA learned online from minibatches with an SG-MCMC sampler."""
 
@@ -221,8 +226,6 @@ class StreamingLDA:
         step on every rank (:mod:`lda.parallel`). ``where`` is the step's layout when the
         caller already has it (saves a collective)."""
         cfg = self.config
-        assert cfg.gamma is not None and cfg.burn_in is not None
-        assert cfg.sweeps is not None and cfg.gibbs is not None and cfg.gibbs_init is not None
         if where is None:
             where = layout(reducer, batch.n_documents, batch.n_tokens)
         if where.documents == 0:
@@ -230,21 +233,9 @@ class StreamingLDA:
         batch = Batch(batch.words.to(self.device), batch.offsets)
         if self.chain is not None:
             return self._lazy_update(batch, where, reducer)
-        expected = gibbs_expectations(
-            self.beta,
-            batch,
-            cfg.gamma,
-            cfg.sweeps,
-            cfg.burn_in,
-            self.generator,
-            cfg.gibbs,
-            cfg.gibbs_backend,
-            init=cfg.gibbs_init,
-            shard=where.shard,
+        topic_word = self._expected_counts(
+            self.beta, batch, where, _group(reducer), self.state.theta.dtype
         )
-        topic_word = expected.topic_word(cfg.n_words).to(self.state.theta.dtype)
-        if reducer is not None and reducer.world_size > 1:
-            reducer.sum_(topic_word)
         stats = MinibatchStatistics(
             topic_word=topic_word, scale=self.corpus_size(where.documents) / where.documents
         )
@@ -260,31 +251,22 @@ class StreamingLDA:
         self.tokens_seen += where.tokens
         return info
 
-    def _lazy_update(self, batch: Batch, where: Layout, reducer: Reducer | None) -> StepInfo:
-        """SCIR's step on the minibatch's words only: bring their columns up to date, Gibbs on
-        beta restricted to them (word ids renumbered), then the exact transition there. In a
-        group the columns are the union of every rank's words (one all-reduce of a W-long
-        mask) and only those columns' counts are summed. A non-finite step leaves the chain
-        changed (it is stepped in place): the caller restores a checkpoint."""
+    def _expected_counts(
+        self,
+        beta: torch.Tensor,
+        batch: Batch,
+        where: Layout,
+        group: Reducer | None,
+        dtype: torch.dtype | None = None,
+    ) -> torch.Tensor:
+        """(K, beta's columns) sum over the minibatch's documents (every rank's, in a group) of
+        E[n_dkw]: this rank's Gibbs expectations on ``beta``, in ``dtype``, summed over ranks."""
         cfg = self.config
-        chain = self.chain
-        assert chain is not None and cfg.gamma is not None and cfg.burn_in is not None
-        assert cfg.sweeps is not None and cfg.gibbs is not None and cfg.gibbs_init is not None
-        grouped = reducer is not None and reducer.world_size > 1
-        if grouped:
-            assert reducer is not None
-            mask = torch.zeros(cfg.n_words, dtype=torch.float32)
-            mask[batch.words] = 1.0
-            reducer.sum_(mask)
-            columns = torch.nonzero(mask).squeeze(1)
-            local = torch.searchsorted(columns, batch.words)
-        else:
-            columns_np, local_np = columns_of(batch.words.numpy(), cfg.n_words)
-            columns, local = torch.from_numpy(columns_np), torch.from_numpy(local_np)
-        chain.catch_up(columns, self.generator)
+        assert cfg.gamma is not None and cfg.burn_in is not None and cfg.sweeps is not None
+        assert cfg.gibbs is not None and cfg.gibbs_init is not None
         expected = gibbs_expectations(
-            chain.beta_columns(columns),
-            Batch(local, batch.offsets),
+            beta,
+            batch,
             cfg.gamma,
             cfg.sweeps,
             cfg.burn_in,
@@ -294,10 +276,35 @@ class StreamingLDA:
             init=cfg.gibbs_init,
             shard=where.shard,
         )
-        topic_word = expected.topic_word(int(columns.numel()))
-        if grouped:
-            assert reducer is not None
-            reducer.sum_(topic_word)
+        topic_word = expected.topic_word(beta.shape[1])
+        if dtype is not None:
+            topic_word = topic_word.to(dtype)
+        if group is not None:
+            group.sum_(topic_word)
+        return topic_word
+
+    def _lazy_update(self, batch: Batch, where: Layout, reducer: Reducer | None) -> StepInfo:
+        """SCIR's step on the minibatch's words only: bring their columns up to date, Gibbs on
+        beta restricted to them (word ids renumbered), then the exact transition there. In a
+        group the columns are the union of every rank's words (one all-reduce of a W-long
+        mask) and only those columns' counts are summed. A non-finite step leaves the chain
+        changed (it is stepped in place): the caller restores a checkpoint."""
+        cfg = self.config
+        chain = self.chain
+        assert chain is not None
+        group = _group(reducer)
+        if group is not None:
+            mask = torch.zeros(cfg.n_words, dtype=torch.float32)
+            mask[batch.words] = 1.0
+            group.sum_(mask)
+            columns = torch.nonzero(mask).squeeze(1)
+            local = torch.searchsorted(columns, batch.words)
+        else:
+            columns_np, local_np = columns_of(batch.words.numpy(), cfg.n_words)
+            columns, local = torch.from_numpy(columns_np), torch.from_numpy(local_np)
+        chain.catch_up(columns, self.generator)
+        beta = chain.beta_columns(columns)
+        topic_word = self._expected_counts(beta, Batch(local, batch.offsets), where, group)
         scale = self.corpus_size(where.documents) / where.documents
         if not chain.advance(columns, topic_word, scale, self.step_size, self.generator):
             raise NonFiniteError(f"non-finite theta after step {self.state.step + 1}")

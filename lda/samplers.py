@@ -26,7 +26,7 @@ from typing import Literal, get_args
 import torch
 
 from lda import diffusions
-from lda.cir import cir_transition
+from lda.cir import beta_floor, cir_transition
 from lda.gibbs import Init, Method
 from lda.gradient import MinibatchStatistics, log_posterior_gradient, safe
 from lda.hyper import Hyper  # its own module (no import circle); importers use it from here too
@@ -160,8 +160,7 @@ def scir_transition(
     """
     a = hyper.alpha + stats.scale * stats.topic_word
     drawn = cir_transition(theta, a, h, generator)
-    smallest = torch.finfo(drawn.dtype).tiny ** 0.5
-    floor = smallest * drawn.sum(dim=1, keepdim=True).clamp_min(1.0)
+    floor = beta_floor(drawn.dtype) * drawn.sum(dim=1, keepdim=True).clamp_min(1.0)
     raised = drawn < floor
     return torch.where(raised, floor, drawn), raised.sum()
 
