@@ -97,7 +97,8 @@ class GibbsExpectations:
         """(n, K) E[n_dk]: expected tokens of each topic in each document."""
         if self.document_topic_sums is not None:
             return (self.document_topic_sums / self.kept).to(self.dtype)
-        assert self.summed is not None
+        if self.summed is None:
+            raise ValueError("document_topic was not accumulated (need_document_topic=False)")
         if self.summed.device.type == "cpu":
             # One pass over the raw counts, as topic_word: no (T, K) float copy (the held-out
             # scorer's chunks are 100,000 tokens, a 40 MB copy and a third of a 2-sweep score).
@@ -119,6 +120,11 @@ class GibbsExpectations:
             sums = self.topic_word_sums
             if sums is None:
                 raise ValueError("topic_word was not accumulated (need_topic_word=False)")
+            if self.topic_words is not None and self.topic_words.numel() == n_words:
+                # Every word is a column (a caller that renumbered the minibatch's words, as
+                # the lazy SCIR chain does): the sums as they are, in the kernel's word-major
+                # layout, with no scatter.
+                return (sums / self.kept).to(self.dtype)
             if self.topic_words is not None:
                 from lda.gibbs_sparse import scatter_topic_word
 
@@ -173,6 +179,7 @@ def gibbs_expectations(
     shard: Shard | None = None,
     need_topic_word: bool = True,
     kernel: Kernel = "auto",
+    need_document_topic: bool = True,
 ) -> GibbsExpectations:
     """Run Gibbs on every document of ``batch`` and average the kept sweeps.
 
@@ -180,7 +187,8 @@ def gibbs_expectations(
     a CUDA device (``backend``: see :data:`Backend`). With a ``shard`` the batch is one rank's
     part of a larger minibatch: the draws are made for all its tokens and this rank's slice
     used (see :mod:`lda.parallel`). ``need_topic_word=False`` lets the CUDA and sparse kernels
-    skip the word sums when only ``document_topic`` will be read (the held-out scorer).
+    skip the word sums when only ``document_topic`` will be read (the held-out scorer), and
+    ``need_document_topic=False`` the sparse kernel the document sums (the learner's step).
     ``kernel`` picks the CPU kernel of the collapsed methods (see :data:`Kernel`).
     """
     if not 0 <= burn_in < sweeps:
@@ -199,8 +207,9 @@ def gibbs_expectations(
         kernel = "sparse" if sparse_pays(n_topics, beta.shape[1]) else "dense"
     if use_kernel and kernel == "sparse" and method != "uncollapsed":
         return _run_sparse(
-            beta, batch, gamma, sweeps, burn_in, generator, method, init, shard, need_topic_word
-        )
+            beta, batch, gamma, sweeps, burn_in, generator, method, init, shard,
+            need_topic_word, need_document_topic,
+        )  # fmt: skip
     if init == "beta":
         compiled = use_kernel and method != "uncollapsed"
         z = topics_from_beta(beta, words, generator, compiled, shard)
@@ -248,6 +257,7 @@ def _run_sparse(
     init: Init,
     shard: Shard,
     need_topic_word: bool,
+    need_document_topic: bool,
 ) -> GibbsExpectations:
     """The collapsed methods in the sparse CPU kernel: the generator's draws as the dense
     kernel's (the start, then the uniforms), from the minibatch's columns of beta only."""
@@ -268,7 +278,7 @@ def _run_sparse(
         uniforms = shard.take(uniforms, own).contiguous()
     topic_word, document_topic = sparse_collapsed_gibbs(
         columns, batch.offsets, gamma, z, uniforms, burn_in, method == "rao-blackwell",
-        need_topic_word,
+        need_topic_word, need_document_topic,
     )  # fmt: skip
     return GibbsExpectations(
         summed=None,
@@ -276,7 +286,7 @@ def _run_sparse(
         dtype=beta.dtype,
         batch=Batch(batch.words.to(device), batch.offsets),
         topic_word_sums=None if topic_word is None else topic_word.to(device).T,
-        document_topic_sums=document_topic.to(device),
+        document_topic_sums=None if document_topic is None else document_topic.to(device),
         topic_words=columns.word_ids.to(device),
     )
 

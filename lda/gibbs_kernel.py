@@ -156,6 +156,28 @@ def draw_by_word(words: np.ndarray, cdf_t: np.ndarray, uniforms: np.ndarray, z: 
         z[j] = lo
 
 
+@numba.njit(parallel=True, cache=True)
+def draw_by_word_unnormalised(
+    words: np.ndarray, cdf_t: np.ndarray, uniforms: np.ndarray, z: np.ndarray
+) -> None:
+    """:func:`draw_by_word` on running sums that do not end at 1: each comparison divides by
+    the row's total, so the topics equal those drawn from the normalised rows (the same
+    division), without a normalised (W_b, K) copy."""
+    last = cdf_t.shape[1] - 1
+    for j in numba.prange(words.shape[0]):
+        row = cdf_t[words[j]]
+        total = row[last]
+        u = uniforms[j]
+        lo, hi = 0, last
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if row[mid] / total <= u:
+                lo = mid + 1
+            else:
+                hi = mid
+        z[j] = lo
+
+
 @numba.njit(cache=True)
 def add_by_document(offsets: np.ndarray, summed: np.ndarray, kept: int, out: np.ndarray) -> None:
     """out[d, k] += summed[j, k] / kept over the tokens j of document d, in token order."""

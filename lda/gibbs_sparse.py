@@ -13,10 +13,11 @@ import numba
 import numpy as np
 import torch
 
-from lda.gibbs_kernel import balanced_schedule, draw_by_word
+from lda.gibbs_kernel import balanced_schedule, draw_by_word_unnormalised
 from lda.gibbs_sparse_kernel import gather_columns as gather_kernel
 from lda.gibbs_sparse_kernel import (
     reduce_by_word,
+    running_sums,
     scatter_columns,
     sparse_gibbs,
     thread_slots,
@@ -57,10 +58,17 @@ def gather_columns(beta: torch.Tensor, words: torch.Tensor) -> Columns:
     else:
         columns = ids_np  # read in place, whatever the strides (no K x W copy)
     n_topics = beta.shape[0]
-    beta_t = np.empty((ids_np.shape[0], n_topics), dtype=np.float64)
-    cdf = np.empty_like(beta_t)
-    if beta_t.size:
-        gather_kernel(source.numpy(), columns, beta_t, cdf)
+    every = ids_np.shape[0] == source.shape[1]  # ids are then 0..W_b-1: no gather to do
+    if every and source.dtype == torch.float64 and source.T.is_contiguous():
+        # beta already word-major (the lazy SCIR chain hands its columns so): read in place.
+        beta_t = source.T.numpy()
+        cdf = np.empty_like(beta_t)
+        running_sums(beta_t, cdf)
+    else:
+        beta_t = np.empty((ids_np.shape[0], n_topics), dtype=np.float64)
+        cdf = np.empty_like(beta_t)
+        if beta_t.size:
+            gather_kernel(source.numpy(), columns, beta_t, cdf)
     local = torch.from_numpy(local_np.reshape(-1).astype(np.int64))
     return Columns(torch.from_numpy(ids_np), local, torch.from_numpy(beta_t), torch.from_numpy(cdf))
 
@@ -68,9 +76,9 @@ def gather_columns(beta: torch.Tensor, words: torch.Tensor) -> Columns:
 def topics_from_columns(columns: Columns, uniforms: torch.Tensor) -> torch.Tensor:
     """One topic per token from p(k | w) ∝ beta_kw, as :func:`lda.gibbs.topics_from_beta` draws
     it with the same uniforms (float64), from the gathered columns only."""
-    cdf = columns.cdf / columns.cdf[:, -1:]
     z = np.empty(columns.local.numel(), dtype=np.int64)
-    draw_by_word(columns.local.numpy(), cdf.numpy(), uniforms.to("cpu", torch.float64).numpy(), z)
+    u = uniforms.to("cpu", torch.float64).numpy()
+    draw_by_word_unnormalised(columns.local.numpy(), columns.cdf.numpy(), u, z)
     return torch.from_numpy(z)
 
 
@@ -83,10 +91,12 @@ def sparse_collapsed_gibbs(
     burn_in: int,
     rao_blackwell: bool,
     word_sums: bool = True,
-) -> tuple[torch.Tensor | None, torch.Tensor]:
+    document_sums: bool = True,
+) -> tuple[torch.Tensor | None, torch.Tensor | None]:
     """Every sweep of every document; returns the kept sweeps' float64 sums (not yet divided by
     the kept sweeps): by distinct word ((W_b, K), or None without ``word_sums``) and by
-    document (n, K). ``z`` (T,) is the start (not modified), ``uniforms`` (sweeps, T)."""
+    document ((n, K), or None without ``document_sums``). ``z`` (T,) is the start (not
+    modified), ``uniforms`` (sweeps, T)."""
     n_local, n_topics = columns.beta_t.shape
     offsets_np = offsets.to("cpu", torch.int64).numpy()
     n_docs = offsets_np.shape[0] - 1
@@ -100,7 +110,7 @@ def sparse_collapsed_gibbs(
     rows = int(slot_start[-1])
     acc = np.zeros((rows, n_topics), dtype=np.float64)
     inv = np.zeros(rows, dtype=np.float64)
-    document_topic = np.zeros((n_docs, n_topics), dtype=np.float64)
+    document_topic = np.zeros((n_docs if document_sums else 0, n_topics), dtype=np.float64)
     beta_t = columns.beta_t.numpy()
     sparse_gibbs(
         local, offsets_np, schedule, bounds, beta_t, columns.cdf.numpy(), float(gamma),
@@ -112,7 +122,7 @@ def sparse_collapsed_gibbs(
         by_word = np.zeros((n_local, n_topics), dtype=np.float64)
         reduce_by_word(slot, slot_start, acc, inv, beta_t, float(gamma), rao_blackwell, by_word)
         topic_word = torch.from_numpy(by_word)
-    return topic_word, torch.from_numpy(document_topic)
+    return topic_word, torch.from_numpy(document_topic) if document_sums else None
 
 
 def scatter_topic_word(

@@ -52,6 +52,16 @@ def gather_columns(beta: np.ndarray, ids: np.ndarray, beta_t: np.ndarray, cdf: n
 
 
 @numba.njit(parallel=True, cache=True)
+def running_sums(beta_t: np.ndarray, cdf: np.ndarray) -> None:
+    """cdf[i] = the running sum of beta_t[i] over k (the dense part's sampler per word)."""
+    for i in numba.prange(beta_t.shape[0]):
+        r = 0.0
+        for k in range(beta_t.shape[1]):
+            r += beta_t[i, k]
+            cdf[i, k] = r
+
+
+@numba.njit(parallel=True, cache=True)
 def thread_slots(
     local: np.ndarray,  # (T,) int64 local word ids
     offsets: np.ndarray,  # (n+1,) int64
@@ -128,7 +138,7 @@ def sparse_gibbs(
     slot_start: np.ndarray,  # (threads+1,) int64 from thread_slots
     acc: np.ndarray,  # (slot_start[-1], K) float64 zeros, or (0, K): no word sums wanted
     inv: np.ndarray,  # (slot_start[-1],) float64 zeros: sum of 1/Z by word (Rao-Blackwell)
-    document_topic: np.ndarray,  # (n, K) float64 zeros: kept-sweep sums by document
+    document_topic: np.ndarray,  # (n, K) float64 zeros, or (0, K): no document sums wanted
 ) -> None:
     """All sweeps of every document. Kept sweeps add, per token, the indicator of its new topic
     (or the sparse part of its conditional, n_dk^{-j} beta_kw / Z, and 1/Z for the dense part,
@@ -138,6 +148,7 @@ def sparse_gibbs(
     n_local = beta_t.shape[0]
     sweeps = uniforms.shape[0]
     word_sums = acc.shape[0] > 0
+    document_sums = document_topic.shape[0] > 0
     for b in numba.prange(bounds.shape[0] - 1):
         counts = np.zeros(n_topics, dtype=np.float64)
         topics = np.empty(n_topics, dtype=np.int64)  # topics in use, first n_used valid
@@ -221,7 +232,8 @@ def sparse_gibbs(
                     z[j] = k_new
                     if keep:
                         if not rao_blackwell:
-                            document_topic[d, k_new] += 1.0
+                            if document_sums:
+                                document_topic[d, k_new] += 1.0
                             if word_sums:
                                 acc[base + slot[b, w], k_new] += 1.0
                         elif total > 0.0:
@@ -232,13 +244,15 @@ def sparse_gibbs(
                                 r = base + slot[b, w]
                                 for k in range(n_topics):
                                     p = weights[k] * scale
-                                    document_topic[d, k] += p
+                                    if document_sums:
+                                        document_topic[d, k] += p
                                     if word_sums:
                                         acc[r, k] += p
                             for i_k in range(0 if by_topic else n_sparse):
                                 k = topics[i_k]
                                 p = weights[i_k] * scale
-                                document_topic[d, k] += p
+                                if document_sums:
+                                    document_topic[d, k] += p
                                 if word_sums:
                                     acc[base + slot[b, w], k] += p
                             if inv_z[w] == 0.0:
@@ -248,8 +262,9 @@ def sparse_gibbs(
             for i_w in range(n_seen):  # the dense part of the document's sums, word by word
                 w = seen[i_w]
                 c = inv_z[w]
-                for k in range(n_topics):
-                    document_topic[d, k] += gamma * c * beta_t[w, k]
+                if document_sums:
+                    for k in range(n_topics):
+                        document_topic[d, k] += gamma * c * beta_t[w, k]
                 if word_sums:
                     inv[base + slot[b, w]] += c
                 inv_z[w] = 0.0

@@ -27,12 +27,17 @@ from typing import Any
 import numpy as np
 import torch
 
-from lda import cir_kernel
+from lda import lazy_kernel
 from lda.cir import beta_floor
 
 # Re-base before e^T or decay^-s could reach e^LIMIT (float64 holds e^709).
 _EXPONENT_LIMIT = 200.0
 SYNC_EVERY = 1000  # steps between syncs at most (each is one O(K x W) pass)
+
+
+def _word_major(matrix: torch.Tensor) -> torch.Tensor:
+    """A (K, W) matrix as a view of contiguous (W, K) storage (a copy only if it is not)."""
+    return matrix.T.contiguous().T
 
 
 def _key(generator: torch.Generator) -> np.uint64:
@@ -45,9 +50,10 @@ def _key(generator: torch.Generator) -> np.uint64:
 class LazyChain:
     """SCIR's chain with per-column clocks. Column w of ``theta`` holds its value at time
     ``column_time[w]`` (since the last sync); ``total`` the exponential mean's running total as
-    of step ``column_step[w]``."""
+    of step ``column_step[w]``. Both are (K, W) views of word-major (W, K) storage, so that a
+    word's K values are contiguous for the column kernels (lda.lazy_kernel)."""
 
-    theta: torch.Tensor  # (K, W), CPU, float64 or float32
+    theta: torch.Tensor  # (K, W), CPU, float64 or float32; stored word-major
     alpha: float
     decay: float  # the mean's decay per step, in [0, 1)
     total: torch.Tensor = field(init=False)
@@ -67,12 +73,18 @@ class LazyChain:
         if not 0.0 <= self.decay < 1.0:
             raise ValueError(f"decay must be in [0, 1), got {self.decay}")
         n_words = self.theta.shape[1]
-        self.theta = self.theta.contiguous()
-        self.total = torch.zeros_like(self.theta)
+        self.theta = _word_major(self.theta)
+        self.total = torch.zeros_like(self.theta.T).T
         self.column_time = torch.zeros(n_words, dtype=torch.float64)
         self.column_step = torch.zeros(n_words, dtype=torch.int64)
         self.column_mark = torch.zeros(n_words, dtype=torch.float64)
-        self.row_stale = (self.theta.double() - self.alpha).sum(dim=1)
+        self.row_stale = self._stale_sums()
+
+    def _stale_sums(self) -> torch.Tensor:
+        """(K,) float64 sum_w (theta_kw - alpha): the stale part with every clock at 0."""
+        out = torch.zeros(self.theta.shape[0], dtype=torch.float64)
+        lazy_kernel.row_sums(self._stored(self.theta), -self.alpha, out.numpy())
+        return out
 
     # --- reads ---------------------------------------------------------------------------
 
@@ -82,16 +94,17 @@ class LazyChain:
         return self.alpha * n_words + math.exp(-self.time) * self.row_stale
 
     def beta_columns(self, columns: torch.Tensor) -> torch.Tensor:
-        """(K, m) float64 beta on ``columns`` (brought up to date first by the caller)."""
-        out = torch.empty(self.theta.shape[0], columns.numel(), dtype=torch.float64)
-        cir_kernel.beta_columns(
-            self.theta.numpy(),
+        """(K, m) float64 beta on ``columns`` (brought up to date first by the caller), a view
+        of (m, K) contiguous rows: the sparse Gibbs kernel's layout, taken without a gather."""
+        out = torch.empty(columns.numel(), self.theta.shape[0], dtype=torch.float64)
+        lazy_kernel.beta_columns(
+            self._stored(self.theta),
             columns.numpy(),
             self.row_sums().numpy(),
             beta_floor(torch.float64),
             out.numpy(),
         )
-        return out
+        return out.T
 
     def mean_theta(self) -> torch.Tensor:
         """(K, W) float64 the exponential mean of theta over the steps (stale columns by their
@@ -109,9 +122,9 @@ class LazyChain:
 
     def _mean(self, dtype: torch.dtype, normalise: bool) -> torch.Tensor:
         out = torch.empty(self.theta.shape, dtype=dtype)
-        cir_kernel.mean_beta(
-            self.total.numpy(),
-            self.theta.numpy(),
+        lazy_kernel.mean_beta(
+            self._stored(self.total),
+            self._stored(self.theta),
             *self._clocks(),
             self.alpha,
             self.weight,
@@ -124,8 +137,8 @@ class LazyChain:
     def sample_beta(self, generator: torch.Generator, dtype: torch.dtype) -> torch.Tensor:
         """(K, W) a draw of beta now: the stale columns drawn into the result only."""
         out = torch.empty(self.theta.shape, dtype=dtype)
-        cir_kernel.sample_beta(
-            self.theta.numpy(),
+        lazy_kernel.sample_beta(
+            self._stored(self.theta),
             self.column_time.numpy(),
             self.time,
             self.alpha,
@@ -134,6 +147,52 @@ class LazyChain:
             out.numpy(),
         )
         return out
+
+    @staticmethod
+    def _stored(matrix: torch.Tensor) -> np.ndarray:
+        """The (W, K) storage of a (K, W) word-major view, for the kernels."""
+        return matrix.T.numpy()
+
+    def top_mean(self, n: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        """((K, n) word ids, their weights in the served mean) of each topic's n most probable
+        words, largest first (equal weights: smaller id first), in one read of the chain: the
+        (K, W) mean is never formed. A topic whose mean is not finite gets NaN weights."""
+        n_topics, n_words = self.theta.shape
+        n = min(n, n_words)
+        if self.steps_total == 0:
+            theta = self.theta.double()
+            values, ids = torch.topk(theta, n, dim=1)
+            rows = theta.sum(dim=1)
+        else:
+            values_np = np.empty((n_topics, n))
+            ids_np = np.empty((n_topics, n), dtype=np.int64)
+            rows_np = np.empty(n_topics)
+            lazy_kernel.mean_top(
+                self._stored(self.total), self._stored(self.theta), *self._clocks(),
+                self.alpha, self.weight, values_np, ids_np, rows_np,
+            )  # fmt: skip
+            order = np.lexsort((ids_np, -values_np), axis=-1)
+            values = torch.from_numpy(np.take_along_axis(values_np, order, axis=-1))
+            ids = torch.from_numpy(np.take_along_axis(ids_np, order, axis=-1))
+            rows = torch.from_numpy(rows_np)
+        weights = (values / rows[:, None]).clamp(min=beta_floor(dtype))
+        weights[~torch.isfinite(rows)] = float("nan")  # a topic whose mean is not finite
+        return ids, weights.to(dtype)
+
+    def sample_at(
+        self, word_ids: torch.Tensor, generator: torch.Generator, dtype: torch.dtype
+    ) -> torch.Tensor:
+        """(K, M) a draw of beta now at (k, word_ids[k, i]): the values :meth:`sample_beta`
+        would draw there from the same generator state, normalised by :meth:`row_sums` (the
+        stale columns by their conditional mean: the normaliser the Gibbs sweeps use between
+        syncs) instead of by a draw of every column. O(K M), not O(K W)."""
+        out = np.empty(tuple(word_ids.shape))
+        lazy_kernel.sample_at(
+            self._stored(self.theta), self.column_time.numpy(), self.time, self.alpha,
+            _key(generator), word_ids.to(torch.int64).contiguous().numpy(),
+            self.row_sums().numpy(), beta_floor(dtype), out,
+        )  # fmt: skip
+        return torch.from_numpy(out).to(dtype)
 
     def _clocks(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, int, float, float]:
         """The per-column and current clocks, as the kernels take them."""
@@ -152,9 +211,9 @@ class LazyChain:
     def catch_up(self, columns: torch.Tensor | None, generator: torch.Generator) -> None:
         """Bring ``columns`` (sorted word ids; None: all) to the current time, exactly."""
         ids = torch.arange(self.theta.shape[1]) if columns is None else columns
-        cir_kernel.catch_up_columns(
-            self.theta.numpy(),
-            self.total.numpy(),
+        lazy_kernel.catch_up_columns(
+            self._stored(self.theta),
+            self._stored(self.total),
             self.row_stale.numpy(),
             ids.numpy(),
             *self._clocks()[:-1],
@@ -177,12 +236,12 @@ class LazyChain:
         if h <= 0.0:
             raise ValueError(f"SCIR's step size must be positive, got {h}")
         before = self.time
-        bad = cir_kernel.advance_columns(
-            self.theta.numpy(),
-            self.total.numpy(),
+        bad = lazy_kernel.advance_columns(
+            self._stored(self.theta),
+            self._stored(self.total),
             self.row_stale.numpy(),
             columns.numpy(),
-            topic_word.to(torch.float64).contiguous().numpy(),
+            topic_word.T.to(torch.float64).contiguous().numpy(),
             scale,
             self.alpha,
             h,
@@ -197,7 +256,7 @@ class LazyChain:
         if self.decay > 0.0:
             self.mark += (1.0 - self.decay) * self.decay ** (-self.steps) * math.exp(-self.time)
         self.weight = self.decay * self.weight + (1.0 - self.decay)
-        cir_kernel.stamp(columns.numpy(), *self._clocks()[:-1])
+        lazy_kernel.stamp(columns.numpy(), *self._clocks()[:-1])
         return bad == 0
 
     def due_for_sync(self) -> bool:
@@ -216,7 +275,7 @@ class LazyChain:
         self.column_time.zero_()
         self.column_step.zero_()
         self.column_mark.zero_()
-        self.row_stale = (self.theta.double() - self.alpha).sum(dim=1)
+        self.row_stale = self._stale_sums()
 
     # --- checkpoints ---------------------------------------------------------------------
 
@@ -233,5 +292,7 @@ class LazyChain:
     def from_state_dict(cls, state: dict[str, Any]) -> LazyChain:
         chain = cls(state["theta"], float(state["alpha"]), float(state["decay"]))
         for name, value in state.items():
-            setattr(chain, name, value)
+            if name == "theta":
+                continue
+            setattr(chain, name, _word_major(value) if name == "total" else value)
         return chain

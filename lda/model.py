@@ -12,22 +12,24 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Literal, get_args
+from typing import Any, Literal, TypeVar, cast, get_args
 
 import torch
 
 from lda.averaging import ExponentialMean
 from lda.batch import Batch
-from lda.cir_kernel import columns_of
 from lda.gibbs import Backend, Init, Method, default_burn_in, gibbs_expectations
 from lda.gradient import MinibatchStatistics
 from lda.lazy import LazyChain
+from lda.lazy_kernel import columns_of
 from lda.parallel import Layout, Reducer, layout
 from lda.perplexity import HeldoutSet, PosteriorAverage
 from lda.perplexity import test_token_probabilities as _test_token_probabilities
 from lda.samplers import SAMPLERS, Hyper, SamplerState, StepInfo, init_state, step
 from lda.schedules import StepSchedule
 from lda.scorer import HeldoutScorer, ScorerConfig
+
+_Read = TypeVar("_Read")
 
 # Which topics: "mean" is StreamingLDA.beta_mean, "sample" StreamingLDA.beta (the chain's state).
 Estimate = Literal["mean", "sample"]
@@ -159,7 +161,7 @@ class StreamingLDA:
             assert config.alpha is not None
             self.chain = LazyChain(self.state.theta, config.alpha, config.mean_decay)
             self.state = replace(self.state, theta=self.chain.theta)
-        self._lazy_reads: dict[str, tuple[int, torch.Tensor]] = {}
+        self._lazy_reads: dict[str, object] = {}
 
     @property
     def beta(self) -> torch.Tensor:
@@ -181,20 +183,24 @@ class StreamingLDA:
             return self._lazy_read("mean", self._lazy_beta_mean)
         return self.mean.value if self.mean.count else self.beta
 
-    def _lazy_read(self, name: str, compute: Callable[[], torch.Tensor]) -> torch.Tensor:
-        """A read of the lazy chain, computed once per step (its theta changes in place)."""
+    def _lazy_read(self, name: str, compute: Callable[[], _Read]) -> _Read:
+        """A read of the lazy chain, computed once per step (its theta changes in place; a
+        step drops every read, so no (K, W) result outlives the step it was read at)."""
         cached = self._lazy_reads.get(name)
-        if cached is None or cached[0] != self.state.step:
-            cached = (self.state.step, compute())
+        if cached is None:
+            cached = compute()
             self._lazy_reads[name] = cached
-        return cached[1]
+        return cast(_Read, cached)
+
+    def _peek(self) -> torch.Generator:
+        """The lazy chain's reads draw their stale columns from a stream of their own, keyed by
+        the step, so reading never moves the training chain and two reads agree."""
+        return torch.Generator().manual_seed(self.seed * 1_000_003 + self.state.step)
 
     def _lazy_beta(self) -> torch.Tensor:
-        """A draw of beta now: the stale columns drawn into the result only, from a stream of
-        their own (keyed by the step), so reading never moves the training chain."""
+        """A draw of beta now: the stale columns drawn into the result only."""
         assert self.chain is not None
-        peek = torch.Generator().manual_seed(self.seed * 1_000_003 + self.state.step)
-        return self.chain.sample_beta(peek, getattr(torch, self.config.dtype))
+        return self.chain.sample_beta(self._peek(), getattr(torch, self.config.dtype))
 
     def _lazy_beta_mean(self) -> torch.Tensor:
         """The exponential mean of theta over the steps, rows normalised (lda.lazy)."""
@@ -275,12 +281,14 @@ class StreamingLDA:
             cfg.gibbs_backend,
             init=cfg.gibbs_init,
             shard=where.shard,
+            need_document_topic=False,
         )
         topic_word = expected.topic_word(beta.shape[1])
         if dtype is not None:
             topic_word = topic_word.to(dtype)
         if group is not None:
-            group.sum_(topic_word)
+            # In place on the storage, whichever way round it is laid out.
+            group.sum_(topic_word if topic_word.is_contiguous() else topic_word.T)
         return topic_word
 
     def _lazy_update(self, batch: Batch, where: Layout, reducer: Reducer | None) -> StepInfo:
@@ -292,6 +300,7 @@ class StreamingLDA:
         cfg = self.config
         chain = self.chain
         assert chain is not None
+        self._lazy_reads.clear()  # the chain is about to change in place
         group = _group(reducer)
         if group is not None:
             mask = torch.zeros(cfg.n_words, dtype=torch.float32)
@@ -345,9 +354,21 @@ class StreamingLDA:
         return self.scorer().score(self.estimate(which), heldout)
 
     def top_words(self, n: int, which: Estimate = "mean") -> tuple[torch.Tensor, torch.Tensor]:
-        """(K, n) word ids and their weights in the ``which`` estimate, most probable first."""
+        """(K, n) word ids and their weights in the ``which`` estimate, most probable first.
+        The lazy chain's mean is ranked in one read of the chain, with no (K, W) result."""
+        if self.chain is not None and which == "mean":
+            chain = self.chain
+            dtype = getattr(torch, self.config.dtype)
+            return self._lazy_read(f"top_mean:{n}", lambda: chain.top_mean(n, dtype))
         weights, ids = torch.topk(self.estimate(which), k=min(n, self.config.n_words), dim=1)
         return ids, weights
+
+    def sample_at(self, word_ids: torch.Tensor) -> torch.Tensor:
+        """(K, M) the chain's current sample of beta at (k, word_ids[k, i]): for the lazy
+        chain without drawing the other columns (see :meth:`lda.lazy.LazyChain.sample_at`)."""
+        if self.chain is not None:
+            return self.chain.sample_at(word_ids, self._peek(), getattr(torch, self.config.dtype))
+        return self.beta.gather(1, word_ids.to(self.device))
 
     def state_dict(self) -> dict[str, Any]:
         """Everything needed to continue exactly: chain, counters, RNG states, averages."""

@@ -39,6 +39,29 @@ def _draw_gamma(shape: float, key: np.uint64, out: np.ndarray) -> None:
         out[i], _ = cir_kernel.gamma(shape, cir_kernel.stream(key, i))
 
 
+@numba.njit(parallel=True)
+def _draw_normal(key: np.uint64, out: np.ndarray) -> None:
+    for i in numba.prange(out.shape[0]):
+        out[i], _ = cir_kernel._normal(cir_kernel.stream(key, i))
+
+
+def test_ziggurat_normal_matches_its_cdf_and_tails():
+    """The Gamma draws' normal: KS over 1,000,000 draws, and the mass beyond 2, beyond the base
+    strip's edge R = 3.44 (drawn by the tail method) and beyond 4, each within 5 standard
+    errors. A layer table off by one, or a tail drawn from the wrong side of R, fails here."""
+    n = 1_000_000
+    draws = np.empty(n)
+    _draw_normal(np.uint64(17), draws)
+    assert stats.kstest(draws, stats.norm.cdf).statistic < 0.003
+    for edge in (2.0, 3.442619855899, 4.0):
+        p = 2 * stats.norm.sf(edge)
+        observed = float((np.abs(draws) > edge).mean())
+        assert abs(observed - p) < 5 * math.sqrt(p * (1 - p) / n), edge
+    assert abs(float((draws > 3.442619855899).mean()) - stats.norm.sf(3.442619855899)) < 5 * (
+        math.sqrt(stats.norm.sf(3.442619855899) / n)
+    )
+
+
 @pytest.mark.parametrize("lam", [0.3, 4.0, 9.9, 10.0, 37.5, 2_500.0])
 def test_poisson_matches_its_pmf(lam):
     draws = np.empty(M)
@@ -116,13 +139,6 @@ def test_two_steps_equal_one_of_their_summed_time():
     cir_kernel.cir_array(two, np.full(M, 0.3), 0.5, np.uint64(22))
     one = _transition(2.5, 0.3, 0.7, key=23)
     assert stats.ks_2samp(two, one).statistic < 1.5 * KS_BOUND
-
-
-def test_columns_of_renumbers_a_minibatch():
-    words = np.array([7, 3, 7, 9, 3, 0], dtype=np.int64)
-    columns, local = cir_kernel.columns_of(words, 12)
-    assert columns.tolist() == [0, 3, 7, 9]
-    assert columns[local].tolist() == words.tolist()
 
 
 @pytest.mark.parametrize(

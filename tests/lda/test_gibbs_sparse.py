@@ -353,6 +353,31 @@ def test_start_from_beta_draws_as_the_dense_path():
 
 
 @pytest.mark.parametrize("method", ["exact", "rao-blackwell"])
+def test_word_major_columns_and_skipped_document_sums_change_no_draw(method):
+    """The learner's call: beta handed as (K, W_b) columns of word-major storage (read in place,
+    not gathered) and no document sums asked for; the word sums are those of the plain call,
+    already laid out by word, and reading the document sums says they were not kept."""
+    beta, batch = _small()
+    used, local = torch.unique(batch.words, return_inverse=True)
+    columns = beta[:, used].T.contiguous().T  # (K, W_b), word-major
+
+    def run(b: torch.Tensor, words: torch.Tensor, documents: bool):
+        return gibbs_expectations(
+            b, Batch(words, batch.offsets), GAMMA, 7, 3, torch.Generator().manual_seed(9),
+            method, "cpu", init="beta", kernel="sparse", need_document_topic=documents,
+        )  # fmt: skip
+
+    plain = run(beta, batch.words, True)
+    lean = run(columns, local, False)
+    _, sums = plain.topic_word_compact()
+    by_column = lean.topic_word(used.numel())
+    assert by_column.T.is_contiguous()  # no scatter into a (K, W_b) copy
+    torch.testing.assert_close(by_column, sums, rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match="need_document_topic"):
+        lean.document_topic()
+
+
+@pytest.mark.parametrize("method", ["exact", "rao-blackwell"])
 def test_shards_add_up_to_the_whole_minibatch(method):
     """Two ranks, each drawing for all tokens and using its slice, give the one learner's
     document sums draw for draw, and its word sums once added."""

@@ -10,7 +10,7 @@ import pytest
 import torch
 from scipy import stats
 
-from lda import cir_kernel
+from lda import cir_kernel, lazy_kernel
 from lda.lazy import LazyChain
 
 ALPHA = 0.2
@@ -27,7 +27,7 @@ def _lazy_run(rows: int, seed: int, skip_catch_up: bool = False) -> LazyChain:
     for columns_list, h in zip(PATTERN, STEPS, strict=True):
         columns = torch.tensor(columns_list)
         if skip_catch_up:  # the mutant: stale columns treated as if up to date
-            cir_kernel.stamp(columns.numpy(), *chain._clocks()[:-1])
+            lazy_kernel.stamp(columns.numpy(), *chain._clocks()[:-1])
         chain.catch_up(columns, g)
         counts = COUNTS[columns].expand(rows, -1).contiguous()
         chain.advance(columns, counts, SCALE, h, g)
@@ -189,3 +189,99 @@ def test_reads_equal_the_state_they_would_give_without_changing_it():
     torch.testing.assert_close(mean, expected_mean / expected_mean.sum(1, keepdim=True))
     chain.catch_up(None, torch.Generator().manual_seed(11))
     torch.testing.assert_close(sample, chain.theta / chain.theta.sum(1, keepdim=True))
+
+
+def test_columns_of_renumbers_a_minibatch():
+    words = np.array([7, 3, 7, 9, 3, 0], dtype=np.int64)
+    columns, local = lazy_kernel.columns_of(words, 12)
+    assert columns.tolist() == [0, 3, 7, 9]
+    assert columns[local].tolist() == words.tolist()
+
+
+def test_thread_count_and_layout_change_no_draw():
+    """theta is stored word-major and every coordinate has its own stream: one thread or two,
+    a chain started from a row-major or a word-major theta, the draws are the same and the
+    row sums (summed over fixed chunks) equal."""
+    import numba
+
+    def run(start: torch.Tensor) -> LazyChain:
+        g = torch.Generator().manual_seed(12)
+        chain = LazyChain(start, ALPHA, decay=0.8)
+        for columns_list, h in zip(PATTERN, STEPS, strict=True):
+            columns = torch.tensor(columns_list)
+            chain.catch_up(columns, g)
+            counts = COUNTS[columns].expand(7, -1).contiguous()
+            chain.advance(columns, counts, SCALE, h, g)
+        return chain
+
+    start = torch.rand(7, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    threads = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = run(start.clone())
+        numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+        two = run(start.T.contiguous().T)
+    finally:
+        numba.set_num_threads(threads)
+    assert one.theta.T.is_contiguous() and two.theta.T.is_contiguous()
+    assert torch.equal(one.theta, two.theta)
+    assert torch.equal(one.row_sums(), two.row_sums())
+    assert torch.equal(one.mean_beta(torch.float64), two.mean_beta(torch.float64))
+
+
+def _stale_chain(n_words: int = 400) -> LazyChain:
+    """A chain some of whose columns are stale (touched at different steps)."""
+    g = torch.Generator().manual_seed(21)
+    start = torch.rand(6, n_words, dtype=torch.float64, generator=g) * 3.0
+    chain = LazyChain(start, ALPHA, decay=0.9)
+    for t in range(12):
+        columns = torch.unique(torch.randint(n_words, (n_words // 4,), generator=g))
+        chain.catch_up(columns, g)
+        counts = torch.rand(6, columns.numel(), dtype=torch.float64, generator=g) * (t % 3)
+        chain.advance(columns, counts, SCALE, 0.1, g)
+    return chain
+
+
+def test_top_mean_ranks_the_served_mean_without_forming_it():
+    chain = _stale_chain()
+    mean = chain.mean_beta(torch.float64)
+    ids, weights = chain.top_mean(15, torch.float64)
+    expected_weights, expected_ids = torch.topk(mean, 15, dim=1)
+    assert torch.equal(ids, expected_ids)
+    torch.testing.assert_close(weights, expected_weights, rtol=1e-12, atol=0)
+    # More words asked for than there are: every word, ranked.
+    all_ids, _ = chain.top_mean(10_000, torch.float64)
+    assert all_ids.shape == (6, 400)
+    assert torch.equal(all_ids.sort(dim=1).values, torch.arange(400).expand(6, -1))
+
+
+def test_top_mean_breaks_ties_by_word_and_reports_a_non_finite_mean():
+    chain = LazyChain(torch.ones(2, 50, dtype=torch.float64), ALPHA, decay=0.5)
+    g = torch.Generator().manual_seed(1)
+    chain.advance(torch.arange(50), torch.zeros(2, 50, dtype=torch.float64), 1.0, 0.1, g)
+    chain.theta.fill_(2.0)  # every word of a topic now has the same mean
+    chain.total.fill_(2.0)
+    ids, weights = chain.top_mean(5, torch.float64)
+    assert ids.tolist() == [[0, 1, 2, 3, 4]] * 2
+    torch.testing.assert_close(weights, torch.full((2, 5), 1 / 50, dtype=torch.float64))
+    chain.total[1, 3] = float("nan")
+    _, weights = chain.top_mean(5, torch.float64)
+    assert bool(torch.isnan(weights[1]).all()) and bool(torch.isfinite(weights[0]).all())
+
+
+def test_sample_at_draws_what_a_full_sample_draws_there():
+    """The same values as sample_beta from the same generator state, normalised by the row
+    sums' conditional mean instead of the drawn rows: per row a constant ratio (drawn row sum
+    over its conditional mean) whose mean over draws is 1 (5 standard errors over 300 keys)."""
+    chain = _stale_chain()
+    ids = torch.randint(400, (6, 9), generator=torch.Generator().manual_seed(3))
+    ratios = []
+    for seed in range(300):
+        full = chain.sample_beta(torch.Generator().manual_seed(seed), torch.float64)
+        partial = chain.sample_at(ids, torch.Generator().manual_seed(seed), torch.float64)
+        ratio = partial / full.gather(1, ids)
+        torch.testing.assert_close(ratio, ratio[:, :1].expand_as(ratio), rtol=1e-12, atol=0)
+        ratios.append(ratio[:, 0])
+    drawn = torch.stack(ratios)  # (draws, K)
+    error = drawn.std(dim=0) / math.sqrt(drawn.shape[0])
+    assert bool(((drawn.mean(dim=0) - 1).abs() < 5 * error).all()), drawn.mean(dim=0)
