@@ -30,6 +30,8 @@ from lda.schedules import StepSchedule
 from lda.scorer import HeldoutScorer, ScorerConfig
 
 _Read = TypeVar("_Read")
+# The lazy chain's sample is ranked among this many times n of the mean's top words.
+SAMPLE_CANDIDATES = 4
 
 # Which topics: "mean" is StreamingLDA.beta_mean, "sample" StreamingLDA.beta (the chain's state).
 Estimate = Literal["mean", "sample"]
@@ -355,12 +357,20 @@ class StreamingLDA:
 
     def top_words(self, n: int, which: Estimate = "mean") -> tuple[torch.Tensor, torch.Tensor]:
         """(K, n) word ids and their weights in the ``which`` estimate, most probable first.
-        The lazy chain's mean is ranked in one read of the chain, with no (K, W) result."""
+        The lazy chain's mean is ranked in one read of the chain, with no (K, W) result; its
+        sample among the mean's top words (see SAMPLE_CANDIDATES)."""
+        n = min(n, self.config.n_words)
         if self.chain is not None and which == "mean":
             chain = self.chain
             dtype = getattr(torch, self.config.dtype)
             return self._lazy_read(f"top_mean:{n}", lambda: chain.top_mean(n, dtype))
-        weights, ids = torch.topk(self.estimate(which), k=min(n, self.config.n_words), dim=1)
+        if self.chain is not None:
+            # The sample's top words among the mean's top SAMPLE_CANDIDATES x n: a full sample
+            # is O(K W) draws, and a word outside the mean's head is rarely in a sample's.
+            candidates, _ = self.top_words(SAMPLE_CANDIDATES * n, "mean")
+            weights, order = torch.topk(self.sample_at(candidates), k=n, dim=1)
+            return candidates.gather(1, order), weights
+        weights, ids = torch.topk(self.estimate(which), k=n, dim=1)
         return ids, weights
 
     def sample_at(self, word_ids: torch.Tensor) -> torch.Tensor:

@@ -1,8 +1,10 @@
 """Posterior spread of topic-word weights over the chain's recent samples (docs/heldout.md).
 
-SG-MCMC draws samples of beta; a window of the last S of them (float32, on the model's device)
-gives, for any word of a topic, quantiles of its weight: a wide 5-95% interval is a word the
-data has not pinned down yet. No VB peer has this.
+SG-MCMC draws samples of beta; a window of the last S of them gives, for any word of a topic,
+quantiles of its weight: a wide 5-95% interval is a word the data has not pinned down yet. No
+VB peer has this. Only the words served are of interest, so each sample is kept at M words per
+topic (the caller's choice, e.g. the served top words): S x K x M values and their word ids,
+never S x K x W.
 """
 
 from __future__ import annotations
@@ -13,23 +15,29 @@ LOW, HIGH = 0.05, 0.95
 
 
 class SampleWindow:
-    """The last ``size`` samples of a K x W matrix (a ring; S x K x W float32 in memory)."""
+    """The last ``size`` samples of a K x W matrix at M chosen words per row (a ring)."""
 
     def __init__(self, size: int) -> None:
         if size < 2:
             raise ValueError(f"a window needs at least 2 samples, got {size}")
         self.size = size
-        self.samples: torch.Tensor | None = None
+        self.values: torch.Tensor | None = None  # (S, K, M) float32
+        self.word_ids: torch.Tensor | None = None  # (S, K, M) int64
         self.count = 0  # samples added so far
 
-    def add(self, beta: torch.Tensor) -> None:
-        """Keep a copy of ``beta`` (K x W), dropping the oldest once ``size`` are kept."""
-        if self.samples is None or self.samples.shape[1:] != beta.shape:
-            self.samples = torch.empty(
-                (self.size, *beta.shape), dtype=torch.float32, device=beta.device
-            )
+    def add(self, word_ids: torch.Tensor, values: torch.Tensor) -> None:
+        """Keep a sample's ``values`` (K x M) at ``word_ids`` (K x M), dropping the oldest
+        once ``size`` are kept."""
+        if word_ids.shape != values.shape or word_ids.dim() != 2:
+            raise ValueError(f"word ids {tuple(word_ids.shape)} and values {tuple(values.shape)}")
+        if self.values is None or self.values.shape[1:] != values.shape:
+            self.values = torch.empty((self.size, *values.shape), dtype=torch.float32)
+            self.word_ids = torch.empty((self.size, *values.shape), dtype=torch.int64)
             self.count = 0
-        self.samples[self.count % self.size].copy_(beta.detach())
+        assert self.word_ids is not None
+        slot = self.count % self.size
+        self.values[slot].copy_(values.detach())
+        self.word_ids[slot].copy_(word_ids.detach())
         self.count += 1
 
     @property
@@ -39,26 +47,24 @@ class SampleWindow:
     def intervals(
         self, word_ids: torch.Tensor, low: float = LOW, high: float = HIGH
     ) -> tuple[torch.Tensor, torch.Tensor] | None:
-        """(low, high) quantiles (K x N each) of beta[k, word_ids[k, i]] over the kept
-        samples (linear interpolation, as torch.quantile); None before two samples."""
-        if self.samples is None or self.kept < 2:
+        """(low, high) quantiles (K x N each, float64) of beta[k, word_ids[k, i]] over the kept
+        samples that hold that word (linear interpolation, as torch.quantile); NaN where fewer
+        than two do; None before two samples."""
+        if self.values is None or self.word_ids is None or self.kept < 2:
             return None
-        kept, n_words = self.samples[: self.kept], self.samples.shape[2]
-        rows = torch.arange(word_ids.shape[0], device=kept.device)[:, None]
-        columns = (rows * n_words + word_ids.to(kept.device)).reshape(-1)
-        # (K N, S) contiguous: sorting along a strided first dimension was ~50x slower.
-        weights = kept.reshape(kept.shape[0], -1).index_select(1, columns).T.to(torch.float64)
-        ordered = weights.sort(dim=1).values
-        low_q, high_q = (_quantile(ordered, q) for q in (low, high))
-        shape = word_ids.shape
-        return low_q.reshape(shape).cpu(), high_q.reshape(shape).cpu()
-
-
-def _quantile(ordered: torch.Tensor, q: float) -> torch.Tensor:
-    """The q-quantile of each row of ``ordered`` (sorted), interpolated as torch.quantile's
-    default (linear): position q (S - 1) between the order statistics."""
-    position = q * (ordered.shape[1] - 1)
-    below = int(position)
-    above = min(below + 1, ordered.shape[1] - 1)
-    share = position - below
-    return ordered[:, below] * (1.0 - share) + ordered[:, above] * share
+        ids, values = self.word_ids[: self.kept], self.values[: self.kept]
+        wanted = word_ids.to(torch.int64).cpu()
+        # (S, K, N, M): sample s holds word wanted[k, i] at position m.
+        match = ids[:, :, None, :] == wanted[None, :, :, None]
+        held = match.any(dim=3)  # (S, K, N)
+        at = match.to(torch.int64).argmax(dim=3)  # (S, K, N) its position (0 if not held)
+        found = values.to(torch.float64).gather(2, at)  # (S, K, N)
+        found = torch.where(held, found, torch.tensor(float("nan"), dtype=torch.float64))
+        # (K, N, S) contiguous: quantiles along a strided first dimension were ~50x slower.
+        found = found.permute(1, 2, 0).contiguous()
+        too_few = held.sum(dim=0) < 2
+        bounds = []
+        for q in (low, high):
+            bound = torch.nanquantile(found, q, dim=2) if found.numel() else found.sum(dim=2)
+            bounds.append(bound.masked_fill(too_few, float("nan")))
+        return bounds[0], bounds[1]

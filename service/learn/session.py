@@ -79,6 +79,7 @@ def learner_config(
         "eval_sweeps": settings.eval_sweeps,
         "eval_gibbs": settings.eval_gibbs,
         "mean_decay": mean_decay,
+        "dtype": settings.dtype,
     }
     return LearnerConfig(**{**fields, **overrides})
 

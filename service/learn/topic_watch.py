@@ -4,7 +4,8 @@ Per topic: NPMI coherence and drift from the latest scored evaluation (the scori
 computes both, :mod:`service.learn.scoring_process`), the documents seen when the topic last moved
 more than ``CHANGED_BITS`` (its label followed through the matching of :mod:`lda.drift`), and
 the 5-95% interval of each top word's weight over the chain's last ``uncertainty_samples``
-samples. Nothing here is checkpointed: after a restart drift and intervals start over.
+samples, each kept at the words last published only (K x n values a sample, at any W).
+Nothing here is checkpointed: after a restart drift and intervals start over.
 """
 
 from __future__ import annotations
@@ -25,15 +26,22 @@ class TopicWatch:
 
     def __init__(self, samples: int) -> None:
         self.window = SampleWindow(samples) if samples >= 2 else None
+        self.served: torch.Tensor | None = None  # (K, n) the words last published
         self.docs: int | None = None
         self.coherence: list[float | None] | None = None
         self.drift: list[float] | None = None
         self.changed_at: list[int] | None = None
 
-    def sample(self, beta: torch.Tensor) -> None:
-        """The chain's sample after a step."""
+    @property
+    def watched(self) -> torch.Tensor | None:
+        """(K, n) the words whose weights each sample should give (the served top words as of
+        the last snapshot), or None: no window, or nothing published yet."""
+        return None if self.window is None else self.served
+
+    def sample(self, word_ids: torch.Tensor, weights: torch.Tensor) -> None:
+        """The chain's sample after a step, at ``word_ids`` (:attr:`watched`)."""
         if self.window is not None:
-            self.window.add(beta)
+            self.window.add(word_ids, weights)
 
     def forget_samples(self) -> None:
         """Drop the window's samples (the chain was restored to a checkpoint)."""
@@ -66,11 +74,16 @@ class TopicWatch:
     def fields(self, word_ids: torch.Tensor) -> dict[str, Any]:
         """The snapshot's per-topic fields for its topics' top words ``word_ids`` (K x n, as
         service.store.snapshot.ranked gives them)."""
+        self.served = word_ids
         intervals = None
         if self.window is not None:
             bounds = self.window.intervals(word_ids)
-            if bounds is not None:  # K x n x [low, high]
-                intervals = significant(torch.stack(bounds, dim=-1)).tolist()
+            if bounds is not None:  # K x n x [low, high]; None where under two samples held it
+                rounded = significant(torch.stack(bounds, dim=-1)).tolist()
+                intervals = [
+                    [[None if math.isnan(v) else v for v in pair] for pair in row]
+                    for row in rounded
+                ]
         k = word_ids.shape[0]
         fits = self.coherence is not None and len(self.coherence) == k
         return {

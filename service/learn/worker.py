@@ -76,9 +76,8 @@ from service.store.snapshot import (
     beat,
     publish_model,
     publish_snapshot,
-    ranked,
+    ranked_words,
     read_control,
-    top_words,
     truncate_perplexity,
 )
 
@@ -375,8 +374,9 @@ class Worker:
             return
         self.counters["updates"] += 1
         self.trained += entries
-        if self.model is not None:
-            self.watch.sample(self.model.beta)
+        watched = self.watch.watched
+        if self.model is not None and watched is not None:
+            self.watch.sample(watched, self.model.sample_at(watched))
         if self.session.evaluation_due():
             self._hand_off()
         if not self.model_published:
@@ -561,7 +561,9 @@ class Worker:
             "evals_waiting": 0 if self.evaluator is None else len(self.evaluator.pending),
             "scorer_restarts": 0 if self.evaluator is None else self.evaluator.restarts,
         }
-        served = ranked(model.beta_mean, self.settings.topic_words)
+        # Ranked without forming K x W where the chain is lazy (model.top_words).
+        served_ids, served_weights = model.top_words(self.settings.topic_words)
+        sample_ids, sample_weights = model.top_words(self.settings.topic_words, "sample")
         snapshot = Snapshot(
             docs_seen=model.docs_seen,
             updated_at=time.time(),
@@ -569,14 +571,14 @@ class Worker:
             step_size=model.step_size,
             device=str(self.device),
             vocab_size=len(vocab),
-            topics=top_words(model.beta_mean, vocab.words, self.settings.topic_words, served),
-            sample_topics=top_words(model.beta, vocab.words, self.settings.topic_words),
+            topics=ranked_words((served_weights, served_ids), vocab.words),
+            sample_topics=ranked_words((sample_weights, sample_ids), vocab.words),
             docs_per_s=docs_per_s,
             tokens_per_s=tokens_per_s,
             counters={name: int(value) for name, value in counters.items()},
             rank_docs_per_s=self._rank_rates(),
             checkpoint_at=self.checkpoint_at,
-            **self.watch.fields(served[1]),
+            **self.watch.fields(served_ids),
         )
         self.redis(
             "publishing the snapshot", functools.partial(publish_snapshot, self.client, snapshot)

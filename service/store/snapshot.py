@@ -84,13 +84,14 @@ class Snapshot:
     # evaluation at ``quality_docs``, NPMI coherence (None without held-out documents), JS
     # divergence in bits since the evaluation before (None for the first) and the documents
     # seen when it last moved more than lda.drift.CHANGED_BITS; and for each of its words the
-    # 5-95% interval of its weight over the chain's recent samples (None until two).
+    # 5-95% interval of its weight over the chain's recent samples (None until two samples
+    # held the word).
     checkpoint_at: float | None = None  # unix time of the last checkpoint written
     quality_docs: int | None = None
     topic_coherence: list[float | None] | None = None
     topic_drift: list[float] | None = None
     topic_changed_at: list[int] | None = None
-    intervals: list[list[list[float]]] | None = None
+    intervals: list[list[list[float | None]]] | None = None
 
     @property
     def world_size(self) -> int:
@@ -139,7 +140,15 @@ def top_words(
         raise ValueError(f"beta is {tuple(beta.shape)}, expected (K, {len(vocab)})")
     if not bool(torch.isfinite(beta).all()):
         raise ValueError("beta has non-finite entries: never publish NaN")
-    values, indices = ranked(beta, n) if ranks is None else ranks
+    return ranked_words(ranked(beta, n) if ranks is None else ranks, vocab)
+
+
+def ranked_words(ranks: Ranked, vocab: Sequence[str]) -> list[list[WordWeight]]:
+    """The words and weights of ``ranks`` ((K, n) weights and word ids, most probable first),
+    as the snapshot carries them; non-finite weights are refused."""
+    values, indices = ranks
+    if not bool(torch.isfinite(values).all()):
+        raise ValueError("beta has non-finite entries: never publish NaN")
     return [
         [WordWeight(vocab[i], float(v)) for v, i in zip(row_v, row_i, strict=True)]
         for row_v, row_i in zip(values.tolist(), indices.tolist(), strict=True)

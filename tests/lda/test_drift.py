@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -46,12 +48,13 @@ def test_topics_relabelled_and_nudged_are_matched_back():
 def test_the_window_gives_the_quantiles_of_the_last_samples():
     window = SampleWindow(5)
     ids = torch.tensor([[0, 3], [2, 1]])
+    every_word = torch.arange(4).expand(2, -1)
     assert window.intervals(ids) is None
     samples = [_topics(2, 4, s).to(torch.float32) for s in range(8)]
-    window.add(samples[0])
+    window.add(every_word, samples[0])
     assert window.intervals(ids) is None  # one sample: no spread yet
     for sample in samples[1:]:
-        window.add(sample)
+        window.add(every_word, sample)
     bounds = window.intervals(ids)
     assert bounds is not None
     last = np.stack([s.numpy() for s in samples[-5:]]).astype(np.float64)  # the ring wrapped
@@ -62,3 +65,22 @@ def test_the_window_gives_the_quantiles_of_the_last_samples():
             assert bounds[1][k, i].item() == pytest.approx(np.quantile(values, 0.95), rel=1e-6)
     with pytest.raises(ValueError, match="at least 2"):
         SampleWindow(1)
+
+
+def test_the_window_keeps_only_the_words_it_is_given():
+    """Samples kept at M words per topic (S x K x M, not S x K x W): a word's interval comes
+    from the samples that held it, and is NaN where fewer than two did."""
+    window = SampleWindow(4)
+    values = [torch.tensor([[0.5, 0.2], [0.6, 0.1]]) + 0.01 * s for s in range(4)]
+    held = [torch.tensor([[7, 9], [3, 4]]), torch.tensor([[7, 9], [3, 5]])]
+    for s, v in enumerate(values):
+        window.add(held[s % 2], v)
+    assert window.values is not None and window.values.shape == (4, 2, 2)
+    bounds = window.intervals(torch.tensor([[9, 7], [4, 5]]))
+    assert bounds is not None
+    low, high = bounds
+    assert low[0, 0].item() == pytest.approx(np.quantile([0.2, 0.21, 0.22, 0.23], 0.05))
+    assert high[0, 1].item() == pytest.approx(np.quantile([0.5, 0.51, 0.52, 0.53], 0.95))
+    assert low[1, 0].item() == pytest.approx(np.quantile([0.1, 0.12], 0.05))  # samples 0, 2
+    assert high[1, 1].item() == pytest.approx(np.quantile([0.11, 0.13], 0.95))  # samples 1, 3
+    assert math.isnan(window.intervals(torch.tensor([[8, 7], [3, 4]]))[0][0, 0].item())

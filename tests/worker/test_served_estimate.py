@@ -14,7 +14,14 @@ from support.redis_server import RedisServer
 
 from service.api.app import create_app
 from service.learn.model_store import CHECKPOINT_NAME, load_model
-from service.store.snapshot import WordWeight, read_model, read_perplexity, read_snapshot, top_words
+from service.store.snapshot import (
+    WordWeight,
+    ranked_words,
+    read_model,
+    read_perplexity,
+    read_snapshot,
+    top_words,
+)
 from tests.service.conftest import FreshClient
 from tests.worker.helpers import (
     HELDOUT,
@@ -68,7 +75,10 @@ def test_api_serves_the_workers_beta_mean_and_its_sample_on_request(
 
     words = settings.topic_words
     mean = pairs(top_words(model.beta_mean, vocab.words, words))
-    sample = pairs(top_words(model.beta, vocab.words, words))
+    # The sample as the worker ranks it: for SCIR's lazy chain, among the mean's top words
+    # (StreamingLDA.top_words), with no K x W draw.
+    sample_ids, sample_weights = model.top_words(words, "sample")
+    sample = pairs(ranked_words((sample_weights, sample_ids), vocab.words))
     assert mean != sample, "the mean and the sample must differ, else this proves nothing"
     with FreshClient(create_app(settings)) as api:
         default = api.get("/topics", params={"top": words}).json()
