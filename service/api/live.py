@@ -14,6 +14,13 @@ from lda.drift import CHANGED_BITS
 from service.api.prometheus import Metric, metric_name
 from service.api.schemas import QueueOut, StatsOut, timestamp
 from service.settings import Settings
+from service.store.counters import (
+    SCRAPER_SECONDS,
+    SCRAPER_TOTALS,
+    SKIP_REASONS,
+    WORKER_COUNTERS,
+    WORKER_LIVE_COUNTERS,
+)
 from service.store.snapshot import (
     Control,
     PerplexityPoint,
@@ -91,12 +98,16 @@ def redis_up(up: bool) -> Metric:
     return Metric("streamlda_redis_up", "1 when the API can read Redis").add(int(up))
 
 
-def _scraper_metrics(counters: dict[str, int | float]) -> list[Metric]:
-    """streamlda_scrape_errors_total{kind} plus one streamlda_scraper_<name>_total per counter."""
+def _scraper_metrics(published: dict[str, int | float]) -> list[Metric]:
+    """streamlda_scrape_errors_total{kind} plus one streamlda_scraper_<name>_total per counter;
+    every known counter and skip reason is there from the start, at 0."""
     errors = Metric(
         "streamlda_scrape_errors_total", "Articles or requests lost, by kind", "counter"
     )
     metrics = [errors]
+    counters: dict[str, int | float] = dict.fromkeys((*SCRAPER_TOTALS, *SCRAPER_SECONDS), 0)
+    counters.update({f"skipped:{reason}": 0 for reason in SKIP_REASONS})
+    counters.update(published)
     for name, value in counters.items():
         kind, _, what = name.partition(":")
         if name == _SCRAPER_UPDATED:
@@ -146,9 +157,11 @@ def metrics(snapshot: Snapshot | None, point: PerplexityPoint | None, live: Live
             ),
         ]
         families += _topic_metrics(snapshot)
-        for name, value in snapshot.counters.items():
-            family = metric_name("streamlda", "worker", name, "total")
-            families.append(Metric(family, f"Worker counter {name}", "counter").add(value))
+    worker = dict.fromkeys((*WORKER_COUNTERS, *WORKER_LIVE_COUNTERS), 0)
+    worker.update({} if snapshot is None else snapshot.counters)  # 0 before the first snapshot
+    for name, value in worker.items():
+        family = metric_name("streamlda", "worker", name, "total")
+        families.append(Metric(family, f"Worker counter {name}", "counter").add(value))
     if live.heartbeat is not None:
         families.append(
             Metric("streamlda_heartbeat_age_seconds", "Seconds since the worker's heartbeat").add(

@@ -68,6 +68,7 @@ from service.learn.model_store import CHECKPOINT_NAME, load_model, save_model
 from service.learn.session import LearningSession, ModelTooLarge, VocabularyError
 from service.learn.topic_watch import TopicWatch
 from service.settings import Settings
+from service.store.counters import WORKER_COUNTERS
 from service.store.redis_retry import RedisGaveUp, RedisRetry
 from service.store.snapshot import (
     PerplexityPoint,
@@ -87,14 +88,7 @@ log = logging.getLogger(__name__)
 Entry = tuple[str, Article]  # a stream entry: its id and its article
 
 # The worker's counters in every snapshot (zero until they happen), kept across restarts.
-COUNTERS = (
-    "updates",
-    "checkpoints",
-    "nonfinite_restores",
-    "dropped_docs",
-    "empty_docs",
-    "evals_skipped",
-)
+COUNTERS = WORKER_COUNTERS
 
 
 class Worker:
