@@ -47,9 +47,9 @@ def _format_validation(exc: ValidationError) -> str:
     parts = []
     for error in exc.errors():
         where = ".".join(str(p) for p in error["loc"]) or "settings"
-        if where in Settings.model_fields:  # the variable (or flag) the operator sets
-            where = f"STREAMLDA_{where.upper()}"
-        parts.append(f"{where}: {error['msg']}")
+        # The variable (or its flag) the operator sets, named beside the field.
+        hint = f" (STREAMLDA_{where.upper()})" if where in Settings.model_fields else ""
+        parts.append(f"{where}: {error['msg']}{hint}")
     return "invalid settings: " + "; ".join(parts)
 
 
