@@ -6,13 +6,14 @@ refresher takes them every ``api_refresh_s``; the bodies are rendered then, once
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 import redis
 
 from lda.drift import CHANGED_BITS
 from service.api.prometheus import Metric, metric_name
-from service.api.schemas import QueueOut, StatsOut, timestamp
+from service.api.schemas import QueueOut, SourceOut, StatsOut, timestamp
 from service.settings import Settings
 from service.store.counters import (
     SCRAPER_SECONDS,
@@ -32,6 +33,7 @@ from service.store.snapshot import (
     read_queue,
     read_scraper_counters,
 )
+from service.store.source_status import SourceStatus, read_source_status
 
 # Scraper counters "<kind>:<what>" of these kinds are articles or requests lost.
 _ERROR_KINDS = ("skipped", "error", "errors")
@@ -48,6 +50,7 @@ class Live:
     queue: QueueStats
     scraper: dict[str, int | float]
     model: tuple[str, int] | None  # (version, docs_seen) of the model /infer uses
+    sources: list[SourceStatus] = field(default_factory=list)  # reported unreachable
 
 
 def read_live(client: redis.Redis, settings: Settings, at: float) -> Live:
@@ -59,6 +62,18 @@ def read_live(client: redis.Redis, settings: Settings, at: float) -> Live:
         queue=read_queue(client, settings.stream, settings.group),
         scraper=read_scraper_counters(client, settings.counters_key),
         model=read_model_summary(client),
+        sources=read_source_status(client),
+    )
+
+
+def _source(status: SourceStatus) -> SourceOut:
+    return SourceOut(
+        source=status.source,
+        host=status.host,
+        state="unreachable",
+        since=datetime.fromtimestamp(status.since, UTC),
+        cause=status.cause,
+        message=status.message,
     )
 
 
@@ -90,6 +105,7 @@ def stats(snapshot: Snapshot | None, live: Live, settings: Settings) -> StatsOut
             pending=live.queue.pending,
         ),
         scraper=live.scraper,
+        sources=[_source(status) for status in live.sources],
     )
 
 
