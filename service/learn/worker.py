@@ -396,9 +396,11 @@ class Worker:
         if self.session.heldout is None:
             return
         if not evaluator.submit(model.docs_seen, model.beta_mean):
+            # By design (scoring must not stall the learner): counted, and said without alarm.
             self.counters["evals_skipped"] += 1
-            log.warning(
-                "perplexity at %d documents skipped: %d betas already wait for scoring",
+            log.info(
+                "perplexity at %d documents skipped (counted in evals_skipped): %d betas "
+                "already wait for scoring",
                 model.docs_seen,
                 len(evaluator.pending),
             )
