@@ -66,6 +66,18 @@ def read_live(client: redis.Redis, settings: Settings, at: float) -> Live:
     )
 
 
+def worker_state(snapshot: Snapshot | None, control: Control) -> str | None:
+    """What the worker is doing, in words: learning, paused, or idle since when."""
+    if snapshot is None:
+        return None
+    if control.paused:
+        return "paused"
+    if snapshot.idle_since is not None:
+        since = datetime.fromtimestamp(snapshot.idle_since, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        return f"idle, queue empty since {since}"
+    return "learning"
+
+
 def _source(status: SourceStatus) -> SourceOut:
     return SourceOut(
         source=status.source,
@@ -83,6 +95,7 @@ def stats(snapshot: Snapshot | None, live: Live, settings: Settings) -> StatsOut
     return StatsOut(
         docs_seen=0 if s is None else s.docs_seen,
         docs_per_s=None if s is None else s.docs_per_s,
+        worker_state=worker_state(s, live.control),
         world_size=1 if s is None else s.world_size,
         rank_docs_per_s=[] if s is None else (s.rank_docs_per_s or [s.docs_per_s]),
         tokens_per_s=None if s is None else s.tokens_per_s,

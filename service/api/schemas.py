@@ -133,7 +133,12 @@ class SourceOut(BaseModel):
 
 class StatsOut(BaseModel):
     docs_seen: int
-    docs_per_s: float | None
+    docs_per_s: float | None = Field(description="Training throughput; 0 while the worker idles")
+    worker_state: str | None = Field(
+        None,
+        description="learning, paused, or 'idle, queue empty since <time>' (null before the "
+        "first snapshot)",
+    )
     world_size: int = Field(description="Worker ranks learning one model (torchrun)")
     rank_docs_per_s: list[float] = Field(
         description="Each rank's own documents per second, in rank order (one entry per rank)"

@@ -116,6 +116,7 @@ class Worker:
         self.last_checkpoint = time.monotonic()
         self.checkpoint_at: float | None = None  # time.time() of the last checkpoint written
         self.empty_since: float | None = None  # when reads began finding the stream empty
+        self.idle_since: float | None = None  # time.time() it was reported idle (rates 0)
         self.checkpointed_docs = -1
         self.model_published = False
         self.published_docs = -1  # docs_seen of the last snapshot published
@@ -225,7 +226,7 @@ class Worker:
             return
         entries = self._read()
         if entries:
-            self.empty_since = None
+            self.empty_since = self.idle_since = None
             self._ingest(entries)
             if self.session.batch_ready:
                 self._train_next()
@@ -234,8 +235,10 @@ class Worker:
             self._train_next()
         elif not self._publish_if_stale():  # the stream ran dry: show the latest topics now
             self._beat()
-            if self.model is not None and self.trained and self._idle_long_enough():
-                self._checkpoint("drained")  # the source's tail: acknowledge it now
+            if self.model is not None and self._idle_long_enough():
+                if self.trained:
+                    self._checkpoint("drained")  # the source's tail: acknowledge it now
+                self._go_idle()
 
     def _idle_long_enough(self) -> bool:
         """True once reads have found the stream empty for checkpoint_idle_s: a finished
@@ -245,6 +248,15 @@ class Worker:
         if self.empty_since is None:
             self.empty_since = now
         return now - self.empty_since >= self.settings.checkpoint_idle_s
+
+    def _go_idle(self) -> None:
+        """Say once that the stream stayed empty: a snapshot with rates 0 and ``idle_since``
+        (the last rate shown for as long as the worker idled misled operators)."""
+        if self.idle_since is not None or self.model is None or not self.model.docs_seen:
+            return
+        assert self.empty_since is not None
+        self.idle_since = time.time() - (time.monotonic() - self.empty_since)
+        self._publish_snapshot()
 
     def _read(self) -> list[Entry]:
         wanted, block_ms = self.session.wanted, self.settings.read_block_ms
@@ -360,6 +372,7 @@ class Worker:
                 self._heldout_complete()
 
     def _train_next(self) -> None:
+        self.idle_since = None  # (a group's other ranks may have read what this one did not)
         items, batch = self.session.take()
         entries = [entry_id for entry_id, _ in items]
         try:
@@ -548,7 +561,8 @@ class Worker:
     def _publish_snapshot(self) -> None:
         model, vocab = self.model, self.vocab
         assert model is not None and vocab is not None
-        docs_per_s, tokens_per_s = self._rates()
+        idle = self.idle_since is not None
+        docs_per_s, tokens_per_s = (0.0, 0.0) if idle else self._rates()
         counters = {
             **self.counters,
             "redis_retries": self.redis.retries,
@@ -570,7 +584,8 @@ class Worker:
             docs_per_s=docs_per_s,
             tokens_per_s=tokens_per_s,
             counters={name: int(value) for name, value in counters.items()},
-            rank_docs_per_s=self._rank_rates(),
+            rank_docs_per_s=[0.0 if idle else rate for rate in self._rank_rates()],
+            idle_since=self.idle_since,
             checkpoint_at=self.checkpoint_at,
             **self.watch.fields(served[1]),
         )
