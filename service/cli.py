@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from service.errors import CommandError
 from service.redact import redact
 from service.settings import Settings
+from service.store.redis_client import REFUSED_ERRORS, refused_message
 
 # Modules that each add one subcommand.
 COMMAND_MODULES = (
@@ -46,7 +47,9 @@ def _format_validation(exc: ValidationError) -> str:
     parts = []
     for error in exc.errors():
         where = ".".join(str(p) for p in error["loc"]) or "settings"
-        parts.append(f"{where}: {error['msg']}")
+        # The variable (or its flag) the operator sets, named beside the field.
+        hint = f" (STREAMLDA_{where.upper()})" if where in Settings.model_fields else ""
+        parts.append(f"{where}: {error['msg']}{hint}")
     return "invalid settings: " + "; ".join(parts)
 
 
@@ -74,6 +77,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(settings, args) or 0)
     except CommandError as exc:
         print(f"streamlda {args.command}: error: {redact(str(exc))}", file=sys.stderr)
+        return 2
+    except REFUSED_ERRORS as exc:  # restarting with the same URL cannot help: a settings error
+        print(f"streamlda {args.command}: error: {refused_message(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

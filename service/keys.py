@@ -11,6 +11,7 @@ Redis under other names); their defaults are the ``DEFAULT_*`` constants, which
 | ``streamlda:seen`` (setting ``dedupe_key``) | set | scrapers | scrapers | every page id ever queued |
 | ``streamlda:seen:batch:<token>`` | hash | scrapers | scrapers | page id -> position of the ids one batch queued, so a retried add counts them as queued; deleted after the add, expires after a day; see :mod:`service.ingest.queue` |
 | ``streamlda:scraper:counters`` (setting ``counters_key``) | hash | scrapers | API | the scrapers' running totals |
+| ``streamlda:scraper:status`` | hash | scrapers | API | source -> JSON of a source reported unreachable (host, since, cause); see :mod:`service.store.source_status` |
 | ``streamlda:heldout`` (setting ``heldout_key``) | list | worker | worker | the held-out articles; see :mod:`service.learn.heldout_store` |
 | ``streamlda:snapshot`` | string | worker | API | JSON of :class:`service.store.snapshot.Snapshot` |
 | ``streamlda:snapshot:version`` | string | worker | API | a token replaced with the snapshot, so a reader sees change from one small GET |
@@ -31,6 +32,8 @@ HEARTBEAT_KEY = PREFIX + "heartbeat"
 PERPLEXITY_KEY = PREFIX + "perplexity"
 MODEL_KEY = PREFIX + "model"
 CONTROL_KEY = PREFIX + "control"
+# Written by the scrapers, read by the API (service.store.source_status).
+SOURCE_STATUS_KEY = PREFIX + "scraper:status"
 
 # Defaults of the keys that are settings (service.settings).
 DEFAULT_STREAM = PREFIX + "docs"

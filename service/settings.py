@@ -198,6 +198,12 @@ class Settings(BaseSettings):
     retry_backoff_max: float = Field(
         120.0, gt=0, description="Longest wait (s) between API retries, Retry-After excepted"
     )
+    source_down_after_s: float = Field(
+        30.0,
+        gt=0,
+        description="Seconds a source may fail without answering before the scraper reports it "
+        "unreachable (an ERROR, and a status on /stats and the page)",
+    )
 
     # --- worker ----------------------------------------------------------------------------
     checkpoint_every_s: float = Field(60.0, gt=0, description="Seconds between checkpoints")

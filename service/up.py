@@ -28,12 +28,21 @@ from pathlib import Path
 from types import FrameType
 from typing import IO
 
+import redis
+
 from service.errors import CommandError
 from service.process import die_with_parent
 from service.redact import redact
 from service.settings import Settings
 from service.store.embedded_redis import EmbeddedRedis, EmbeddedRedisError
-from service.store.redis_client import RedisURLError, check_url
+from service.store.redis_client import (
+    REFUSED_ERRORS,
+    RedisURLError,
+    check_url,
+    connect,
+    refused_message,
+    unreachable_message,
+)
 
 # How often the supervisor looks at its children.
 SUPERVISE_INTERVAL_S = 0.2
@@ -307,7 +316,10 @@ class Supervisor:
                 return False
         code = process.returncode
         ok = child.clean(code) or child.name == "redis"
-        self.say("up", f"{child.name} exited with code {code}" + ("" if ok else " (unclean)"))
+        if ok and code != 0:  # it ended by the SIGTERM we sent: stopped, as asked
+            self.say("up", f"{child.name} stopped")
+        else:
+            self.say("up", f"{child.name} exited with code {code}" + ("" if ok else " (unclean)"))
         return ok
 
 
@@ -342,6 +354,20 @@ def _start_redis(supervisor: Supervisor, settings: Settings) -> str:
     return server.url
 
 
+def _check_redis(settings: Settings) -> None:
+    """A given Redis must answer, with these credentials, before any child starts: every child
+    would fail the same way (and a refused password never heals)."""
+    client = connect(settings)
+    try:
+        client.ping()
+    except REFUSED_ERRORS as exc:
+        raise CommandError(refused_message(exc)) from None
+    except (redis.RedisError, OSError) as exc:
+        raise CommandError(unreachable_message(str(settings.redis_url), exc)) from None
+    finally:
+        client.close()
+
+
 def run(settings: Settings, args: argparse.Namespace) -> int:
     """Start everything, supervise until a signal or a failure, stop everything in order."""
     supervisor = Supervisor(settings, sys.stdout)
@@ -354,6 +380,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
             check_url(settings.redis_url)
         except RedisURLError as exc:
             raise CommandError(str(exc)) from None
+        _check_redis(settings)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     if not settings.redis_url:
         settings = settings.model_copy(update={"redis_url": _start_redis(supervisor, settings)})

@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import gc
 
+import redis
+
 from service.errors import CommandError
 from service.settings import Settings
-from service.store.redis_client import RedisURLError
+from service.store.redis_client import REFUSED_ERRORS, RedisURLError, connect, refused_message
 
 
 def run(settings: Settings, args: argparse.Namespace) -> int:
@@ -23,6 +25,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         app = create_app(settings)
     except RedisURLError as exc:
         raise CommandError(str(exc)) from None
+    _check_credentials(settings)
     # Everything loaded so far (torch, FastAPI, the app) lives as long as the process: moved out
     # of the collector's sight, a full collection scans only what requests and refreshes made,
     # not hundreds of thousands of module objects (it paused requests for 150+ ms).
@@ -35,6 +38,20 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         access_log=settings.access_log,
     )
     return 0
+
+
+def _check_credentials(settings: Settings) -> None:
+    """Refuse to start with credentials Redis refuses (a restart cannot fix them); an
+    unreachable Redis is served as 503s until it is back."""
+    client = connect(settings, timeout=settings.redis_timeout)
+    try:
+        client.ping()
+    except REFUSED_ERRORS as exc:
+        raise CommandError(refused_message(exc)) from None
+    except (redis.RedisError, OSError):
+        pass
+    finally:
+        client.close()
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -6,14 +6,22 @@ refresher takes them every ``api_refresh_s``; the bodies are rendered then, once
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 import redis
 
 from lda.drift import CHANGED_BITS
 from service.api.prometheus import Metric, metric_name
-from service.api.schemas import QueueOut, StatsOut, timestamp
+from service.api.schemas import QueueOut, SourceOut, StatsOut, timestamp
 from service.settings import Settings
+from service.store.counters import (
+    SCRAPER_SECONDS,
+    SCRAPER_TOTALS,
+    SKIP_REASONS,
+    WORKER_COUNTERS,
+    WORKER_LIVE_COUNTERS,
+)
 from service.store.snapshot import (
     Control,
     PerplexityPoint,
@@ -25,6 +33,7 @@ from service.store.snapshot import (
     read_queue,
     read_scraper_counters,
 )
+from service.store.source_status import SourceStatus, read_source_status
 
 # Scraper counters "<kind>:<what>" of these kinds are articles or requests lost.
 _ERROR_KINDS = ("skipped", "error", "errors")
@@ -41,6 +50,7 @@ class Live:
     queue: QueueStats
     scraper: dict[str, int | float]
     model: tuple[str, int] | None  # (version, docs_seen) of the model /infer uses
+    sources: list[SourceStatus] = field(default_factory=list)  # reported unreachable
 
 
 def read_live(client: redis.Redis, settings: Settings, at: float) -> Live:
@@ -52,6 +62,30 @@ def read_live(client: redis.Redis, settings: Settings, at: float) -> Live:
         queue=read_queue(client, settings.stream, settings.group),
         scraper=read_scraper_counters(client, settings.counters_key),
         model=read_model_summary(client),
+        sources=read_source_status(client),
+    )
+
+
+def worker_state(snapshot: Snapshot | None, control: Control) -> str | None:
+    """What the worker is doing, in words: learning, paused, or idle since when."""
+    if snapshot is None:
+        return None
+    if control.paused:
+        return "paused"
+    if snapshot.idle_since is not None:
+        since = datetime.fromtimestamp(snapshot.idle_since, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        return f"idle, queue empty since {since}"
+    return "learning"
+
+
+def _source(status: SourceStatus) -> SourceOut:
+    return SourceOut(
+        source=status.source,
+        host=status.host,
+        state="unreachable",
+        since=datetime.fromtimestamp(status.since, UTC),
+        cause=status.cause,
+        message=status.message,
     )
 
 
@@ -61,6 +95,7 @@ def stats(snapshot: Snapshot | None, live: Live, settings: Settings) -> StatsOut
     return StatsOut(
         docs_seen=0 if s is None else s.docs_seen,
         docs_per_s=None if s is None else s.docs_per_s,
+        worker_state=worker_state(s, live.control),
         world_size=1 if s is None else s.world_size,
         rank_docs_per_s=[] if s is None else (s.rank_docs_per_s or [s.docs_per_s]),
         tokens_per_s=None if s is None else s.tokens_per_s,
@@ -83,6 +118,7 @@ def stats(snapshot: Snapshot | None, live: Live, settings: Settings) -> StatsOut
             pending=live.queue.pending,
         ),
         scraper=live.scraper,
+        sources=[_source(status) for status in live.sources],
     )
 
 
@@ -91,12 +127,16 @@ def redis_up(up: bool) -> Metric:
     return Metric("streamlda_redis_up", "1 when the API can read Redis").add(int(up))
 
 
-def _scraper_metrics(counters: dict[str, int | float]) -> list[Metric]:
-    """streamlda_scrape_errors_total{kind} plus one streamlda_scraper_<name>_total per counter."""
+def _scraper_metrics(published: dict[str, int | float]) -> list[Metric]:
+    """streamlda_scrape_errors_total{kind} plus one streamlda_scraper_<name>_total per counter;
+    every known counter and skip reason is there from the start, at 0."""
     errors = Metric(
         "streamlda_scrape_errors_total", "Articles or requests lost, by kind", "counter"
     )
     metrics = [errors]
+    counters: dict[str, int | float] = dict.fromkeys((*SCRAPER_TOTALS, *SCRAPER_SECONDS), 0)
+    counters.update({f"skipped:{reason}": 0 for reason in SKIP_REASONS})
+    counters.update(published)
     for name, value in counters.items():
         kind, _, what = name.partition(":")
         if name == _SCRAPER_UPDATED:
@@ -146,9 +186,11 @@ def metrics(snapshot: Snapshot | None, point: PerplexityPoint | None, live: Live
             ),
         ]
         families += _topic_metrics(snapshot)
-        for name, value in snapshot.counters.items():
-            family = metric_name("streamlda", "worker", name, "total")
-            families.append(Metric(family, f"Worker counter {name}", "counter").add(value))
+    worker = dict.fromkeys((*WORKER_COUNTERS, *WORKER_LIVE_COUNTERS), 0)
+    worker.update({} if snapshot is None else snapshot.counters)  # 0 before the first snapshot
+    for name, value in worker.items():
+        family = metric_name("streamlda", "worker", name, "total")
+        families.append(Metric(family, f"Worker counter {name}", "counter").add(value))
     if live.heartbeat is not None:
         families.append(
             Metric("streamlda_heartbeat_age_seconds", "Seconds since the worker's heartbeat").add(

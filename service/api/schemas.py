@@ -122,9 +122,23 @@ class QueueOut(BaseModel):
     pending: int = Field(description="Entries delivered to a worker and not yet acknowledged")
 
 
+class SourceOut(BaseModel):
+    source: str = Field(description="Which source (wikipedia)")
+    host: str = Field(description="Where it is fetched from")
+    state: str = Field(description="unreachable (a source that answers is not listed)")
+    since: datetime = Field(description="First failure of the run")
+    cause: str = Field(description="The last failure, in words")
+    message: str = Field(description="The operator's line: source unreachable since ...: cause")
+
+
 class StatsOut(BaseModel):
     docs_seen: int
-    docs_per_s: float | None
+    docs_per_s: float | None = Field(description="Training throughput; 0 while the worker idles")
+    worker_state: str | None = Field(
+        None,
+        description="learning, paused, or 'idle, queue empty since <time>' (null before the "
+        "first snapshot)",
+    )
     world_size: int = Field(description="Worker ranks learning one model (torchrun)")
     rank_docs_per_s: list[float] = Field(
         description="Each rank's own documents per second, in rank order (one entry per rank)"
@@ -145,6 +159,9 @@ class StatsOut(BaseModel):
     queue: QueueOut
     scraper: dict[str, int | float] = Field(
         description="The scrapers' counters, summed over every scraper (see service.ingest.queue)"
+    )
+    sources: list[SourceOut] = Field(
+        default_factory=list, description="Sources the scrapers report unreachable"
     )
 
 

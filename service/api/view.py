@@ -91,6 +91,7 @@ class State:
     ``/metrics`` and ``/healthz`` answer 200)."""
 
     error: str | None
+    error_detail: str | None = None  # where and why, for the operator (admin token, logs)
     topics: TopicsView | None = None
     perplexity: PerplexityView | None = None
     stats: Rendered | None = None
@@ -185,7 +186,10 @@ class View:
                 log.warning(
                     "cannot read the snapshot: %s", redis_failure_log(self.settings.redis_url, exc)
                 )
-            self.state = State(error=redis_failure(self.settings.redis_url, exc))
+            self.state = State(
+                error=redis_failure(self.settings.redis_url, exc),
+                error_detail=redis_failure_log(self.settings.redis_url, exc),
+            )
         except Exception:  # a malformed key: keep serving the last good state, say so in logs
             log.exception("could not refresh the API's view of Redis")
         finally:

@@ -24,25 +24,22 @@ from dataclasses import dataclass, field
 import redis
 
 from service.ingest.queue import ArticleQueue, new_batch_token
+from service.ingest.source_health import SourceHealth
 from service.ingest.sources import Article, Source, SourceStopped
 from service.settings import Settings
+from service.store.counters import SCRAPER_TOTALS
 from service.store.redis_client import connect
 from service.store.redis_retry import RedisGaveUp, RedisRetry
+from service.store.source_status import (
+    SourceStatus,
+    publish_source_status,
+    read_source_status,
+)
 
 log = logging.getLogger(__name__)
 
 # Totals published to the counters hash (skipped reasons are added as "skipped:<reason>").
-TOTAL_NAMES = (
-    "batches",
-    "fetched",
-    "queued",
-    "duplicates",
-    "skipped",
-    "requests",
-    "retries",
-    "backpressure_waits",
-    "redis_reconnects",
-)
+TOTAL_NAMES = SCRAPER_TOTALS
 
 
 @dataclass
@@ -69,7 +66,7 @@ class Totals:
             f"{c['fetched']} fetched, {c['queued']} queued, {c['duplicates']} duplicates, "
             f"{sum(self.skipped.values())} skipped"
             + (f" ({reasons})" if reasons else "")
-            + f", {c['requests']} requests, {c['retries']} retries, "
+            + f", {c['requests']} requests, {c['retries']} retries, {c['failures']} failures, "
             f"{c['backpressure_waits']} backpressure waits "
             f"({self.backpressure_wait_seconds:.1f} s), {c['redis_reconnects']} Redis retries"
         )
@@ -101,11 +98,18 @@ class Scraper:
         self.totals = Totals()
         self._published: dict[str, float] = {}
         self.unqueued: list[Article] = []
+        # The live source's tracker of failures: its reports go to Redis for the API.
+        health = getattr(source, "health", None)
+        self.health: SourceHealth | None = health if isinstance(health, SourceHealth) else None
+        if self.health is not None:
+            self.health.on_change = self._publish_status
 
     def run(self) -> Totals:
         """Scrape until ``limit`` articles are queued, the source ends, or ``stop`` is set."""
+        failed = False
         try:
             self.redis("creating the consumer group", self.queue.ensure_group)
+            self._adopt_status()
             for batch in self._batches():
                 self._queue_batch(batch)
                 if self.unqueued or self._done():
@@ -114,9 +118,15 @@ class Scraper:
             log.warning("%s: up to %d fetched articles not queued", exc, len(self.unqueued))
         except SourceStopped as exc:
             log.info("source %s", exc)
+        except BaseException:
+            failed = True  # a restarted scraper takes the source's report over
+            raise
         finally:
+            self._count_source()  # what was tried, even when no batch came of it
             self._publish()
-        log.info("done: %s", self.totals.summary())
+            log.info("done: %s", self.totals.summary())
+            if not failed and self.health is not None and self.health.reported is not None:
+                self._publish_status(None)  # stopped on purpose: nobody is left to update it
         return self.totals
 
     def _done(self) -> bool:
@@ -163,8 +173,7 @@ class Scraper:
         counts["queued"] += result.queued
         counts["duplicates"] += result.duplicates
         counts["backpressure_waits"] += result.backpressure_waits
-        counts["requests"] = int(getattr(self.source, "requests", 0))
-        counts["retries"] = int(getattr(self.source, "retries", 0))
+        self._count_source()
         self.totals.backpressure_wait_seconds += result.waited_s
         self.unqueued = result.unqueued
         if result.unqueued:
@@ -183,6 +192,13 @@ class Scraper:
         )
         self._publish()
 
+    def _count_source(self) -> None:
+        """The source's own counts of what it tried: requests, retries and failed attempts."""
+        counts = self.totals.counts
+        counts["requests"] = int(getattr(self.source, "requests", 0))
+        counts["retries"] = int(getattr(self.source, "retries", 0))
+        counts["failures"] = sum(getattr(self.source, "failures", {}).values())
+
     def _publish(self) -> None:
         """Add what changed since the last publication to the shared counters hash."""
         current = self.totals.as_counters()
@@ -193,6 +209,26 @@ class Scraper:
             log.warning("stopped while Redis was unavailable: the last counters are not published")
             return
         self._published = current
+
+    def _adopt_status(self) -> None:
+        """Carry on an outage of this source that an earlier scraper reported."""
+        if self.health is None:
+            return
+        reported = self.redis(
+            "reading the sources' status", lambda: read_source_status(self.client)
+        )
+        for status in reported:
+            if status.source == self.health.source:
+                self.health.adopt(status)
+
+    def _publish_status(self, status: SourceStatus | None) -> None:
+        """Tell the API this source is unreachable (or no longer); advisory, never fatal."""
+        if self.health is None:
+            return
+        try:
+            publish_source_status(self.client, self.health.source, status)
+        except (redis.RedisError, OSError) as exc:
+            log.warning("could not publish the source's status: %s", exc)
 
     def _count_reconnect(self) -> None:
         self.totals.counts["redis_reconnects"] += 1

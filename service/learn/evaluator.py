@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from lda.scorer import ScorerConfig
+from service.learn.scoring_channel import Receiver, Sender
 from service.learn.scoring_messages import pack_state, unpack_state
 
 log = logging.getLogger(__name__)
@@ -71,8 +72,8 @@ class Evaluator:
         self._heldout: list[list[int]] | None = None
         self._epoch = 0
         self._context = multiprocessing.get_context("spawn")
-        self._inbox: Any = None
-        self._outbox: Any = None
+        self._inbox: Sender | None = None
+        self._outbox: Receiver | None = None
         self._process: Any = None
 
     # --- lifecycle -------------------------------------------------------------------------
@@ -81,15 +82,20 @@ class Evaluator:
         set."""
         from service.learn.scoring_process import serve
 
-        self._inbox = self._context.Queue()
-        self._outbox = self._context.Queue()
+        # Pipes, not queues: see service.learn.scoring_channel (no semaphore left to leak).
+        child_in, to_child = self._context.Pipe(duplex=False)
+        from_child, child_out = self._context.Pipe(duplex=False)
         self._process = self._context.Process(
             target=serve,
-            args=(self._inbox, self._outbox, str(self.device), self.threads, os.getpid()),
+            args=(child_in, child_out, str(self.device), self.threads, os.getpid()),
             name="streamlda-scorer",
             daemon=True,
         )
         self._process.start()
+        child_in.close()  # the child's ends: with these closed, each side sees the other go
+        child_out.close()
+        self._inbox = Sender(to_child, "streamlda-scorer-feed")
+        self._outbox = Receiver(from_child)
         if self._heldout is not None:
             self._reset()
 
@@ -102,6 +108,7 @@ class Evaluator:
         """New epoch: the child takes the committed state and every pending beta, in order."""
         self._epoch += 1
         config = (self.config.gamma, self.config.sweeps, self.config.method)
+        assert self._inbox is not None
         self._inbox.put(("reset", self._epoch, config, self.state, self._heldout))
         for docs, beta in self.pending:
             self._inbox.put(("score", self._epoch, docs, beta))
@@ -110,12 +117,14 @@ class Evaluator:
         """Stop the child (what it has not scored stays in ``pending``)."""
         if self._process is None:
             return
+        assert self._inbox is not None and self._outbox is not None
         self._inbox.put(None)
-        self._inbox.cancel_join_thread()
+        self._inbox.close()
         self._process.join(CLOSE_TIMEOUT_S)
         if self._process.is_alive():
             self._process.terminate()
             self._process.join(CLOSE_TIMEOUT_S)
+        self._outbox.close()
         self._process = None
 
     # --- hand-off --------------------------------------------------------------------------
@@ -130,6 +139,7 @@ class Evaluator:
             return False
         copy = beta.detach().cpu().numpy().copy()
         self.pending.append((docs_seen, copy))
+        assert self._inbox is not None
         self._inbox.put(("score", self._epoch, docs_seen, copy))
         return True
 
@@ -140,8 +150,8 @@ class Evaluator:
         wait: float | None = timeout
         while self.pending and self._outbox is not None:
             try:
-                message = self._outbox.get(timeout=wait) if wait else self._outbox.get_nowait()
-            except queue.Empty:
+                message = self._outbox.get(timeout=wait or 0.0)
+            except (queue.Empty, EOFError):  # EOF: the child died (revived below)
                 break
             wait = None
             _kind, epoch, docs, perplexity, averaged, coherence, diversity, topics, state = message
@@ -174,9 +184,9 @@ class Evaluator:
             len(self.pending),
         )
         self._process = None
-        # The dead child's queue may hold betas its feeder thread can never write: without this,
-        # interpreter exit would wait for that thread forever.
-        self._inbox.cancel_join_thread()
+        assert self._inbox is not None and self._outbox is not None
+        self._inbox.close()  # its thread ends on the broken pipe (a daemon: exit never waits)
+        self._outbox.close()
         self.start()
 
     # --- checkpoint ------------------------------------------------------------------------

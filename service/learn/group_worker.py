@@ -195,7 +195,8 @@ class GroupWorker(Worker):
             return
         if self.group.leader and not self._publish_if_stale():
             self._beat()
-            self._idle_long_enough()  # starts the idle clock that "drained" reads
+            if self._idle_long_enough():  # (also starts the idle clock that "drained" reads)
+                self._go_idle()
 
     # --- hooks of the single worker --------------------------------------------------------
     def _learn(self, batch: Batch) -> None:

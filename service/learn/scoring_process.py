@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import queue
 import signal
+from multiprocessing.connection import Connection
 from typing import Any
 
 import torch
@@ -23,6 +24,7 @@ from lda.drift import topic_drift
 from lda.perplexity import HeldoutSet
 from lda.scorer import HeldoutScorer, ScorerConfig
 from service.learn.runtime import set_threads
+from service.learn.scoring_channel import Receiver, Sender
 from service.learn.scoring_messages import pack_state, unpack_state
 from service.process import die_with_parent
 
@@ -35,20 +37,30 @@ SCORER_NICE = 9
 PARENT_CHECK_S = 1.0
 
 
-def _next(inbox: Any, parent: int) -> Any:
+def _next(inbox: Receiver, parent: int) -> Any:
     """The next message, or None once the worker is gone: the parent-death signal is not
     enough alone (Linux sends it when the parent *thread* exits, and orphans were seen)."""
     while True:
         try:
             return inbox.get(timeout=PARENT_CHECK_S)
+        except EOFError:  # the worker closed its end, or died
+            return None
         except queue.Empty:
             if os.getppid() != parent:
                 return None
 
 
-def serve(inbox: Any, outbox: Any, device_name: str, threads: int | None, parent: int) -> None:
+def serve(
+    inbox_end: Connection,
+    outbox_end: Connection,
+    device_name: str,
+    threads: int | None,
+    parent: int,
+) -> None:
     """Score until told to exit or until the worker (pid ``parent``, passed in because it may
-    die while this process still imports torch) is gone."""
+    die while this process still imports torch) is gone. The ends are pipes'
+    (:mod:`service.learn.scoring_channel`)."""
+    inbox, outbox = Receiver(inbox_end), Sender(outbox_end, "streamlda-scorer-results")
     preexec = die_with_parent()
     if preexec is not None:
         preexec()

@@ -68,6 +68,7 @@ from service.learn.model_store import CHECKPOINT_NAME, load_model, save_model
 from service.learn.session import LearningSession, ModelTooLarge, VocabularyError
 from service.learn.topic_watch import TopicWatch
 from service.settings import Settings
+from service.store.counters import WORKER_COUNTERS
 from service.store.redis_retry import RedisGaveUp, RedisRetry
 from service.store.snapshot import (
     PerplexityPoint,
@@ -86,14 +87,7 @@ log = logging.getLogger(__name__)
 Entry = tuple[str, Article]  # a stream entry: its id and its article
 
 # The worker's counters in every snapshot (zero until they happen), kept across restarts.
-COUNTERS = (
-    "updates",
-    "checkpoints",
-    "nonfinite_restores",
-    "dropped_docs",
-    "empty_docs",
-    "evals_skipped",
-)
+COUNTERS = WORKER_COUNTERS
 
 
 class Worker:
@@ -121,6 +115,7 @@ class Worker:
         self.last_checkpoint = time.monotonic()
         self.checkpoint_at: float | None = None  # time.time() of the last checkpoint written
         self.empty_since: float | None = None  # when reads began finding the stream empty
+        self.idle_since: float | None = None  # time.time() it was reported idle (rates 0)
         self.checkpointed_docs = -1
         self.model_published = False
         self.published_docs = -1  # docs_seen of the last snapshot published
@@ -230,7 +225,7 @@ class Worker:
             return
         entries = self._read()
         if entries:
-            self.empty_since = None
+            self.empty_since = self.idle_since = None
             self._ingest(entries)
             if self.session.batch_ready:
                 self._train_next()
@@ -239,8 +234,10 @@ class Worker:
             self._train_next()
         elif not self._publish_if_stale():  # the stream ran dry: show the latest topics now
             self._beat()
-            if self.model is not None and self.trained and self._idle_long_enough():
-                self._checkpoint("drained")  # the source's tail: acknowledge it now
+            if self.model is not None and self._idle_long_enough():
+                if self.trained:
+                    self._checkpoint("drained")  # the source's tail: acknowledge it now
+                self._go_idle()
 
     def _idle_long_enough(self) -> bool:
         """True once reads have found the stream empty for checkpoint_idle_s: a finished
@@ -250,6 +247,15 @@ class Worker:
         if self.empty_since is None:
             self.empty_since = now
         return now - self.empty_since >= self.settings.checkpoint_idle_s
+
+    def _go_idle(self) -> None:
+        """Say once that the stream stayed empty: a snapshot with rates 0 and ``idle_since``
+        (the last rate shown for as long as the worker idled misled operators)."""
+        if self.idle_since is not None or self.model is None or not self.model.docs_seen:
+            return
+        assert self.empty_since is not None
+        self.idle_since = time.time() - (time.monotonic() - self.empty_since)
+        self._publish_snapshot()
 
     def _read(self) -> list[Entry]:
         wanted, block_ms = self.session.wanted, self.settings.read_block_ms
@@ -365,6 +371,7 @@ class Worker:
                 self._heldout_complete()
 
     def _train_next(self) -> None:
+        self.idle_since = None  # (a group's other ranks may have read what this one did not)
         items, batch = self.session.take()
         entries = [entry_id for entry_id, _ in items]
         try:
@@ -402,9 +409,11 @@ class Worker:
         if self.session.heldout is None:
             return
         if not evaluator.submit(model.docs_seen, model.beta_mean):
+            # By design (scoring must not stall the learner): counted, and said without alarm.
             self.counters["evals_skipped"] += 1
-            log.warning(
-                "perplexity at %d documents skipped: %d betas already wait for scoring",
+            log.info(
+                "perplexity at %d documents skipped (counted in evals_skipped): %d betas "
+                "already wait for scoring",
                 model.docs_seen,
                 len(evaluator.pending),
             )
@@ -552,7 +561,8 @@ class Worker:
     def _publish_snapshot(self) -> None:
         model, vocab = self.model, self.vocab
         assert model is not None and vocab is not None
-        docs_per_s, tokens_per_s = self._rates()
+        idle = self.idle_since is not None
+        docs_per_s, tokens_per_s = (0.0, 0.0) if idle else self._rates()
         counters = {
             **self.counters,
             "redis_retries": self.redis.retries,
@@ -576,7 +586,8 @@ class Worker:
             docs_per_s=docs_per_s,
             tokens_per_s=tokens_per_s,
             counters={name: int(value) for name, value in counters.items()},
-            rank_docs_per_s=self._rank_rates(),
+            rank_docs_per_s=[0.0 if idle else rate for rate in self._rank_rates()],
+            idle_since=self.idle_since,
             checkpoint_at=self.checkpoint_at,
             **self.watch.fields(served_ids),
         )

@@ -64,6 +64,29 @@ def check_url(url: str) -> None:
     connect(url).close()
 
 
+# Replies that say the URL's credentials are wrong: waiting or restarting cannot fix them.
+REFUSED_ERRORS: tuple[type[Exception], ...] = (
+    redis.AuthenticationError,
+    redis.exceptions.NoPermissionError,
+)
+
+
+def refused_message(exc: BaseException) -> str:
+    """One line for credentials Redis refused, naming the setting to change (no password)."""
+    return (
+        f"Redis refused the connection's credentials ({redact(str(exc))}): set the right user "
+        "and password in STREAMLDA_REDIS_URL (or --redis)"
+    )
+
+
+def unreachable_message(url: str, exc: BaseException) -> str:
+    """One line for a Redis that cannot be reached at all, naming the setting to change."""
+    return (
+        f"cannot reach Redis at {redact(url)} ({redact(str(exc))}): start it, or point "
+        "STREAMLDA_REDIS_URL (or --redis) at a running one"
+    )
+
+
 def is_transient(exc: BaseException) -> bool:
     """True for errors after which the same command can succeed later (Redis down or busy);
     a refused password is not one of them."""

@@ -80,6 +80,7 @@ class Snapshot:
     tokens_per_s: float = 0.0
     counters: dict[str, int] = field(default_factory=dict)
     rank_docs_per_s: list[float] = field(default_factory=list)  # per rank of a group
+    idle_since: float | None = None  # unix time the worker found the stream empty (rates 0)
     # Per topic of ``topics`` (absent from older workers' snapshots): as of the
     # evaluation at ``quality_docs``, NPMI coherence (None without held-out documents), JS
     # divergence in bits since the evaluation before (None for the first) and the documents

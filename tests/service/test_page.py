@@ -26,6 +26,7 @@ from service.api.app import create_app
 from service.learn.topic_watch import TopicWatch
 from service.settings import Settings
 from service.store.snapshot import append_perplexity, publish_snapshot, set_paused
+from service.store.source_status import SourceStatus, publish_source_status
 from tests.service.conftest import (
     VOCAB,
     Published,
@@ -299,3 +300,26 @@ def test_page_says_what_is_missing_before_the_first_update(
     assert field(dom, "worker-state") == "not started"
     assert field(dom, "queue-length") == "0"
     assert field(dom, "model-checkpoint") == "—"
+
+
+def test_health_says_the_source_is_unreachable_and_the_worker_idle(
+    watched: TopicWatch,
+    published: Published,
+    redis_client: redis.Redis,
+    served: str,
+    tmp_path: Path,
+) -> None:
+    now = time.time()
+    idle = dataclasses.replace(published.snapshot, docs_per_s=0.0, idle_since=now - 30)
+    publish_snapshot(redis_client, idle)
+    down = SourceStatus("wikipedia", "en.wikipedia.org", now - 90, "connection: refused")
+    publish_source_status(redis_client, "wikipedia", down)
+    time.sleep(0.5)  # the API's next refresh sees both
+    dom = dump_dom(served, tmp_path / "profile")
+    assert field(dom, "scraper-source") == down.message
+    assert field(dom, "worker-state").startswith("idle, queue empty since ")
+    assert field(dom, "worker-rate") == "0.0"
+
+    publish_source_status(redis_client, "wikipedia", None)
+    time.sleep(0.5)
+    assert field(dump_dom(served, tmp_path / "profile"), "scraper-source") == "answering"

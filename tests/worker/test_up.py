@@ -151,6 +151,8 @@ def test_up_serves_topics_and_perplexity_then_stops_cleanly_and_resumes(tmp_path
     assert code == 0, output
     assert len(started_pids(output)) == 4 and "crashed" not in output
     assert "checkpoint (stop)" in output and "worker exited with code 0" in output
+    # A child stopped on purpose is not reported as an exit by a signal.
+    assert "api stopped" in output and "code -15" not in output, output
     assert not listening(port), "the API is gone"
     for pid in started_pids(output):
         assert not alive(pid), f"child {pid} still runs after up exited"
@@ -202,11 +204,14 @@ def test_a_killed_worker_is_restarted_and_resumes_from_its_checkpoint(tmp_path: 
         assert "worker crashed (signal SIGKILL): restart 1 in " in output
         assert "restarted worker: restart 1" in output
         assert output.count("started worker (pid") == 2
+        # The killed worker's scoring queue leaves no named semaphore behind to warn about.
+        assert "leaked semaphore" not in output, output
     finally:
         code = stop_up(up)
     output = log.read_text()
     assert code == 0, output
     assert "worker exited with code 0" in output and "checkpoint (stop)" in output
+    assert "leaked semaphore" not in output, output
     for child in started_pids(output):
         assert not alive(child), f"child {child} still runs after up exited"
 

@@ -22,10 +22,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 import requests
 
 from service.ingest.cleaning import clean_wikitext, is_disambiguation, is_redirect
+from service.ingest.source_health import SourceHealth, describe_error
 from service.ingest.sources.base import Article, SkipCounter, SourceError, SourceStopped
 from service.settings import Settings
 
@@ -93,10 +95,16 @@ class RateLimiter:
 
 @dataclass
 class _Failure:
-    """Why one attempt failed, and how long the server asked us to wait (if it did)."""
+    """Why one attempt failed (a kind, counted, and in words), and how long the server asked us
+    to wait (if it did)."""
 
     reason: str
     retry_after: float | None = None
+    detail: str = ""
+
+    @property
+    def cause(self) -> str:
+        return f"{self.reason}: {self.detail}" if self.detail else self.reason
 
 
 class WikipediaSource:
@@ -127,6 +135,14 @@ class WikipediaSource:
         self.session = session or requests.Session()
         self.session.headers["User-Agent"] = user_agent(self.settings.contact)
         self.session.headers["Accept"] = "application/json"
+        self.host = urlsplit(settings.wikipedia_api_url).netloc.rpartition("@")[2]
+        # Says when failures have lasted source_down_after_s (the scraper publishes it).
+        self.health = SourceHealth(
+            SOURCE_NAME,
+            self.host,
+            settings.source_down_after_s,
+            hint="check the network, or STREAMLDA_WIKIPEDIA_API_URL",
+        )
 
     # --- the Source interface --------------------------------------------------------------
     def __iter__(self) -> Iterator[Article]:
@@ -184,28 +200,42 @@ class WikipediaSource:
             self.requests += 1
             result = self._attempt(params)
             if not isinstance(result, _Failure):
+                self.health.succeeded()
                 return result
             self.failures[result.reason] = self.failures.get(result.reason, 0) + 1
             attempt += 1
             if attempt > self.settings.max_retries:
+                self.health.failed(result.cause)
                 raise SourceError(
                     f"{self.settings.wikipedia_api_url}: gave up after {attempt} attempts "
-                    f"(last: {result.reason})"
+                    f"(last: {result.reason})" + (f": {result.detail}" if result.detail else "")
                 )
             delay = self._backoff(attempt)
             if result.retry_after is not None:
                 delay = max(delay, result.retry_after)
             self.retries += 1
             log.warning(
-                "API request failed (%s); retry %d/%d in %.2f s",
-                result.reason,
+                "API request to %s failed (%s); retry %d/%d in %.2f s",
+                self.host,
+                result.cause,
                 attempt,
                 self.settings.max_retries,
                 delay,
             )
+            self.health.failed(result.cause)
             self.waited_s += delay
-            self._sleep(delay)
+            self._wait(delay)
             self._check_stop(f"waiting to retry ({result.reason})")
+
+    def _wait(self, delay: float) -> None:
+        """Sleep ``delay`` seconds, reporting the source unreachable on time if it falls due
+        meanwhile (backoffs grow to minutes; the report may not wait for the next attempt)."""
+        due = self.health.due_in()
+        if due is not None and due < delay:
+            self._sleep(due)
+            self.health.check()
+            delay -= due
+        self._sleep(delay)
 
     def _check_stop(self, what: str) -> None:
         if self.stop.is_set():
@@ -222,16 +252,16 @@ class WikipediaSource:
         url = self.settings.wikipedia_api_url
         try:
             response = self.session.get(url, params=params, timeout=self.settings.request_timeout)
-        except requests.Timeout:
-            return _Failure("timeout")
-        except requests.ConnectionError:
-            return _Failure("connection")
+        except requests.Timeout as exc:
+            return _Failure("timeout", detail=describe_error(exc))
+        except requests.ConnectionError as exc:
+            return _Failure("connection", detail=describe_error(exc))
         except requests.RequestException as exc:
             raise SourceError(f"{url}: {exc}") from exc
         retry_after = parse_retry_after(response.headers.get("Retry-After"))
         status = response.status_code
         if status == 429 or status >= 500:
-            return _Failure(f"http_{status}", retry_after)
+            return _Failure(f"http_{status}", retry_after, f"HTTP {status} {response.reason}")
         if status != 200:
             raise SourceError(f"{url} answered HTTP {status}: {response.text[:200]!r}")
         try:
@@ -248,7 +278,7 @@ class WikipediaSource:
             if code in TRANSIENT_API_ERRORS:
                 if retry_after is None and code == "maxlag":
                     retry_after = float(self.settings.maxlag)
-                return _Failure(f"api_{code}", retry_after)
+                return _Failure(f"api_{code}", retry_after, str(error.get("info", ""))[:200])
             raise SourceError(f"{url}: API error {code}: {error.get('info', '')}")
         return data
 

@@ -1,0 +1,60 @@
+"""One-way channels between the worker and its scoring process: a pipe, written by a thread.
+
+Not ``multiprocessing.Queue``: under the spawn context each queue holds three named POSIX
+semaphores that the resource tracker must unlink, so a worker killed with SIGKILL left a
+"leaked semaphore objects" warning behind. A pipe has no named resource (the kernel closes it
+with the process), and the writing thread keeps what a queue's feeder thread gave: ``put``
+never blocks the caller on a full pipe (a beta is megabytes; the learner must not wait).
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from multiprocessing.connection import Connection
+from typing import Any
+
+_CLOSE = object()  # tells the writing thread to finish
+
+
+class Sender:
+    """The writing end: :meth:`put` queues a message in memory; a daemon thread sends it."""
+
+    def __init__(self, connection: Connection, name: str) -> None:
+        self._connection = connection
+        self._messages: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._write, name=name, daemon=True)
+        self._thread.start()
+
+    def put(self, message: Any) -> None:
+        self._messages.put(message)
+
+    def _write(self) -> None:
+        while (message := self._messages.get()) is not _CLOSE:
+            try:
+                self._connection.send(message)
+            except OSError:  # the reader is gone: what is left is not wanted
+                break
+        self._connection.close()
+
+    def close(self, timeout: float = 0.0) -> None:
+        """Send what is queued (waiting up to ``timeout`` seconds), then close the pipe."""
+        self._messages.put(_CLOSE)
+        self._thread.join(timeout)
+
+
+class Receiver:
+    """The reading end."""
+
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+
+    def get(self, timeout: float | None = None) -> Any:
+        """The next message, waiting up to ``timeout`` seconds (None: for ever); raises
+        ``queue.Empty`` when none came, and ``EOFError`` once the writer is gone."""
+        if not self._connection.poll(timeout):
+            raise queue.Empty
+        return self._connection.recv()
+
+    def close(self) -> None:
+        self._connection.close()
