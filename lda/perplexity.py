@@ -19,7 +19,11 @@ from lda.batch import Batch
 from lda.gibbs import Init, Method, default_burn_in, gibbs_expectations
 
 TEST_EVERY = 10  # every 10th token is held out for testing (docs/heldout.md)
-CHUNK_TOKENS = 100_000  # Gibbs runs over chunks of documents to bound memory
+# Gibbs runs over chunks of documents to bound memory: at most CHUNK_TOKENS tokens, and at most
+# CHUNK_ENTRIES tokens x K (a kernel's per-token or per-word arrays are that size: 80 MB of
+# float64 at K = 1,000, where 100,000 tokens made them 0.5 GB each).
+CHUNK_TOKENS = 100_000
+CHUNK_ENTRIES = 10_000_000
 
 
 @dataclass(frozen=True)
@@ -52,12 +56,13 @@ class HeldoutSet:
         )
 
 
-def _chunks(batch: Batch) -> list[tuple[int, int]]:
-    """Document ranges [a, b) whose tokens stay near CHUNK_TOKENS."""
+def _chunks(batch: Batch, n_topics: int) -> list[tuple[int, int]]:
+    """Document ranges [a, b) whose tokens stay near the chunk size for K = ``n_topics``."""
+    size = max(1, min(CHUNK_TOKENS, CHUNK_ENTRIES // max(1, n_topics)))
     offsets = batch.offsets.tolist()
     ranges, start = [], 0
     for d in range(1, len(offsets)):
-        if offsets[d] - offsets[start] >= CHUNK_TOKENS:
+        if offsets[d] - offsets[start] >= size:
             ranges.append((start, d))
             start = d
     if start < len(offsets) - 1:
@@ -78,7 +83,7 @@ def document_topic_proportions(
     """(n, K) pi_hat_dk = (E[n_dk] + gamma) / (n_d + K gamma) by Gibbs with beta fixed."""
     n_topics = beta.shape[0]
     parts = []
-    for a, b in _chunks(batch):
+    for a, b in _chunks(batch, n_topics):
         offsets = batch.offsets[a : b + 1]
         words = batch.words[int(offsets[0]) : int(offsets[-1])]
         chunk = Batch(words=words, offsets=offsets - offsets[0])

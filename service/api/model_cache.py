@@ -34,6 +34,9 @@ class ModelCache:
             return None
         with self._lock:
             if self._loaded is None or self._loaded.model.version != version:
+                # Let the old model go before the new one arrives (requests that hold it
+                # keep it until they finish): two K x W models never sit in the cache at once.
+                self._loaded = None
                 model = read_model(client)
                 if model is None:
                     return None

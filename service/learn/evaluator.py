@@ -7,7 +7,8 @@ betas in order and sends back each point with the scorer's state after it. The w
 a point, then :meth:`Evaluator.commit`\\ s it: the committed state (as of the last published
 point) and the betas not yet scored are what a checkpoint holds, so a restart scores the rest and
 gives the same points as an uninterrupted run. At most ``eval_backlog`` betas wait; a later one
-is refused (the worker counts the skip) until the child catches up. A child that dies is started
+is refused (the worker counts the skip) until the child catches up; fewer when they would hold
+more than PENDING_BYTES (a large model). A child that dies is started
 again from the committed state.
 """
 
@@ -31,6 +32,8 @@ log = logging.getLogger(__name__)
 
 # Seconds a closing evaluator gives its child to exit before terminating it.
 CLOSE_TIMEOUT_S = 5.0
+# At most this many bytes of betas wait for scoring (always at least one beta).
+PENDING_BYTES = 512 * 2**20
 
 
 @dataclass(frozen=True)
@@ -133,9 +136,15 @@ class Evaluator:
         """The held-out set is known: betas can be scored."""
         return self._heldout is not None
 
+    def room(self, beta_bytes: int) -> int:
+        """Betas that may wait: ``backlog``, or fewer when they would pass PENDING_BYTES (each
+        waits in the worker and in its checkpoint: 400 MB at K = 1,000, W = 100,000)."""
+        return max(1, min(self.backlog, PENDING_BYTES // max(1, beta_bytes)))
+
     def submit(self, docs_seen: int, beta: torch.Tensor) -> bool:
         """Queue a copy of ``beta`` for scoring; False (nothing queued) when the backlog is full."""
-        if self._heldout is None or len(self.pending) >= self.backlog:
+        beta_bytes = beta.numel() * beta.element_size()
+        if self._heldout is None or len(self.pending) >= self.room(beta_bytes):
             return False
         copy = beta.detach().cpu().numpy().copy()
         self.pending.append((docs_seen, copy))

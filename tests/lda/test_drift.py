@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from scipy.optimize import linear_sum_assignment
 from scipy.spatial.distance import jensenshannon
 
 from lda.drift import js_divergence, match_topics, topic_drift
@@ -84,3 +85,25 @@ def test_the_window_keeps_only_the_words_it_is_given():
     assert low[1, 0].item() == pytest.approx(np.quantile([0.1, 0.12], 0.05))  # samples 0, 2
     assert high[1, 1].item() == pytest.approx(np.quantile([0.11, 0.13], 0.95))  # samples 1, 3
     assert math.isnan(window.intervals(torch.tensor([[8, 7], [3, 4]]))[0][0, 0].item())
+
+
+def test_drift_in_row_blocks_equals_the_whole_computation(monkeypatch):
+    """More topics than a block (and the float32 matching of large models): the same matching
+    and divergences as the direct K x W float64 computation."""
+    import lda.drift as drift_module
+
+    previous = _topics(150, 300, 1)
+    current = previous[torch.randperm(150, generator=torch.Generator().manual_seed(2))]
+    current = 0.8 * current + 0.2 * _topics(150, 300, 3)
+    affinity = previous.sqrt() @ current.sqrt().T
+    rows, cols = linear_sum_assignment((1.0 - affinity.clamp(max=1.0)).clamp_min(0.0).sqrt())
+    expected = torch.empty(150, dtype=torch.int64)
+    expected[torch.from_numpy(cols)] = torch.from_numpy(rows)
+    for float32_from in (drift_module.FLOAT32_FROM, 0):
+        monkeypatch.setattr(drift_module, "FLOAT32_FROM", float32_from)
+        drift = topic_drift(previous, current)
+        assert torch.equal(drift.matched, expected)
+        p, q = previous[expected].double(), current.double()
+        m = 0.5 * (p + q)
+        direct = 0.5 * (p * torch.log2(p / m)).sum(1) + 0.5 * (q * torch.log2(q / m)).sum(1)
+        torch.testing.assert_close(drift.divergence, direct, rtol=1e-9, atol=1e-12)
