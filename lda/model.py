@@ -180,7 +180,8 @@ class StreamingLDA:
     @property
     def beta_mean(self) -> torch.Tensor:
         """(K, W) posterior-mean estimate of beta: the exponential mean of the samples after each
-        step (``mean_decay``), the current sample before the first step. Rows sum to 1."""
+        step (``mean_decay``), the current sample before the first step. Rows sum to 1. A
+        tensor of its own: later steps leave it as it is (a reader may keep it)."""
         if self.chain is not None:
             return self._lazy_read("mean", self._lazy_beta_mean)
         return self.mean.value if self.mean.count else self.beta
