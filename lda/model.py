@@ -362,17 +362,25 @@ class StreamingLDA:
         sample among the mean's top words (see SAMPLE_CANDIDATES)."""
         n = min(n, self.config.n_words)
         if self.chain is not None and which == "mean":
-            chain = self.chain
-            dtype = getattr(torch, self.config.dtype)
-            return self._lazy_read(f"top_mean:{n}", lambda: chain.top_mean(n, dtype))
+            ids, weights = self._lazy_top(n)
+            return ids[:, :n], weights[:, :n]
         if self.chain is not None:
             # The sample's top words among the mean's top SAMPLE_CANDIDATES x n: a full sample
             # is O(K W) draws, and a word outside the mean's head is rarely in a sample's.
-            candidates, _ = self.top_words(SAMPLE_CANDIDATES * n, "mean")
+            candidates, _ = self._lazy_top(n)
             weights, order = torch.topk(self.sample_at(candidates), k=n, dim=1)
             return candidates.gather(1, order), weights
         weights, ids = torch.topk(self.estimate(which), k=n, dim=1)
         return ids, weights
+
+    def _lazy_top(self, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The lazy chain's mean ranked SAMPLE_CANDIDATES x n deep, in one pass per step that
+        both rankings of :meth:`top_words` read."""
+        chain = self.chain
+        assert chain is not None
+        dtype = getattr(torch, self.config.dtype)
+        deep = min(SAMPLE_CANDIDATES * n, self.config.n_words)
+        return self._lazy_read(f"top_mean:{deep}", lambda: chain.top_mean(deep, dtype))
 
     def sample_at(self, word_ids: torch.Tensor) -> torch.Tensor:
         """(K, M) the chain's current sample of beta at (k, word_ids[k, i]): for the lazy

@@ -28,8 +28,9 @@ documents, or fewer than ``checkpoint_max_unacked`` plus two minibatches.
 The topics published are ``beta_mean`` (:mod:`lda.averaging`), the better estimate: the
 snapshot's ``topics`` (its ``sample_topics`` are the chain's current sample) and the model
 ``/infer`` uses. A snapshot (top words rendered for the API) goes out at most every
-``publish_every_s`` while training, and at once when the stream runs dry or the worker stops:
-dashboards poll once a second, and rendering every minibatch cost the worker and the API CPU.
+``publish_every_s`` while training (or ten times as long as the last one took, if longer: a
+large model's), and at once when the stream runs dry or the worker stops: dashboards poll once
+a second, and rendering every minibatch cost the worker and the API CPU.
 Held-out perplexity, of beta_mean too, is scored off the learner's path
 (:mod:`service.learn.evaluator`): at each multiple of ``eval_every`` a copy goes to a scoring
 process; its points are published as they come back, in order. At most ``eval_backlog`` betas
@@ -84,6 +85,11 @@ from service.store.snapshot import (
 
 log = logging.getLogger(__name__)
 
+# Snapshots are spaced at least this many times the last one's cost: at K = 1,000,
+# W = 100,000 one takes ~0.25 s (the top words are a pass over the chain), published every
+# second it took a quarter of the worker's time.
+PUBLISH_SHARE = 10
+
 Entry = tuple[str, Article]  # a stream entry: its id and its article
 
 # The worker's counters in every snapshot (zero until they happen), kept across restarts.
@@ -121,6 +127,7 @@ class Worker:
         self.published_docs = -1  # docs_seen of the last snapshot published
         self.published_quality: int | None = None  # its per-topic figures' evaluation
         self.published_at = -math.inf  # its time.monotonic()
+        self.publish_cost_s = 0.0  # how long the last snapshot took to make and publish
 
     @property
     def model(self) -> StreamingLDA | None:
@@ -388,7 +395,7 @@ class Worker:
             self._hand_off()
         if not self.model_published:
             self._publish_model()
-        if time.monotonic() - self.published_at >= self.settings.publish_every_s:
+        if time.monotonic() - self.published_at >= self._publish_interval():
             self._publish_snapshot()
         else:  # rendering top words every minibatch would cost the worker and the API CPU
             self._beat()
@@ -558,7 +565,13 @@ class Worker:
         self._publish_snapshot()
         return True
 
+    def _publish_interval(self) -> float:
+        """``publish_every_s``, or longer where a snapshot is costly (a large model's top words
+        are a pass over K x W): publishing takes at most 1/PUBLISH_SHARE of the worker's time."""
+        return max(self.settings.publish_every_s, PUBLISH_SHARE * self.publish_cost_s)
+
     def _publish_snapshot(self) -> None:
+        started = time.perf_counter()
         model, vocab = self.model, self.vocab
         assert model is not None and vocab is not None
         idle = self.idle_since is not None
@@ -596,6 +609,7 @@ class Worker:
         )
         self.published_docs, self.published_at = model.docs_seen, time.monotonic()
         self.published_quality = self.watch.docs
+        self.publish_cost_s = time.perf_counter() - started
 
 
 def _finite_or_none(value: float) -> float | None:
