@@ -283,7 +283,7 @@ class Settings(BaseSettings):
         20,
         ge=0,
         description="Recent samples of beta whose spread gives each top word's 5-95% interval "
-        "(0: none; the worker keeps S x K x W float32)",
+        "(0: none; the worker keeps each at the published top words only)",
     )
     perplexity_history: int = Field(
         10_000, ge=1, description="Perplexity points kept in Redis (oldest dropped)"

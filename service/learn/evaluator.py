@@ -202,6 +202,7 @@ class Evaluator:
 
     # --- checkpoint ------------------------------------------------------------------------
     def checkpoint_state(self) -> tuple[dict[str, Any], int, list[tuple[int, torch.Tensor]]]:
-        """(scorer state as of the last committed point, its docs_seen, betas not yet scored)."""
-        pending = [(docs, torch.from_numpy(beta.copy())) for docs, beta in self.pending]
+        """(scorer state as of the last committed point, its docs_seen, betas not yet scored:
+        views of the waiting betas, which nothing changes, not copies)."""
+        pending = [(docs, torch.from_numpy(beta)) for docs, beta in self.pending]
         return unpack_state(self.state), self.scored_docs, pending

@@ -89,6 +89,9 @@ log = logging.getLogger(__name__)
 # W = 100,000 one takes ~0.25 s (the top words are a pass over the chain), published every
 # second it took a quarter of the worker's time.
 PUBLISH_SHARE = 10
+# ... but never further apart than this for that reason (a first snapshot that compiled its
+# kernels took seconds, and must not hold the next one back for a minute).
+PUBLISH_MAX_GAP_S = 10.0
 
 Entry = tuple[str, Article]  # a stream entry: its id and its article
 
@@ -567,8 +570,10 @@ class Worker:
 
     def _publish_interval(self) -> float:
         """``publish_every_s``, or longer where a snapshot is costly (a large model's top words
-        are a pass over K x W): publishing takes at most 1/PUBLISH_SHARE of the worker's time."""
-        return max(self.settings.publish_every_s, PUBLISH_SHARE * self.publish_cost_s)
+        are a pass over K x W): publishing takes at most 1/PUBLISH_SHARE of the worker's time,
+        the gap at most PUBLISH_MAX_GAP_S."""
+        stretched = min(PUBLISH_SHARE * self.publish_cost_s, PUBLISH_MAX_GAP_S)
+        return max(self.settings.publish_every_s, stretched)
 
     def _publish_snapshot(self) -> None:
         started = time.perf_counter()
