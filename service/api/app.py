@@ -6,12 +6,14 @@ import asyncio
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
+from functools import partial
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
 from service.api import docs, errors
 from service.api.admission import ConcurrencyLimitMiddleware
+from service.api.batcher import Batcher
 from service.api.fast import FastReads
 from service.api.limits import BodyLimitMiddleware
 from service.api.model_cache import ModelCache
@@ -58,6 +60,16 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.model_cache = ModelCache()
     app.state.view = View(app.state.redis, settings)
     app.state.infer_pool = ThreadPoolExecutor(settings.infer_concurrency, "infer")
+    app.state.batcher = Batcher(
+        app.state.infer_pool,
+        settings.infer_concurrency,
+        partial(
+            infer.infer_texts,
+            client=app.state.redis,
+            cache=app.state.model_cache,
+            settings=settings,
+        ),
+    )
     errors.install(app)
     docs.install(app)
     app.include_router(topics.router(settings))

@@ -1,4 +1,5 @@
-"""Dependencies shared by the routes: settings, the Redis client, the view, the model cache."""
+"""Dependencies shared by the routes: settings, the Redis client, the view, the model cache,
+the inference batcher."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ from typing import Annotated
 import redis
 from fastapi import Depends, Request
 
+from service.api.batcher import Batcher
 from service.api.model_cache import ModelCache
+from service.api.schemas import InferOut
 from service.api.view import State
 from service.settings import Settings
 
@@ -36,7 +39,14 @@ def get_state(request: Request) -> State:
     return state
 
 
+def get_batcher(request: Request) -> Batcher[InferOut]:
+    """The app's inference threads, batching the requests that wait for them."""
+    batcher: Batcher[InferOut] = request.app.state.batcher
+    return batcher
+
+
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 RedisDep = Annotated[redis.Redis, Depends(get_redis)]
 ModelCacheDep = Annotated[ModelCache, Depends(get_model_cache)]
 StateDep = Annotated[State, Depends(get_state)]
+BatcherDep = Annotated[Batcher[InferOut], Depends(get_batcher)]

@@ -62,24 +62,28 @@ def _fixed_point(
     # A word no topic can emit carries no information about pi (infer_topics drops it too).
     weights = torch.where(columns.sum(2) > 0, weights, torch.zeros((), dtype=torch.float64))
     scale = 1.0 / (weights.sum(1, keepdim=True) + k * gamma)
-    pi = torch.full((len(docs), k), 1.0 / k, dtype=torch.float64)
-    rows = torch.arange(len(docs))  # the rows of pi the tensors hold
+    pi = torch.empty(len(docs), k, dtype=torch.float64)  # each row written once, when it stops
+    current = torch.full((len(docs), k), 1.0 / k, dtype=torch.float64)
+    rows = torch.arange(len(docs))  # the documents the tensors hold
     live = torch.ones(len(docs), dtype=torch.bool)  # of those, the ones still moving
     for _ in range(iterations):
-        current = pi[rows]
         # denominator_j = sum_k pi_k beta_kj; then pi_k sum_j w_j beta_kj / denominator_j
-        denominator = torch.bmm(columns, current[:, :, None])[:, :, 0].clamp_min(TINY)
+        denominator = torch.bmm(columns, current[:, :, None])[:, :, 0].clamp_min_(TINY)
         ratio = (weights / denominator)[:, None, :]
-        new = (current * torch.bmm(ratio, columns)[:, 0, :] + gamma) * scale
-        moved = (new - current).abs().amax(1)
-        pi[rows[live]] = new[live]
-        live &= moved >= tolerance
-        remaining = int(live.sum())
-        if remaining == 0:
-            break
-        if 4 * remaining <= 3 * len(rows):  # drop converged rows once they are a quarter
-            rows, columns, weights, scale = rows[live], columns[live], weights[live], scale[live]
-            live = torch.ones(remaining, dtype=torch.bool)
+        new = torch.bmm(ratio, columns)[:, 0, :].mul_(current).add_(gamma).mul_(scale)
+        stopped = live & ((new - current).abs_().amax(1) < tolerance)
+        current = new
+        if bool(stopped.any()):
+            pi[rows[stopped]] = new[stopped]
+            live &= ~stopped
+            remaining = int(live.sum())
+            if remaining == 0:
+                return pi
+            if 4 * remaining <= 3 * len(rows):  # drop stopped rows once they are a quarter
+                rows, columns, weights = rows[live], columns[live], weights[live]
+                scale, current = scale[live], current[live]
+                live = torch.ones(remaining, dtype=torch.bool)
+    pi[rows[live]] = current[live]
     return pi
 
 

@@ -4,21 +4,20 @@ beta.
 A batch is inferred together (one batched fixed point, :mod:`service.api.inference`), and each
 of its answers is the one ``/infer`` gives that text alone. The body is read (within the
 settings max_infer_bytes and body_timeout_s, :mod:`service.api.limits`) before the work waits for
-one of the app's ``infer_concurrency`` threads; :mod:`service.api.admission` refuses requests
+one of the app's ``infer_concurrency`` threads, which takes every request waiting then as one
+batch (:mod:`service.api.batcher`); :mod:`service.api.admission` refuses requests
 beyond ``infer_queue`` (503, Retry-After) before reading their bodies, so memory stays bounded
 and nothing else (``/healthz`` included) waits for it.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 import redis
-from fastapi import APIRouter, HTTPException, Request, status
+from fastapi import APIRouter, HTTPException, status
 
-from service.api.deps import ModelCacheDep, RedisDep, SettingsDep
+from service.api.deps import BatcherDep
 from service.api.inference import infer_batch
 from service.api.model_cache import ModelCache
 from service.api.schemas import (
@@ -53,9 +52,10 @@ ERRORS: dict[int | str, dict[str, object]] = {
 }
 
 
-def _infer(
+def infer_texts(
     texts: Sequence[str], client: redis.Redis, cache: ModelCache, settings: Settings
 ) -> list[InferOut]:
+    """Each text's answer under the current model, all inferred together (one batch)."""
     loaded = cache.get(client)
     if loaded is None:
         raise HTTPException(
@@ -86,39 +86,14 @@ def _infer(
     return answers
 
 
-async def _run(
-    texts: Sequence[str],
-    request: Request,
-    client: redis.Redis,
-    cache: ModelCache,
-    settings: Settings,
-) -> list[InferOut]:
-    """The answers, computed on one of the app's inference threads (waiting for one)."""
-    pool: ThreadPoolExecutor = request.app.state.infer_pool
-    loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(pool, _infer, texts, client, cache, settings)
-
-
 @router.post("/infer", response_model=InferOut, responses=ERRORS)
-async def infer(
-    body: InferIn,
-    request: Request,
-    client: RedisDep,
-    cache: ModelCacheDep,
-    settings: SettingsDep,
-) -> InferOut:
+async def infer(body: InferIn, batcher: BatcherDep) -> InferOut:
     """Tokenised as the learner does; words outside the vocabulary are ignored (and counted)."""
-    return (await _run([body.text], request, client, cache, settings))[0]
+    return (await batcher([body.text]))[0]
 
 
 @router.post("/infer/batch", response_model=InferBatchOut, responses=ERRORS)
-async def infer_many(
-    body: InferBatchIn,
-    request: Request,
-    client: RedisDep,
-    cache: ModelCacheDep,
-    settings: SettingsDep,
-) -> InferBatchOut:
+async def infer_many(body: InferBatchIn, batcher: BatcherDep) -> InferBatchOut:
     """Many texts in one request, inferred together: one answer each, in order, each equal to
     ``/infer``'s for that text."""
-    return InferBatchOut(results=await _run(body.texts, request, client, cache, settings))
+    return InferBatchOut(results=await batcher(body.texts))
