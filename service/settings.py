@@ -278,10 +278,10 @@ class Settings(BaseSettings):
         10_000, ge=1, description="Perplexity points kept in Redis (oldest dropped)"
     )
     infer_concurrency: int = Field(
-        2,
+        1,
         ge=1,
-        description="/infer inferences run at once (the API's inference threads, each with "
-        "infer_threads torch threads); more wait for one",
+        description="/infer inference threads per API process (each with infer_threads torch "
+        "threads); the requests waiting for one are inferred together as one batch",
     )
     infer_threads: int = Field(
         1,
