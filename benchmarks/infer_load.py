@@ -166,9 +166,7 @@ def start_api(repo: Path, url: str, port: int, log: Path) -> subprocess.Popen[by
     env = {**os.environ, "STREAMLDA_REDIS_URL": url, "PYTHONPATH": str(repo)}
     command = [sys.executable, "-m", "service", "api", "--port", str(port)]
     with log.open("ab") as out:
-        process = subprocess.Popen(
-            command, cwd=repo, env=env, stdout=out, stderr=subprocess.STDOUT
-        )
+        process = subprocess.Popen(command, cwd=repo, env=env, stdout=out, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 60
     while True:
         try:
@@ -178,7 +176,8 @@ def start_api(repo: Path, url: str, port: int, log: Path) -> subprocess.Popen[by
                 return process
         except OSError:
             if process.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"the API of {repo} did not start: {log.read_text()[-2000:]}")
+                tail = log.read_text()[-2000:]
+                raise SystemExit(f"the API of {repo} did not start: {tail}") from None
             time.sleep(0.2)
 
 
