@@ -18,9 +18,13 @@ rounds interleaved with this checkout's; ``--rounds`` rounds, medians reported w
     .venv/bin/python benchmarks/infer_load.py --baseline /tmp/main      # both K, 3 rounds
     .venv/bin/python benchmarks/infer_load.py --quick                   # a short check
 
+Also the slow clients: a fast client's /infer requests, timed alone and beside four uploads
+at 5 kB/s (100 kB bodies, as ``curl --limit-rate 5k``), for ``--duration`` seconds each.
+
 Goals (this checkout, K = 50): 20 clients' docs/s >= 0.9 x one client's; a batch of 100
->= 10 x one client's docs/s. The load generator shares the CPU with the API: run on a quiet
-machine.
+>= 10 x one client's docs/s (printed against this checkout's one client and, with --baseline,
+the baseline's); the slow uploads delay no /infer by more than a second. The load generator
+shares the CPU with the API: run on a quiet machine.
 """
 
 from __future__ import annotations
@@ -162,6 +166,45 @@ async def measure(
     return sum(d for d, _ in results) / elapsed, sum(r for _, r in results)
 
 
+async def slow_upload(port: int, size: int, rate: float, end: float) -> int | None:
+    """A POST /infer whose ``size``-byte body goes at ``rate`` bytes/s (curl --limit-rate):
+    the status it finally gets, or None if it was still sending at ``end``."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    head = "POST /infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    writer.write(f"{head}Content-Length: {size}\r\n\r\n".encode())
+    body = json.dumps({"text": "x" * (size - 12)}).encode()
+    chunk = max(1, int(rate / 10))
+    answer = asyncio.ensure_future(reader.readline())
+    try:
+        for start in range(0, size, chunk):
+            if answer.done() or time.perf_counter() > end:
+                break
+            writer.write(body[start : start + chunk])
+            await asyncio.sleep(0.1)
+        if answer.done():
+            return int(answer.result().split()[1])
+        return None
+    finally:
+        answer.cancel()
+        writer.close()
+
+
+async def delays(port: int, article: bytes, slow: int, seconds: float) -> list[float]:
+    """Seconds each of a fast client's /infer requests took (one after another, ``seconds``
+    long) while ``slow`` uploads at 5 kB/s run (100 kB bodies: 20 s each)."""
+    end = time.perf_counter() + seconds
+    uploads = [asyncio.ensure_future(slow_upload(port, 100_000, 5_000, end)) for _ in range(slow)]
+    await asyncio.sleep(0.5)  # the uploads are under way
+    connection, took = Post(port), []
+    while time.perf_counter() < end:
+        started = time.perf_counter()
+        status, _ = await connection.post("/infer", article)
+        took.append(time.perf_counter() - started if status == 200 else float("inf"))
+    connection.close()
+    await asyncio.gather(*uploads)
+    return took
+
+
 def start_api(repo: Path, url: str, port: int, log: Path) -> subprocess.Popen[bytes]:
     env = {**os.environ, "STREAMLDA_REDIS_URL": url, "PYTHONPATH": str(repo)}
     command = [sys.executable, "-m", "service", "api", "--port", str(port)]
@@ -207,6 +250,11 @@ def one_round(
     try:
         singles = [(json.dumps({"text": t}).encode(), 1) for t in articles]
         asyncio.run(measure(port, "/infer", singles, 1, 1.0, True))  # warm up: model load
+        article = singles[0][0]
+        for slow in (0, 4):
+            took = asyncio.run(delays(port, article, slow, args.duration))
+            figures[f"{slow} slow: median s"] = statistics.median(took)
+            figures[f"{slow} slow: max s"] = max(took)
         for clients in CLIENTS:
             rate, refused = asyncio.run(
                 measure(port, "/infer", singles, clients, args.duration, args.retry_now)
@@ -259,7 +307,7 @@ def report(k: int, runs: dict[str, list[dict[str, float]]], anchor: float) -> bo
     }
     ours = medians["this checkout"]
     for name in names:
-        if name.endswith("503s"):
+        if name.endswith("503s") or " slow: " in name:
             continue
         row = f"  {name:<14}"
         for label, values in medians.items():
@@ -269,16 +317,26 @@ def report(k: int, runs: dict[str, list[dict[str, float]]], anchor: float) -> bo
         if "baseline" in medians and name in medians["baseline"]:
             row += f"  ratio {ours[name] / medians['baseline'][name]:.2f} x"
         print(row)
+    for label, v in medians.items():
+        print(f"  {label}: one client's /infer alone median {v['0 slow: median s']:.3f} s "
+              f"(max {v['0 slow: max s']:.3f}), beside 4 uploads at 5 kB/s median "
+              f"{v['4 slow: median s']:.3f} s (max {v['4 slow: max s']:.3f})")  # fmt: skip
     print(f"  tomotopy infer (1 thread): {anchor:.1f} docs/s")
     one = ours["1 client(s)"]
     ratios = {
         "20 clients / 1": ours["20 client(s)"] / one,
         "batch 100 / 1 client": ours.get("batch 100", float("nan")) / one,
     }
+    if "baseline" in medians:
+        theirs = medians["baseline"]["1 client(s)"]
+        ratios["batch 100 / baseline's 1 client"] = ours.get("batch 100", float("nan")) / theirs
     print("  " + ", ".join(f"{n}: {v:.2f} x" for n, v in ratios.items()))
+    delayed = ours["4 slow: max s"] - ours["0 slow: median s"]
+    print(f"  slow uploads delay a /infer by at most {delayed:.3f} s")
     return (
         ratios["20 clients / 1"] >= GOAL_CLIENTS_RATIO
         and ratios["batch 100 / 1 client"] >= GOAL_BATCH_RATIO
+        and delayed <= 1.0
     )
 
 
