@@ -10,6 +10,7 @@ import os
 from fastapi import FastAPI
 
 from service.errors import CommandError
+from service.process import die_with_parent
 from service.settings import Settings
 from service.store.redis_client import RedisURLError, check_url
 
@@ -32,7 +33,11 @@ def _process_app(settings: Settings) -> FastAPI:
 
 
 def app_from_environment() -> FastAPI:
-    """uvicorn's factory in each worker process: the settings ``run`` exported."""
+    """uvicorn's factory in each worker process: the settings ``run`` exported. A worker goes
+    with its parent (killed, it would keep serving the port that its restart needs)."""
+    preexec = die_with_parent()
+    if preexec is not None:
+        preexec()
     return _process_app(Settings())  # type: ignore[call-arg]  # every field from the environment
 
 

@@ -63,6 +63,24 @@ def test_api_workers_serve_one_port(
         assert not Path(f"/proc/{pid}").exists(), pid
 
 
+def test_api_workers_go_with_a_killed_parent(
+    redis_server: Any, published: Published, tmp_path: Path
+) -> None:
+    """Orphans would keep the port, and the API that up restarts could not bind it."""
+    port, log = free_port(), tmp_path / "api.log"
+    command = [sys.executable, "-m", "service", "api", "--redis", redis_server.url]
+    command += ["--port", str(port), "--workers", "2"]
+    with log.open("wb") as out:
+        api = subprocess.Popen(command, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        wait_until(lambda: len(servers(log)) == 2 and answers(port, "/healthz") == 200, "2 servers")
+    finally:
+        api.kill()
+        api.wait()
+    wait_until(lambda: not any(Path(f"/proc/{pid}").exists() for pid in servers(log)), "orphans")
+    wait_until(lambda: answers(port, "/healthz") == 0, "the port freed")
+
+
 def test_up_with_two_api_workers_serves(tmp_path: Path) -> None:
     port, log = free_port(), tmp_path / "up.log"
     env = {**os.environ, **WORKER_ENV, "STREAMLDA_STOP_TIMEOUT_S": "30"}
