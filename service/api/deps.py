@@ -10,7 +10,6 @@ from fastapi import Depends, Request
 
 from service.api.batcher import Batcher
 from service.api.model_cache import ModelCache
-from service.api.schemas import InferOut
 from service.api.view import State
 from service.settings import Settings
 
@@ -39,9 +38,9 @@ def get_state(request: Request) -> State:
     return state
 
 
-def get_batcher(request: Request) -> Batcher[InferOut]:
+def get_batcher(request: Request) -> Batcher[bytes]:
     """The app's inference threads, batching the requests that wait for them."""
-    batcher: Batcher[InferOut] = request.app.state.batcher
+    batcher: Batcher[bytes] = request.app.state.batcher
     return batcher
 
 
@@ -49,4 +48,4 @@ SettingsDep = Annotated[Settings, Depends(get_settings)]
 RedisDep = Annotated[redis.Redis, Depends(get_redis)]
 ModelCacheDep = Annotated[ModelCache, Depends(get_model_cache)]
 StateDep = Annotated[State, Depends(get_state)]
-BatcherDep = Annotated[Batcher[InferOut], Depends(get_batcher)]
+BatcherDep = Annotated[Batcher[bytes], Depends(get_batcher)]
