@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl
 
+from service.api import render
 from service.api.conditional import CACHE_CONTROL, JSON, Rendered, matches
 from service.api.prometheus import RequestLatency
 from service.api.view import State, View
@@ -75,7 +76,7 @@ class FastReads:
         params = self._query(raw, allowed)
         if params is None:
             return None
-        top = self._top(params, 20 if one else 10)
+        top = self._top(params, render.ONE_TOPIC_TOP if one else render.TOPICS_TOP)
         estimate = params.get("estimate", "mean")
         uncertainty = _flag(params.get("uncertainty", "false"))
         sort = params.get("sort", "id")
