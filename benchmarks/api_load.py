@@ -16,7 +16,9 @@ Last, the closed loop: ``--max-clients`` clients GET /topics back to back for ``
 seconds, ``--rounds`` times: the requests/s of one API process and its CPU time per request.
 With ``--compare REPO`` another checkout's API (e.g. ``git archive`` of main into a directory)
 is started too, as one more process on the same Redis, and measured the same way, its open
-loop after ours and its closed-loop rounds interleaved with ours; medians and ratios printed.
+loop after ours (``--baseline-first``: before; the 30,000 articles may run out during the second,
+leaving the machine quieter for it) and its closed-loop rounds interleaved with ours; medians
+and ratios printed.
 
     .venv/bin/python benchmarks/api_load.py                       # 200 clients, 30 s, random
     .venv/bin/python benchmarks/api_load.py --compare /tmp/main   # against main, same run
@@ -369,7 +371,9 @@ async def measure(
             before = WorkerRate()
             print(f"worker alone for {args.baseline:.0f} s ...", flush=True)
             await before.sample(client, args.baseline)
-            opened = [await open_loop(args, target, client) for target in targets]
+            order = targets[::-1] if args.baseline_first else targets
+            opened_by = {t.name: await open_loop(args, t, client) for t in order}
+            opened = [opened_by[t.name] for t in targets]
             print(f"closed loop: {args.max_clients} clients x {args.max_duration:.0f} s, "
                   f"{args.rounds} rounds per API process, interleaved ...", flush=True)  # fmt: skip
             closed: dict[str, list[tuple[float, float, list]]] = {t.name: [] for t in targets}
@@ -433,6 +437,11 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     )  # fmt: skip
     p.add_argument("--rounds", type=int, default=3, help="closed-loop rounds per API process")
     p.add_argument("--compare", type=Path, help="another checkout's API, measured alike")
+    p.add_argument(
+        "--baseline-first",
+        action="store_true",
+        help="the compared API's open loop first (the stream may run dry during the second)",
+    )
     p.add_argument("--request-timeout", type=float, default=30.0)
     p.add_argument("--ready-timeout", type=float, default=600.0, help="seconds to first topics")
     p.add_argument("--data-dir", type=Path, help="default: a temporary directory")
