@@ -1,17 +1,30 @@
 """Load the API the way dashboards do while the worker learns, and say what it costs the worker.
 
-Starts ``streamlda up`` (embedded Redis, replayed corpus, worker, API) in a temporary data
-directory, waits until topics are served, measures the worker's docs/s for ``--baseline``
-seconds, then runs ``--clients`` clients that each GET /topics and /perplexity once a second
+Starts ``streamlda up`` (embedded Redis, replayed corpus, worker, one API process) in a
+temporary data directory, waits until topics are served, measures the worker's docs/s for
+``--baseline`` seconds, then runs ``--clients`` clients that each GET /topics and /perplexity
 (open loop: a slow answer does not delay the next request; latency counts from the scheduled
 send) for ``--duration`` seconds, and prints requests sent/answered, errors, p50/p95/p99 and the
-worker's docs/s during the load against just before. Last, a closed loop of ``--max-clients``
-clients GETs /topics back to back for ``--max-duration`` seconds: the maximum requests/s.
+worker's docs/s during the load against just before. ``--mode`` says when clients poll:
 
-    .venv/bin/python benchmarks/api_load.py            # 200 clients, 30 s (the load goals' figures)
-    .venv/bin/python benchmarks/api_load.py --quick    # a short check that it all runs
+* ``random`` (default): each client waits 0.5-1.5 s (uniform) between its requests, so the
+  clients drift apart, as independent dashboards do;
+* ``lockstep``: every client polls at the same instant once a second (the worst case);
+* ``phase``: once a second each, at a random phase fixed per client.
 
-Goal: p99 < 20 ms, 0 errors, worker docs/s during load >= 0.9 x before. Run on a quiet machine:
+Last, the closed loop: ``--max-clients`` clients GET /topics back to back for ``--max-duration``
+seconds, ``--rounds`` times: the requests/s of one API process and its CPU time per request.
+With ``--compare REPO`` another checkout's API (e.g. ``git archive`` of main into a directory)
+is started too, as one more process on the same Redis, and measured the same way, its open
+loop after ours (``--baseline-first``: before; the 30,000 articles may run out during the second,
+leaving the machine quieter for it) and its closed-loop rounds interleaved with ours; medians
+and ratios printed.
+
+    .venv/bin/python benchmarks/api_load.py                       # 200 clients, 30 s, random
+    .venv/bin/python benchmarks/api_load.py --compare /tmp/main   # against main, same run
+    .venv/bin/python benchmarks/api_load.py --quick               # a short check that it runs
+
+Goal: p99 < 10 ms, 0 errors, worker docs/s during load >= 0.9 x before. Run on a quiet machine:
 the load generator shares the CPU with the service it measures.
 """
 
@@ -22,8 +35,10 @@ import asyncio
 import math
 import os
 import random
+import re
 import resource
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -40,7 +55,7 @@ from dev_corpus import all_dev
 from service.store.embedded_redis import free_port
 
 CORPORA = Path(__file__).resolve().parent.parent.parent / "shared" / "corpora"
-GOAL_P99_MS = 20.0
+GOAL_P99_MS = 10.0
 GOAL_WORKER_RATIO = 0.9
 STOP_TIMEOUT_S = 90.0
 
@@ -177,25 +192,35 @@ async def one_request(
         results.error(f"HTTP {status}")
 
 
+def intervals(mode: str) -> tuple[float, float]:
+    """(first send after start, then the wait before each next one) of a client in ``mode``."""
+    if mode == "lockstep":
+        return 0.0, 1.0
+    if mode == "phase":
+        return random.random(), 1.0
+    return random.random(), -1.0  # random: a fresh 0.5-1.5 s wait each time
+
+
 async def dashboard(
-    host: str, port: int, duration: float, results: Results, use_etags: bool
+    host: str, port: int, duration: float, results: Results, use_etags: bool, mode: str
 ) -> None:
-    """One client: /topics and /perplexity once a second at a random phase, never waiting for
-    an answer to schedule the next (a panel whose answer is late queues on its connection, and
-    its latency still counts from the scheduled time)."""
+    """One client: /topics and /perplexity on its schedule (``mode``), never waiting for an
+    answer to schedule the next (a panel whose answer is late queues on its connection, and its
+    latency still counts from the scheduled time)."""
     tasks: list[asyncio.Task[None]] = []
     etags: dict[str, str] = {}
     panels = {path: Connection(host, port) for path in ("/topics", "/perplexity")}
-    start = time.perf_counter() + random.random()
-    tick = 0
-    while (scheduled := start + tick) < start + duration:
+    first, every = intervals(mode)
+    begin = time.perf_counter()
+    scheduled = begin + first
+    while scheduled < begin + duration:
         await asyncio.sleep(max(0.0, scheduled - time.perf_counter()))
         for path, connection in panels.items():
             cache = etags if use_etags else {}
             tasks.append(
                 asyncio.create_task(one_request(connection, path, scheduled, results, cache))
             )
-        tick += 1
+        scheduled += every if every > 0 else random.uniform(0.5, 1.5)
     await asyncio.gather(*tasks)
     for connection in panels.values():
         if connection.streams is not None:
@@ -247,42 +272,71 @@ def cpu_s(pid: int | None) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def measure(args: argparse.Namespace, base: str, up: subprocess.Popen) -> bool:
-    limits = httpx.Limits(max_connections=args.clients * 2 + 8, max_keepalive_connections=None)
-    timeout = httpx.Timeout(args.request_timeout)
-    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=timeout) as client:
-        print(f"waiting for topics at {base} ...", flush=True)
-        await wait_for_topics(client, up, args.ready_timeout)
-        before = WorkerRate()
-        print(f"worker alone for {args.baseline:.0f} s ...", flush=True)
-        await before.sample(client, args.baseline)
+def redis_url(data_dir: Path) -> str:
+    """The embedded Redis's URL, from the config ``up`` wrote (port and password)."""
+    config = (data_dir / "redis" / "redis.conf").read_text()
+    port = re.search(r"^port (\d+)$", config, re.M)
+    password = re.search(r'^requirepass "(.*)"$', config, re.M)
+    assert port and password, "no port or password in the embedded Redis's config"
+    return f"redis://:{password.group(1)}@127.0.0.1:{port.group(1)}/0"
 
-        print(f"{args.clients} clients for {args.duration:.0f} s ...", flush=True)
-        results, during = Results(), WorkerRate()
-        url = httpx.URL(base)
-        host, port = url.host, url.port or 80
-        clients = [
-            dashboard(host, port, args.duration, results, args.etag) for _ in range(args.clients)
-        ]
-        api = api_pid(up)
-        cpu_before = (cpu_s(api) if api else math.nan, cpu_s(None))
-        await asyncio.gather(during.sample(client, args.duration + 1), *clients)
-        api_cpu = (cpu_s(api) if api else math.nan) - cpu_before[0]
-        load_cpu = cpu_s(None) - cpu_before[1]
 
-        print(f"closed loop: {args.max_clients} clients for {args.max_duration:.0f} s ...")
-        started = time.perf_counter()
-        loops = await asyncio.gather(
-            *(closed_loop(host, port, args.max_duration) for _ in range(args.max_clients))
-        )
-        elapsed = time.perf_counter() - started
+def start_api(repo: Path, url: str, port: int, log: Path) -> subprocess.Popen:
+    """``streamlda api`` of the checkout ``repo`` on ``port`` (one process)."""
+    env = {**os.environ, "STREAMLDA_REDIS_URL": url, "PYTHONPATH": str(repo)}
+    command = [sys.executable, "-m", "service", "api", "--port", str(port)]
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            command, cwd=repo, env=env, stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
 
-    rate_before, rate_during = before.docs_per_s(), during.docs_per_s()
-    p99 = float(np.percentile(results.latencies_ms, 99)) if results.latencies_ms else float("inf")
+
+@dataclass
+class Target:
+    """One API process under test: its name, address and pid (for its CPU time)."""
+
+    name: str
+    host: str
+    port: int
+    pid: int | None
+
+
+async def open_loop(args: argparse.Namespace, target: Target, client: httpx.AsyncClient) -> tuple:
+    """The open-loop load on ``target`` with the worker's rate sampled meanwhile."""
+    print(f"{target.name}: {args.clients} clients ({args.mode}) for {args.duration:.0f} s ...",
+          flush=True)  # fmt: skip
+    results, during = Results(), WorkerRate()
+    clients = [
+        dashboard(target.host, target.port, args.duration, results, args.etag, args.mode)
+        for _ in range(args.clients)
+    ]
+    cpu_before = (cpu_s(target.pid) if target.pid else math.nan, cpu_s(None))
+    await asyncio.gather(during.sample(client, args.duration + 1), *clients)
+    api_cpu = (cpu_s(target.pid) if target.pid else math.nan) - cpu_before[0]
+    load_cpu = cpu_s(None) - cpu_before[1]
+    return results, during, api_cpu, load_cpu
+
+
+async def closed_round(args: argparse.Namespace, target: Target) -> tuple[float, float, list]:
+    """One closed-loop round: (requests/s, API CPU microseconds per request, latencies)."""
+    cpu_before = cpu_s(target.pid) if target.pid else math.nan
+    started = time.perf_counter()
+    loops = await asyncio.gather(
+        *(closed_loop(target.host, target.port, args.max_duration) for _ in range(args.max_clients))
+    )
+    elapsed = time.perf_counter() - started
+    answers = sum(n for n, _ in loops)
+    cpu = (cpu_s(target.pid) if target.pid else math.nan) - cpu_before
+    return answers / elapsed, cpu / max(answers, 1) * 1e6, [ms for _, lat in loops for ms in lat]
+
+
+def print_open(args: argparse.Namespace, name: str, measured: tuple, rate_before: float | None):
+    results, during, api_cpu, load_cpu = measured
+    rate_during = during.docs_per_s()
     ratio = None if not rate_before or rate_during is None else rate_during / rate_before
     errors = sum(results.errors.values())
-    print()
-    print(f"open loop, {args.clients} clients x (/topics + /perplexity) per second, "
+    print(f"{name}: open loop, {args.clients} clients ({args.mode}) x (/topics + /perplexity), "
           f"{args.duration:.0f} s{' with If-None-Match' if args.etag else ''}:")  # fmt: skip
     print(f"  requests sent {results.sent}, answered {results.answered}, errors {errors}"
           + (f" {results.errors}" if results.errors else ""))  # fmt: skip
@@ -292,10 +346,68 @@ async def measure(args: argparse.Namespace, base: str, up: subprocess.Popen) -> 
           f"(of {cores * args.duration:.0f} on {cores} cores)")  # fmt: skip
     print(f"  worker docs/s: before {rate(rate_before)}, during {rate(rate_during)}"
           + ("" if ratio is None else f" ({ratio:.2f} x)"))  # fmt: skip
-    answers = sum(n for n, _ in loops)
-    latencies = [ms for _, lat in loops for ms in lat]
-    print(f"closed loop, {args.max_clients} clients on /topics: "
-          f"{answers / elapsed:.0f} requests/s, {percentiles(latencies)}")  # fmt: skip
+    return results, ratio
+
+
+async def measure(
+    args: argparse.Namespace, base: str, up: subprocess.Popen, data_dir: Path, log: Path
+) -> bool:
+    limits = httpx.Limits(max_connections=args.clients * 2 + 8, max_keepalive_connections=None)
+    timeout = httpx.Timeout(args.request_timeout)
+    url = httpx.URL(base)
+    compared = None
+    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=timeout) as client:
+        print(f"waiting for topics at {base} ...", flush=True)
+        await wait_for_topics(client, up, args.ready_timeout)
+        targets = [Target("this checkout", url.host, url.port or 80, api_pid(up))]
+        if args.compare:
+            port = free_port()
+            compared = start_api(args.compare.resolve(), redis_url(data_dir), port, log)
+            other = httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=timeout)
+            async with other:
+                await wait_for_topics(other, up, args.ready_timeout)
+            targets.append(Target("baseline", "127.0.0.1", port, compared.pid))
+        try:
+            before = WorkerRate()
+            print(f"worker alone for {args.baseline:.0f} s ...", flush=True)
+            await before.sample(client, args.baseline)
+            order = targets[::-1] if args.baseline_first else targets
+            opened_by = {t.name: await open_loop(args, t, client) for t in order}
+            opened = [opened_by[t.name] for t in targets]
+            print(f"closed loop: {args.max_clients} clients x {args.max_duration:.0f} s, "
+                  f"{args.rounds} rounds per API process, interleaved ...", flush=True)  # fmt: skip
+            closed: dict[str, list[tuple[float, float, list]]] = {t.name: [] for t in targets}
+            for _ in range(args.rounds):
+                for target in targets:
+                    closed[target.name].append(await closed_round(args, target))
+        finally:
+            if compared is not None:
+                compared.send_signal(signal.SIGTERM)
+                compared.wait(STOP_TIMEOUT_S)
+
+    print()
+    rate_before = before.docs_per_s()
+    outcomes = [
+        print_open(args, t.name, measured, rate_before)
+        for t, measured in zip(targets, opened, strict=True)
+    ]
+    results, ratio = outcomes[0]
+    medians = {}
+    for name, rounds in closed.items():
+        rates = [r for r, _, _ in rounds]
+        cpus = [c for _, c, _ in rounds]
+        medians[name] = statistics.median(rates)
+        latencies = [ms for _, _, lat in rounds for ms in lat]
+        print(f"{name}: closed loop, {args.max_clients} clients on /topics: median "
+              f"{medians[name]:.0f} requests/s (rounds: {', '.join(f'{r:.0f}' for r in rates)}), "
+              f"API CPU {statistics.median(cpus):.0f} us per request, "
+              f"{percentiles(latencies)}")  # fmt: skip
+    if "baseline" in medians:
+        ours, theirs = medians["this checkout"], medians["baseline"]
+        print(f"closed-loop requests/s per API process: {ours:.0f} against {theirs:.0f} "
+              f"({ours / theirs:.2f} x)")  # fmt: skip
+    p99 = float(np.percentile(results.latencies_ms, 99)) if results.latencies_ms else float("inf")
+    errors = sum(results.errors.values())
     goals = {
         f"p99 < {GOAL_P99_MS:.0f} ms": p99 < GOAL_P99_MS,
         "0 errors": errors == 0,
@@ -319,6 +431,17 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--max-clients", type=int, default=4, help="closed-loop clients")
     p.add_argument("--max-duration", type=float, default=10.0, help="seconds of closed loop")
     p.add_argument("--etag", action="store_true", help="clients send If-None-Match")
+    p.add_argument(
+        "--mode", choices=("random", "lockstep", "phase"), default="random",
+        help="when clients poll (see above)",
+    )  # fmt: skip
+    p.add_argument("--rounds", type=int, default=3, help="closed-loop rounds per API process")
+    p.add_argument("--compare", type=Path, help="another checkout's API, measured alike")
+    p.add_argument(
+        "--baseline-first",
+        action="store_true",
+        help="the compared API's open loop first (the stream may run dry during the second)",
+    )
     p.add_argument("--request-timeout", type=float, default=30.0)
     p.add_argument("--ready-timeout", type=float, default=600.0, help="seconds to first topics")
     p.add_argument("--data-dir", type=Path, help="default: a temporary directory")
@@ -326,7 +449,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.quick:
         args.clients, args.duration, args.baseline = min(args.clients, 20), 5.0, 4.0
-        args.max_duration = 3.0
+        args.max_duration, args.rounds = 3.0, 1
     return args
 
 
@@ -341,7 +464,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         port = free_port()
         up = start_up(args, data_dir, port, log)
         try:
-            met = asyncio.run(measure(args, f"http://127.0.0.1:{port}", up))
+            met = asyncio.run(measure(args, f"http://127.0.0.1:{port}", up, data_dir, log))
         finally:
             code = stop_up(up)
             if code != 0:

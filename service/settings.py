@@ -289,10 +289,37 @@ class Settings(BaseSettings):
         10_000, ge=1, description="Perplexity points kept in Redis (oldest dropped)"
     )
     infer_concurrency: int = Field(
-        4, ge=1, description="/infer requests taken at once (its threads); more get 503 at once"
+        1,
+        ge=1,
+        description="/infer inference threads per API process (each with infer_threads torch "
+        "threads); the requests waiting for one are inferred together as one batch",
+    )
+    infer_threads: int = Field(
+        1,
+        ge=1,
+        description="torch threads of each inference (infer_concurrency x this should fit the "
+        "cores: more only make them compete)",
+    )
+    infer_queue: int = Field(
+        64,
+        ge=1,
+        description="/infer requests taken at once (sending their body, waiting or running; "
+        "each holds at most max_infer_bytes); more get 503 with Retry-After at once",
     )
     infer_retry_after_s: int = Field(
-        1, ge=0, description="Retry-After (s) of a /infer refused because too many are running"
+        1, ge=0, description="Retry-After (s) of a /infer refused because infer_queue are taken"
+    )
+    body_timeout_s: float = Field(
+        10.0,
+        gt=0,
+        description="Seconds a client gets to send a request body; a slower one gets 408 and "
+        "frees its place",
+    )
+    api_workers: int = Field(
+        1,
+        ge=1,
+        description="API processes serving one port (uvicorn workers; the API keeps no state "
+        "beyond its cache of Redis)",
     )
     api_refresh_s: float = Field(
         0.25,

@@ -78,6 +78,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="worker ranks learning one model together (torchrun on this machine)",
     )
     p.add_argument(
+        "--api-workers",
+        type=int,
+        help="API processes serving the port (uvicorn workers)",
+    )
+    p.add_argument(
         "--api-url",
         dest="wikipedia_api_url",
         metavar="URL",

@@ -6,12 +6,15 @@ import asyncio
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
+from functools import partial
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
 from service.api import docs, errors
 from service.api.admission import ConcurrencyLimitMiddleware
+from service.api.batcher import Batcher
+from service.api.fast import FastReads
 from service.api.limits import BodyLimitMiddleware
 from service.api.model_cache import ModelCache
 from service.api.prometheus import LatencyMiddleware, RequestLatency
@@ -20,6 +23,7 @@ from service.api.view import View
 from service.settings import Settings
 from service.store.redis_client import connect
 
+INFER_PATHS = frozenset({"/infer", "/infer/batch"})
 DESCRIPTION = (
     "Topics learned online from a stream of Wikipedia articles with SG-MCMC LDA. "
     "Reads Redis only: run as many instances as needed. Topics, perplexity, stats and metrics "
@@ -56,18 +60,34 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.model_cache = ModelCache()
     app.state.view = View(app.state.redis, settings)
     app.state.infer_pool = ThreadPoolExecutor(settings.infer_concurrency, "infer")
+    app.state.batcher = Batcher(
+        app.state.infer_pool,
+        settings.infer_concurrency,
+        partial(
+            infer.infer_texts,
+            client=app.state.redis,
+            cache=app.state.model_cache,
+            settings=settings,
+        ),
+    )
     errors.install(app)
     docs.install(app)
     app.include_router(topics.router(settings))
     for module in (perplexity, stats, infer, health, metrics, admin, page):
         app.include_router(module.router)
-    # The last added is the outermost: the concurrency cap decides before the body limit reads.
-    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_infer_bytes, paths={"/infer"})
+    # The last added is the outermost: the cap on requests taken decides before the body is
+    # read; the body is read (size and time limits) before the work waits for a thread.
+    app.add_middleware(
+        BodyLimitMiddleware,
+        max_bytes=settings.max_infer_bytes,
+        timeout_s=settings.body_timeout_s,
+        paths=INFER_PATHS,
+    )
     app.add_middleware(
         ConcurrencyLimitMiddleware,
-        limit=settings.infer_concurrency,
+        limit=settings.infer_queue,
         retry_after_s=settings.infer_retry_after_s,
-        paths={"/infer"},
+        paths=INFER_PATHS,
     )
     if settings.cors_origins:
         app.add_middleware(
@@ -78,5 +98,12 @@ def create_app(settings: Settings) -> FastAPI:
             expose_headers=["ETag"],
         )
     app.state.latency = RequestLatency()
-    app.add_middleware(LatencyMiddleware, latency=app.state.latency)  # outermost: all of it
+    app.add_middleware(LatencyMiddleware, latency=app.state.latency)  # all the app's requests
+    # Outermost: the polled reads answered from the view's bytes, before any of the above.
+    app.add_middleware(
+        FastReads,
+        view=app.state.view,
+        latency=app.state.latency,
+        topic_words=settings.topic_words,
+    )
     return app

@@ -1,15 +1,60 @@
-"""``streamlda api``: serve the HTTP API with uvicorn."""
+"""``streamlda api``: serve the HTTP API with uvicorn, in one process or several on one port."""
 
 from __future__ import annotations
 
 import argparse
 import gc
+import json
+import os
 
 import redis
+from fastapi import FastAPI
 
 from service.errors import CommandError
+from service.process import die_with_parent
 from service.settings import Settings
-from service.store.redis_client import REFUSED_ERRORS, RedisURLError, connect, refused_message
+from service.store.redis_client import (
+    REFUSED_ERRORS,
+    RedisURLError,
+    check_url,
+    connect,
+    refused_message,
+)
+
+
+def _process_app(settings: Settings) -> FastAPI:
+    """The app for this process, and the process set up to serve it."""
+    import torch
+
+    from service.api.app import create_app
+
+    # Each inference runs on infer_threads threads: infer_concurrency of them fit the cores
+    # instead of each spreading over all of them and fighting the others.
+    torch.set_num_threads(settings.infer_threads)
+    app = create_app(settings)
+    # Everything loaded so far (torch, FastAPI, the app) lives as long as the process: moved out
+    # of the collector's sight, a full collection scans only what requests and refreshes made,
+    # not hundreds of thousands of module objects (it paused requests for 150+ ms).
+    gc.freeze()
+    return app
+
+
+def app_from_environment() -> FastAPI:
+    """uvicorn's factory in each worker process: the settings ``run`` exported. A worker goes
+    with its parent (killed, it would keep serving the port that its restart needs)."""
+    preexec = die_with_parent()
+    if preexec is not None:
+        preexec()
+    return _process_app(Settings())  # type: ignore[call-arg]  # every field from the environment
+
+
+def _export(settings: Settings) -> None:
+    """Every setting that was set, into this process's environment, for the worker processes
+    (defaults stay unset: each process resolves them as one started alone would)."""
+    for name, value in settings.model_dump(mode="json", include=settings.model_fields_set).items():
+        if value is not None:
+            plain = isinstance(value, list | dict)
+            os.environ["STREAMLDA_" + name.upper()] = json.dumps(value) if plain else str(value)
 
 
 def run(settings: Settings, args: argparse.Namespace) -> int:
@@ -17,25 +62,35 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     # Imported here: FastAPI and uvicorn cost ~0.3 s that every other command would pay at start.
     import uvicorn
 
-    from service.api.app import create_app
+    from service.api.protocol import HTTP
 
     if not settings.redis_url:
         raise CommandError("no Redis to read: pass --redis URL or set STREAMLDA_REDIS_URL")
     try:
-        app = create_app(settings)
+        app = _process_app(settings) if settings.api_workers == 1 else None
     except RedisURLError as exc:
         raise CommandError(str(exc)) from None
     _check_credentials(settings)
-    # Everything loaded so far (torch, FastAPI, the app) lives as long as the process: moved out
-    # of the collector's sight, a full collection scans only what requests and refreshes made,
-    # not hundreds of thousands of module objects (it paused requests for 150+ ms).
-    gc.freeze()
+    common = {
+        "host": settings.host,
+        "port": settings.port,
+        "http": HTTP,
+        "log_level": "info",
+        "access_log": settings.access_log,
+    }
+    if app is not None:
+        uvicorn.run(app, **common)  # type: ignore[arg-type]
+        return 0
+    try:  # checked here, once, rather than in every worker
+        check_url(settings.redis_url)
+    except RedisURLError as exc:
+        raise CommandError(str(exc)) from None
+    _export(settings)
     uvicorn.run(
-        app,
-        host=settings.host,
-        port=settings.port,
-        log_level="info",
-        access_log=settings.access_log,
+        f"{__name__}:app_from_environment",
+        factory=True,
+        workers=settings.api_workers,
+        **common,  # type: ignore[arg-type]
     )
     return 0
 
@@ -62,4 +117,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--redis", dest="redis_url", metavar="URL", help="Redis URL")
     parser.add_argument("--host", help="bind address (default from STREAMLDA_HOST)")
     parser.add_argument("--port", type=int, help="port (default from STREAMLDA_PORT)")
+    parser.add_argument(
+        "--workers",
+        dest="api_workers",
+        type=int,
+        help="API processes on the port (default from STREAMLDA_API_WORKERS)",
+    )
     parser.set_defaults(func=run)

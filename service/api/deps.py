@@ -1,4 +1,5 @@
-"""Dependencies shared by the routes: settings, the Redis client, the view, the model cache."""
+"""Dependencies shared by the routes: settings, the Redis client, the view, the model cache,
+the inference batcher."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Annotated
 import redis
 from fastapi import Depends, Request
 
+from service.api.batcher import Batcher
 from service.api.model_cache import ModelCache
 from service.api.view import State
 from service.settings import Settings
@@ -36,7 +38,14 @@ def get_state(request: Request) -> State:
     return state
 
 
+def get_batcher(request: Request) -> Batcher[bytes]:
+    """The app's inference threads, batching the requests that wait for them."""
+    batcher: Batcher[bytes] = request.app.state.batcher
+    return batcher
+
+
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 RedisDep = Annotated[redis.Redis, Depends(get_redis)]
 ModelCacheDep = Annotated[ModelCache, Depends(get_model_cache)]
 StateDep = Annotated[State, Depends(get_state)]
+BatcherDep = Annotated[Batcher[bytes], Depends(get_batcher)]

@@ -68,8 +68,17 @@ async def _redis(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": detail}, status.HTTP_503_SERVICE_UNAVAILABLE)
 
 
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    """A bug: the traceback goes to the log (Starlette logs it), the client gets JSON."""
+    return JSONResponse(
+        {"detail": "internal error: the API's log has the details"},
+        status.HTTP_500_INTERNAL_SERVER_ERROR,
+    )
+
+
 def install(app: FastAPI) -> None:
     """Register the handlers that turn every failure into a JSON message."""
+    app.add_exception_handler(Exception, _unexpected)
     app.add_exception_handler(RequestValidationError, _validation)
     app.add_exception_handler(StarletteHTTPException, _http)
     app.add_exception_handler(redis.RedisError, _redis)

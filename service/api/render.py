@@ -13,6 +13,9 @@ from lda.model import Estimate
 from service.store.snapshot import PerplexityPoint, Snapshot
 
 TopicOrder = Literal["id", "coherence"]
+# Default ``top`` of /topics and /topics/{id} (bounded by the setting topic_words).
+TOPICS_TOP = 10
+ONE_TOPIC_TOP = 20
 
 
 def dumps(data: Any) -> bytes:

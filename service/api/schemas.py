@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Annotated
 
 from pydantic import BaseModel, Field
 
@@ -169,6 +170,14 @@ class InferIn(BaseModel):
     text: str = Field(min_length=1, description="Plain text of a document")
 
 
+class InferBatchIn(BaseModel):
+    texts: list[Annotated[str, Field(min_length=1)]] = Field(
+        min_length=1,
+        description="Plain texts of documents (the whole body within the setting "
+        "max_infer_bytes); inferred together, each as POST /infer would alone",
+    )
+
+
 class TopicWeightOut(BaseModel):
     id: int
     weight: float
@@ -181,6 +190,10 @@ class InferOut(BaseModel):
     ignored_tokens: int = Field(description="Tokens outside the vocabulary")
     proportions: list[float] = Field(description="pi[k], indexed by topic id")
     topics: list[TopicWeightOut] = Field(description="The same, heaviest topic first")
+
+
+class InferBatchOut(BaseModel):
+    results: list[InferOut] = Field(description="One answer per text, in the order given")
 
 
 class HealthOut(BaseModel):

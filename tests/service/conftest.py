@@ -165,10 +165,12 @@ START_TIMEOUT_S = 10.0
 
 
 @contextmanager
-def serve(app: FastAPI) -> Iterator[str]:
-    """``app`` served by uvicorn on 127.0.0.1 in a thread (real HTTP); yields its base URL."""
+def serve(app: FastAPI, http: str = "auto") -> Iterator[str]:
+    """``app`` served by uvicorn on 127.0.0.1 in a thread (real HTTP, uvicorn's protocol
+    ``http``); yields its base URL."""
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", http=http)
+    server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + START_TIMEOUT_S

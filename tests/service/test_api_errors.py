@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import socket
 from collections.abc import Iterator
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -10,7 +13,7 @@ from fastapi.testclient import TestClient
 
 from service.api.app import create_app
 from service.settings import Settings
-from tests.service.conftest import Published
+from tests.service.conftest import Published, serve
 
 
 def detail(response: httpx.Response, status: int) -> str:
@@ -140,3 +143,52 @@ def test_redis_password_is_not_shown(settings: Settings) -> None:
 
     assert redact("redis://user:hunter2@db:6379/0") == "redis://user:***@db:6379/0"
     assert redact("redis://db:6379/0") == "redis://db:6379/0"
+
+
+def test_body_not_utf8_is_400_json(api: TestClient, published: Published) -> None:
+    for path in ("/infer", "/infer/batch"):
+        response = api.post(
+            path, content=b'{"text": "caf\xe9"}', headers={"Content-Type": "application/json"}
+        )
+        assert "UTF-8" in detail(response, 400)
+        assert response.headers["content-type"] == "application/json"
+
+
+def test_malformed_http_is_400_json(settings: Settings) -> None:
+    """uvicorn's own answer to a request it cannot parse is the API's JSON too."""
+    from service.api.protocol import HTTP
+
+    with serve(create_app(settings), http=HTTP) as base:
+        parts = urlsplit(base)
+        with socket.create_connection((parts.hostname, parts.port), timeout=10) as sock:
+            sock.sendall(b"GET /topics HTTP/1.1\r\nHost: x\r\nContent-Length: ten\r\n\r\n")
+            raw = b""
+            while chunk := sock.recv(4096):
+                raw += chunk
+    head, _, body = raw.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400")
+    assert b"content-type: application/json" in head.lower()
+    assert "malformed HTTP request" in json.loads(body)["detail"]
+
+
+def test_unexpected_failure_is_500_json(settings: Settings) -> None:
+    app = create_app(settings)
+
+    @app.get("/boom")
+    def boom() -> None:
+        raise RuntimeError("a bug")
+
+    with TestClient(app, raise_server_exceptions=False) as client:
+        response = client.get("/boom")
+    assert "internal error" in detail(response, 500)
+    assert "a bug" not in response.text
+
+
+def test_every_infer_error_is_documented(api: TestClient) -> None:
+    paths = api.get("/openapi.json").json()["paths"]
+    for path in ("/infer", "/infer/batch"):
+        responses = paths[path]["post"]["responses"]
+        for code in ("400", "408", "413", "503"):
+            schema = responses[code]["content"]["application/json"]["schema"]["$ref"]
+            assert schema.endswith("/ErrorOut"), (path, code)
+        assert "UTF-8" in responses["400"]["description"]

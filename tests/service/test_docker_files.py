@@ -163,3 +163,9 @@ def test_multi_gpu_override_runs_the_worker_command_under_torchrun() -> None:
 def test_compose_config_is_accepted(files: list[Path]) -> None:
     result = compose_config(files)
     assert result.returncode == 0, result.stderr
+
+
+def test_api_runs_several_processes() -> None:
+    """The API is stateless over Redis: compose runs it as several processes on its port."""
+    environment = compose(COMPOSE)["services"]["api"]["environment"]
+    assert int(str(environment["STREAMLDA_API_WORKERS"]).split(":-")[-1].rstrip("}")) >= 2

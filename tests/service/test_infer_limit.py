@@ -1,5 +1,5 @@
-"""/infer past its concurrency limit: 503 with Retry-After before the body is read, /healthz
-unaffected, over real HTTP (uvicorn)."""
+"""/infer past the requests it takes (infer_queue): 503 with Retry-After before the body is read,
+/healthz unaffected, over real HTTP (uvicorn)."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def start_post(base: str, length: int) -> http.client.HTTPConnection:
 def test_infer_past_the_limit_is_refused_before_its_body(
     settings: Settings, published: Published
 ) -> None:
-    app = create_app(settings.model_copy(update={"infer_concurrency": 1}))
+    app = create_app(settings.model_copy(update={"infer_queue": 1}))
     with serve(app) as base:
         body = json.dumps({"text": "apple banana cherry"}).encode()
         holder = start_post(base, len(body))

@@ -1,76 +1,102 @@
-"""``POST /infer``: topic proportions of a new text under the published beta.
+"""``POST /infer`` and ``POST /infer/batch``: topic proportions of new texts under the published
+beta.
 
-Runs in the app's own pool of ``infer_concurrency`` threads; ConcurrencyLimitMiddleware refuses
-more requests than that (503, Retry-After) before reading their bodies, so memory stays bounded
+A batch is inferred together (one batched fixed point, :mod:`service.api.inference`), and each
+of its answers is the one ``/infer`` gives that text alone. The body is read (within the
+settings max_infer_bytes and body_timeout_s, :mod:`service.api.limits`) before the work waits for
+one of the app's ``infer_concurrency`` threads, which takes every request waiting then as one
+batch (:mod:`service.api.batcher`); :mod:`service.api.admission` refuses requests
+beyond ``infer_queue`` (503, Retry-After) before reading their bodies, so memory stays bounded
 and nothing else (``/healthz`` included) waits for it.
 """
 
 from __future__ import annotations
 
-import asyncio
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 
 import redis
-import torch
-from fastapi import APIRouter, HTTPException, Request, status
+from fastapi import APIRouter, HTTPException, Response, status
 
-from lda.inference import infer_topics
-from service.api.deps import ModelCacheDep, RedisDep, SettingsDep
+from service.api.conditional import JSON
+from service.api.deps import BatcherDep
+from service.api.inference import infer_batch
 from service.api.model_cache import ModelCache
-from service.api.schemas import INVALID, ErrorOut, InferIn, InferOut, TopicWeightOut
+from service.api.render import dumps
+from service.api.schemas import (
+    INVALID,
+    ErrorOut,
+    InferBatchIn,
+    InferBatchOut,
+    InferIn,
+    InferOut,
+)
 from service.settings import Settings
 
 router = APIRouter(tags=["infer"])
 
+ERRORS: dict[int | str, dict[str, object]] = {
+    400: {
+        "model": ErrorOut,
+        "description": "Content-Length is not a number, or the body is not UTF-8",
+    },
+    408: {
+        "model": ErrorOut,
+        "description": "The body did not arrive within the setting body_timeout_s",
+    },
+    413: {"model": ErrorOut, "description": "Body larger than the setting max_infer_bytes"},
+    **INVALID,
+    503: {
+        "model": ErrorOut,
+        "description": "Redis is unreachable, no model yet, or too many /infer requests "
+        "waiting (then with Retry-After)",
+    },
+}
 
-def _infer(text: str, client: redis.Redis, cache: ModelCache, settings: Settings) -> InferOut:
+
+def infer_texts(
+    texts: Sequence[str], client: redis.Redis, cache: ModelCache, settings: Settings
+) -> list[bytes]:
+    """Each text's answer under the current model (``InferOut`` as JSON), all inferred
+    together (one batch). Rendered here, on the inference thread, without pydantic: a batch's
+    hundred answers of K topics each cost more to validate than to write."""
     loaded = cache.get(client)
     if loaded is None:
         raise HTTPException(
             status.HTTP_503_SERVICE_UNAVAILABLE,
             "no model yet: the worker has not published its first model",
         )
-    ids, n_tokens = loaded.vocabulary.encode_counted(text)
-    proportions = infer_topics(
-        loaded.model.beta,
-        torch.tensor(ids, dtype=torch.long),
+    encoded = [loaded.vocabulary.encode_counted(text) for text in texts]
+    proportions = infer_batch(
+        loaded.columns,
+        [ids for ids, _ in encoded],
         loaded.model.gamma,
         iterations=settings.infer_iterations,
         tolerance=settings.infer_tolerance,
     )
-    ranked = sorted(range(len(proportions)), key=lambda k: -proportions[k])
-    return InferOut(
-        model_version=loaded.model.version,
-        docs_seen=loaded.model.docs_seen,
-        tokens=len(ids),
-        ignored_tokens=n_tokens - len(ids),
-        proportions=proportions,
-        topics=[TopicWeightOut(id=k, weight=proportions[k]) for k in ranked],
-    )
+    answers = []
+    for (ids, n_tokens), pi in zip(encoded, proportions, strict=True):
+        ranked = sorted(range(len(pi)), key=lambda k: -pi[k])
+        answer = {
+            "model_version": loaded.model.version,
+            "docs_seen": loaded.model.docs_seen,
+            "tokens": len(ids),
+            "ignored_tokens": n_tokens - len(ids),
+            "proportions": pi,
+            "topics": [{"id": k, "weight": pi[k]} for k in ranked],
+        }
+        answers.append(dumps(answer))
+    return answers
 
 
-@router.post(
-    "/infer",
-    response_model=InferOut,
-    responses={
-        400: {"model": ErrorOut, "description": "Content-Length is not a number"},
-        413: {"model": ErrorOut, "description": "Body larger than the setting max_infer_bytes"},
-        **INVALID,
-        503: {
-            "model": ErrorOut,
-            "description": "Redis is unreachable, no model yet, or too many /infer requests "
-            "in progress (then with Retry-After)",
-        },
-    },
-)
-async def infer(
-    body: InferIn,
-    request: Request,
-    client: RedisDep,
-    cache: ModelCacheDep,
-    settings: SettingsDep,
-) -> InferOut:
+@router.post("/infer", response_model=InferOut, responses=ERRORS)
+async def infer(body: InferIn, batcher: BatcherDep) -> Response:
     """Tokenised as the learner does; words outside the vocabulary are ignored (and counted)."""
-    pool: ThreadPoolExecutor = request.app.state.infer_pool
-    loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(pool, _infer, body.text, client, cache, settings)
+    return Response((await batcher([body.text]))[0], media_type=JSON)
+
+
+@router.post("/infer/batch", response_model=InferBatchOut, responses=ERRORS)
+async def infer_many(body: InferBatchIn, batcher: BatcherDep) -> Response:
+    """Many texts in one request, inferred together: one answer each, in order, each equal to
+    ``/infer``'s for that text."""
+    answers = await batcher(body.texts)
+    return Response(b'{"results":[' + b",".join(answers) + b"]}", media_type=JSON)

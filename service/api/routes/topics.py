@@ -17,7 +17,7 @@ from fastapi import APIRouter, HTTPException, Path, Query, Request, Response, st
 from lda.model import Estimate
 from service.api.conditional import IF_NONE_MATCH, NOT_MODIFIED, respond
 from service.api.deps import StateDep
-from service.api.render import TopicOrder
+from service.api.render import ONE_TOPIC_TOP, TOPICS_TOP, TopicOrder
 from service.api.schemas import (
     ESTIMATE,
     INVALID,
@@ -49,7 +49,7 @@ def router(settings: Settings) -> APIRouter:
     async def list_topics(
         request: Request,
         state: StateDep,
-        top: Annotated[int, Query(ge=1, le=most, description=_TOP)] = min(10, most),
+        top: Annotated[int, Query(ge=1, le=most, description=_TOP)] = min(TOPICS_TOP, most),
         estimate: EstimateQuery = "mean",
         uncertainty: UncertaintyQuery = False,
         sort: Annotated[TopicOrder, Query(description=SORT)] = "id",
@@ -72,7 +72,7 @@ def router(settings: Settings) -> APIRouter:
         request: Request,
         state: StateDep,
         topic_id: Annotated[int, Path(description="Topic id, 0 to K-1")],
-        top: Annotated[int, Query(ge=1, le=most, description=_TOP)] = min(20, most),
+        top: Annotated[int, Query(ge=1, le=most, description=_TOP)] = min(ONE_TOPIC_TOP, most),
         estimate: EstimateQuery = "mean",
         uncertainty: UncertaintyQuery = False,
     ) -> Response:
