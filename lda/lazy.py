@@ -121,7 +121,8 @@ class LazyChain:
         return self._mean(dtype, normalise=True)
 
     def _mean(self, dtype: torch.dtype, normalise: bool) -> torch.Tensor:
-        out = torch.empty(self.theta.shape, dtype=dtype)
+        """(K, W), a view of word-major storage like the chain's own (no transposed copy)."""
+        out = torch.empty(self.theta.shape[1], self.theta.shape[0], dtype=dtype)
         lazy_kernel.mean_beta(
             self._stored(self.total),
             self._stored(self.theta),
@@ -132,7 +133,7 @@ class LazyChain:
             beta_floor(dtype),
             out.numpy(),
         )
-        return out
+        return out.T
 
     def sample_beta(self, generator: torch.Generator, dtype: torch.dtype) -> torch.Tensor:
         """(K, W) a draw of beta now: the stale columns drawn into the result only."""

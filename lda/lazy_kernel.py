@@ -260,34 +260,37 @@ def mean_beta(
     weight: float,  # the mean's total weight
     normalise: bool,  # rows normalised and raised to ``floor`` (the served beta_mean)
     floor: float,
-    out: np.ndarray,  # (K, W), any float dtype
+    out: np.ndarray,  # (W, K), any float dtype: word-major, as the chain
 ) -> None:
-    """The mean of theta read without changing the state, as (K, W): every column's running
-    total brought to the current step (as catch_up_columns does) over the weight, each row
-    normalised if asked (the served beta_mean), with no (K, W) temporary."""
+    """The mean of theta read without changing the state, word-major as the chain is kept:
+    every column's running total brought to the current step (as catch_up_columns does) over
+    the weight, each topic normalised if asked (the served beta_mean), with no temporary."""
     n_words, n_topics = total.shape
-    tiles = (n_words + TILE - 1) // TILE
     rows = np.zeros((CHUNKS, n_topics))
     for c in numba.prange(CHUNKS):
-        first, last = _chunk(c, tiles)
+        lo, hi = _chunk(c, n_words)
         row = rows[c]
-        for tile in range(first, last):
-            for w in range(tile * TILE, min(n_words, (tile + 1) * TILE)):
-                _, decay_power, drift, _ = _catch_up_factors(
-                    column_time[w], column_step[w], column_mark[w], time, steps, mark, decay
-                )
-                t_row = total[w]
-                x_row = theta[w]
-                for k in range(n_topics):
-                    value = (
-                        decay_power * t_row[k]
-                        + alpha * (1.0 - decay_power)
-                        + (float(x_row[k]) - alpha) * drift
-                    ) / weight
-                    out[k, w] = value
-                    row[k] += value
+        for w in range(lo, hi):
+            _, decay_power, drift, _ = _catch_up_factors(
+                column_time[w], column_step[w], column_mark[w], time, steps, mark, decay
+            )
+            t_row = total[w]
+            x_row = theta[w]
+            o_row = out[w]
+            for k in range(n_topics):
+                value = (
+                    decay_power * t_row[k]
+                    + alpha * (1.0 - decay_power)
+                    + (float(x_row[k]) - alpha) * drift
+                ) / weight
+                o_row[k] = value
+                row[k] += value
     if normalise:
-        _scale_rows(out, rows.sum(axis=0), floor)
+        inverse = 1.0 / rows.sum(axis=0)
+        for w in numba.prange(n_words):
+            o_row = out[w]
+            for k in range(n_topics):
+                o_row[k] = max(float(o_row[k]) * inverse[k], floor)
 
 
 @numba.njit(parallel=True, cache=True)

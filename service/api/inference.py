@@ -58,7 +58,7 @@ def _fixed_point(
     for i, (distinct, counts) in enumerate(docs):
         index[i, : len(distinct)] = distinct
         weights[i, : len(distinct)] = counts.to(torch.float64)
-    columns = beta_t[index]  # D x L x K
+    columns = beta_t[index].to(torch.float64)  # D x L x K
     # A word no topic can emit carries no information about pi (infer_topics drops it too).
     weights = torch.where(columns.sum(2) > 0, weights, torch.zeros((), dtype=torch.float64))
     scale = 1.0 / (weights.sum(1, keepdim=True) + k * gamma)
@@ -88,9 +88,11 @@ def _fixed_point(
 
 
 def word_columns(beta: torch.Tensor) -> torch.Tensor:
-    """beta (K x W) as :func:`infer_batch` reads it: W x K float64, a word's column a row
-    (made once per published model)."""
-    return beta.to(torch.float64).t().contiguous()
+    """beta (K x W) as :func:`infer_batch` reads it: W x K, a word's column a row, in beta's
+    dtype (a view when beta is word-major, as published: no copy of a 400 MB model; the
+    columns a batch uses become float64 when gathered)."""
+    columns = beta.t()
+    return columns if columns.is_contiguous() else columns.contiguous()
 
 
 def infer_batch(

@@ -3,7 +3,8 @@
 Its keys (names and who reads what: :mod:`service.keys`) are the snapshot (the top words of
 beta_mean and of the current sample), its version token, the heartbeat, the perplexity history,
 the model for ``/infer`` (hash: version, docs_seen, topics, vocab_size, gamma, published_at,
-beta (the worker's beta_mean) as K×W float32 little-endian bytes, vocab joined by newlines;
+beta (the worker's beta_mean) as W×K float32 little-endian bytes (``layout`` "words", a word's
+column contiguous; a hash without ``layout`` holds K×W), vocab joined by newlines;
 the API reloads it only when ``version`` changes) and the control hash the API writes
 (``paused`` "1"/"0", and ``checkpoint_seq``, a counter the worker answers by checkpointing when
 it grows).
@@ -294,7 +295,10 @@ def publish_model(
     """Store beta (K×W) with its vocabulary in one atomic HSET; returns the new version."""
     if beta.dim() != 2 or beta.shape[1] != len(vocab):
         raise ValueError(f"beta is {tuple(beta.shape)}, expected (K, {len(vocab)})")
-    array = beta.detach().to("cpu", torch.float32).contiguous().numpy().astype("<f4", copy=False)
+    # Word-major (W x K): a word's column is one run of bytes (a reader can take the columns
+    # it needs), and the lazy chain's beta_mean is laid out so already (no copy).
+    words = beta.detach().to("cpu", torch.float32).T.contiguous()
+    array = words.numpy().astype("<f4", copy=False)
     if not bool(torch.isfinite(torch.from_numpy(array)).all()):
         raise ValueError("beta has non-finite entries: never publish NaN")
     if any("\n" in w for w in vocab):
@@ -305,8 +309,9 @@ def publish_model(
         mapping={
             "version": version,
             "docs_seen": docs_seen,
-            "topics": array.shape[0],
-            "vocab_size": array.shape[1],
+            "topics": array.shape[1],
+            "vocab_size": array.shape[0],
+            "layout": "words",
             "gamma": repr(_finite(gamma, "gamma")),
             "published_at": repr(time.time() if at is None else at),
             # The array's own bytes, not a copy: 400 MB at K = 1,000, W = 100,000.
@@ -348,7 +353,10 @@ def read_model(client: redis.Redis) -> PublishedModel | None:
         # A view of the reply's bytes, not a copy (the model can be 400 MB): read-only, which
         # its readers respect (inference gathers columns of it).
         warnings.filterwarnings("ignore", "The given NumPy array is not writable")
-        beta = torch.from_numpy(np.frombuffer(blob, dtype="<f4").reshape(k, w))
+        flat = torch.from_numpy(np.frombuffer(blob, dtype="<f4"))
+    # (K, W) either way; word-major storage unless the worker predates it.
+    words = _text(fields.get("layout", b"topics")) == "words"
+    beta = flat.reshape(w, k).T if words else flat.reshape(k, w)
     return PublishedModel(
         version=_text(fields["version"]),
         docs_seen=int(_text(fields["docs_seen"])),

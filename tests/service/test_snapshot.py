@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import redis
 import torch
@@ -83,6 +84,31 @@ def test_model_round_trips_bit_for_bit(redis_client: redis.Redis, published: Pub
     assert model.vocab == published.vocab and model.gamma == 0.1 and model.n_topics == 3
     new = publish_model(redis_client, published.beta, model.vocab, docs_seen=3000, gamma=0.1)
     assert new != published.version, "a republished model gets a new version"
+
+
+def test_model_is_stored_word_major_and_a_row_major_one_still_reads(
+    redis_client: redis.Redis, published: Published
+) -> None:
+    """A word's column is one run of bytes in Redis, and the API's columns for inference are a
+    view of what it read (no copy of the model); a hash written before the layout existed
+    (K x W, no ``layout``) reads as the same beta."""
+    from service.api.inference import word_columns
+    from service.keys import MODEL_KEY
+
+    raw = redis_client.hgetall(MODEL_KEY)
+    k, w = published.beta.shape
+    words = np.frombuffer(raw[b"beta"], dtype="<f4").reshape(w, k)
+    assert raw[b"layout"] == b"words"
+    assert np.array_equal(words[2], published.beta.float()[:, 2].numpy())
+    model = read_model(redis_client)
+    assert model is not None
+    columns = word_columns(model.beta)
+    assert columns.data_ptr() == model.beta.data_ptr() and columns.is_contiguous()
+    row_major = published.beta.float().contiguous().numpy().astype("<f4").tobytes()
+    redis_client.hset(MODEL_KEY, "beta", row_major)
+    redis_client.hdel(MODEL_KEY, "layout")
+    old = read_model(redis_client)
+    assert old is not None and torch.equal(old.beta, published.beta.float())
 
 
 def test_model_shape_must_match_the_vocabulary(redis_client: redis.Redis) -> None:
