@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from lda.batch import Batch
-from lda.gibbs import default_burn_in
+from lda.config import default_burn_in
 from lda.gibbs_kernel import balanced_schedule, collapsed_gibbs
 from lda.model import LearnerConfig, StreamingLDA
 from lda.vocab import Vocabulary

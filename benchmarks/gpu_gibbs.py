@@ -31,7 +31,8 @@ import numba
 import torch
 
 from lda.batch import Batch
-from lda.gibbs import Method, default_burn_in, gibbs_expectations
+from lda.config import Method, default_burn_in
+from lda.gibbs import gibbs_expectations
 from lda.model import LearnerConfig, StreamingLDA
 from lda.vocab import Vocabulary
 

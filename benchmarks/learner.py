@@ -62,7 +62,7 @@ import torch
 
 from lda.batch import Batch
 from lda.coherence import topic_quality
-from lda.gibbs import Method, default_burn_in
+from lda.config import Method, default_burn_in
 from lda.model import LearnerConfig, NonFiniteError, StreamingLDA, resolve_device
 from lda.perplexity import (
     HeldoutSet,

@@ -33,14 +33,9 @@ import numpy as np
 import torch
 
 from lda.batch import Batch
+from lda.config import Backend, Init, Method  # their home: lda.config
 from lda.parallel import Shard
 
-Method = Literal["exact", "rao-blackwell", "uncollapsed"]
-# auto: the CUDA kernel when beta is on a CUDA device numba can compile for, else the CPU kernel;
-# cpu: the compiled CPU kernel whatever the device; torch: its per-position twin (tests);
-# cuda: the CUDA kernel (CPU tensors: under numba's simulator, or on a device if present).
-Backend = Literal["auto", "cpu", "torch", "cuda"]
-Init = Literal["uniform", "beta"]
 # The CPU kernel of the collapsed methods: dense is O(K) per token-sweep, transposes all of beta
 # and keeps a (T, K) array; sparse (lda.gibbs_sparse) is O(K_d), the topics a document uses,
 # reads the minibatch's columns of beta and keeps sums by word and by document only; auto: sparse
@@ -58,12 +53,6 @@ SPARSE_MIN_CELLS = 8_000_000
 def sparse_pays(n_topics: int, n_words: int) -> bool:
     """Whether kernel="auto" runs the sparse kernel for a K x W beta (see :data:`Kernel`)."""
     return n_topics >= SPARSE_MIN_TOPICS or n_topics * n_words >= SPARSE_MIN_CELLS
-
-
-def default_burn_in(sweeps: int) -> int:
-    """Sweeps discarded when none is given: the first half (the learner's and the held-out
-    perplexity function's default; the held-out scorer's is lda.scorer.BURN_IN_SHARE)."""
-    return sweeps // 2
 
 
 @dataclass(frozen=True)

@@ -11,22 +11,22 @@ trajectory; both are part of ``state_dict`` so a resumed run equals an uninterru
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
-from typing import Any, Literal, TypeVar, cast, get_args
+from dataclasses import replace
+from typing import Any, Literal, TypeVar, cast
 
 import torch
 
 from lda.averaging import ExponentialMean
 from lda.batch import Batch
-from lda.gibbs import Backend, Init, Method, default_burn_in, gibbs_expectations
+from lda.config import LearnerConfig  # its home: lda.config (no torch); imported from here too
+from lda.gibbs import gibbs_expectations
 from lda.gradient import MinibatchStatistics
 from lda.lazy import LazyChain
 from lda.lazy_kernel import columns_of
 from lda.parallel import Layout, Reducer, layout
 from lda.perplexity import HeldoutSet, PosteriorAverage
 from lda.perplexity import test_token_probabilities as _test_token_probabilities
-from lda.samplers import SAMPLERS, Hyper, SamplerState, StepInfo, init_state, step
-from lda.schedules import StepSchedule
+from lda.samplers import SAMPLERS, SamplerState, StepInfo, init_state, step
 from lda.scorer import HeldoutScorer, ScorerConfig
 
 _Read = TypeVar("_Read")
@@ -39,80 +39,6 @@ Estimate = Literal["mean", "sample"]
 
 class NonFiniteError(ArithmeticError):
     """A step produced a non-finite theta; the state was left unchanged."""
-
-
-@dataclass(frozen=True)
-class LearnerConfig:
-    """Everything that defines the learner; the paper's values fill what is left unset."""
-
-    n_topics: int
-    n_words: int
-    sampler: str = "sgrld"
-    alpha: float | None = None
-    gamma: float | None = None
-    schedule: StepSchedule | None = None
-    friction: float = 1.0
-    corpus_size: float = 10_000.0
-    corpus_growth: bool = False  # N = max(corpus_size, documents seen), as online VB does
-    sweeps: int | None = None  # Gibbs sweeps per minibatch (default: the sampler's)
-    burn_in: int | None = None
-    gibbs: Method | None = None  # (default: the sampler's)
-    # Each minibatch's fresh start: every token's topic uniform, or drawn from p(k | w) ∝ beta_kw
-    # (fewer topics per document from the first sweep: the sparse kernel's cost); the sampler's.
-    gibbs_init: Init | None = None
-    # Where the training Gibbs sweeps run (lda.gibbs.Backend): "auto" is the compiled CPU kernel
-    # on the CPU and the CUDA kernel when the model is on a CUDA device; "cpu" keeps them in
-    # the CPU kernel whatever the device.
-    gibbs_backend: Backend = "auto"
-    # The held-out estimator (docs/heldout.md), whatever trains: 20 Rao-Blackwellised sweeps from a
-    # start drawn from beta (4 burn-in) come closer to a 400-sweep reference than 50 exact
-    # sweeps from a uniform start, in ~half the time (BENCHMARKS.md, "held-out estimator").
-    eval_gibbs: Method = "rao-blackwell"
-    eval_sweeps: int = 20
-    mean_decay: float = 0.97  # beta_mean: exponential mean of the samples (0: the last one)
-    dtype: str = "float64"
-
-    def __post_init__(self) -> None:
-        if self.sampler not in SAMPLERS:
-            raise ValueError(f"unknown sampler {self.sampler!r}: choose from {sorted(SAMPLERS)}")
-        spec = SAMPLERS[self.sampler]
-        object.__setattr__(self, "alpha", spec.alpha if self.alpha is None else self.alpha)
-        object.__setattr__(self, "gamma", spec.gamma if self.gamma is None else self.gamma)
-        object.__setattr__(self, "schedule", self.schedule or spec.schedule)
-        object.__setattr__(self, "sweeps", spec.sweeps if self.sweeps is None else self.sweeps)
-        object.__setattr__(self, "gibbs", spec.gibbs if self.gibbs is None else self.gibbs)
-        if self.gibbs_init is None:
-            object.__setattr__(self, "gibbs_init", spec.gibbs_init)
-        if self.gibbs_init not in get_args(Init):
-            choices = get_args(Init)
-            raise ValueError(f"unknown gibbs_init {self.gibbs_init!r}: choose from {choices}")
-        assert self.sweeps is not None
-        burn = default_burn_in(self.sweeps) if self.burn_in is None else self.burn_in
-        if not 0 <= burn < self.sweeps:
-            raise ValueError(f"burn_in must be in [0, sweeps), got {burn} with {self.sweeps}")
-        object.__setattr__(self, "burn_in", burn)
-        if self.gibbs_backend not in get_args(Backend):
-            raise ValueError(
-                f"unknown gibbs_backend {self.gibbs_backend!r}: choose from {get_args(Backend)}"
-            )
-        if not 0.0 <= self.mean_decay < 1.0:
-            raise ValueError(f"mean_decay must be in [0, 1), got {self.mean_decay}")
-
-    @property
-    def hyper(self) -> Hyper:
-        assert self.alpha is not None and self.gamma is not None
-        return Hyper(alpha=self.alpha, gamma=self.gamma, friction=self.friction)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> LearnerConfig:
-        data = dict(data)
-        if isinstance(data.get("schedule"), dict):
-            data["schedule"] = StepSchedule(**data["schedule"])
-        data.pop("extra", None)  # a field of older checkpoints, never used
-        return cls(**data)
 
 
 def resolve_device(name: str) -> torch.device:

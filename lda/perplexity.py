@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import torch
 
 from lda.batch import Batch
-from lda.gibbs import Init, Method, default_burn_in, gibbs_expectations
+from lda.config import Init, Method, default_burn_in
+from lda.gibbs import gibbs_expectations
 
 TEST_EVERY = 10  # every 10th token is held out for testing (docs/heldout.md)
 # Gibbs runs over chunks of documents to bound memory: at most CHUNK_TOKENS tokens, and at most

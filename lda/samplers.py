@@ -21,13 +21,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Literal, get_args
+from typing import get_args
 
 import torch
 
 from lda import diffusions
 from lda.cir import beta_floor, cir_transition
-from lda.gibbs import Init, Method
+from lda.config import DEFAULTS, Init, Method, SamplerDefaults, SamplerName
 from lda.gradient import MinibatchStatistics, log_posterior_gradient, safe
 from lda.hyper import Hyper  # its own module (no import circle); importers use it from here too
 from lda.recipe import MatrixField
@@ -193,33 +193,54 @@ def _fused_sgrld(
 
 @dataclass(frozen=True)
 class SamplerSpec:
-    """A sampler: its diffusion (D, Q), its closed-form step, and its default settings (the
-    paper's, except where the benchmark found better: step sizes, SGRLD's gamma, the Gibbs)."""
+    """A sampler: its diffusion (D, Q) and its closed-form step; its default settings are
+    :data:`lda.config.DEFAULTS` (read through the properties below)."""
 
     name: str
     uses_momentum: bool
     diffusion: Callable[[int, Hyper], tuple[MatrixField, MatrixField]]
     update: Update | None  # None: the step is the ``transition``'s draw
-    alpha: float
-    gamma: float
-    schedule: StepSchedule
     reflects_itself: bool = False
     noise_draws: int = 1  # standard normal (K, W) draws per step; > 1 stacks them
-    # 6 Rao-Blackwellised sweeps (3 kept) gave SGRLD as good held-out topics at 10k documents
-    # as 50 exact ones, at a fifth of the cost (BENCHMARKS.md).
-    gibbs: Method = "rao-blackwell"
-    gibbs_init: Init = "uniform"  # each minibatch's start (lda.gibbs.Init)
-    sweeps: int = 6
     # The same step in one compiled pass, for float64 CPU tensors (None: the closed form only).
     fused: FusedStep | None = None
-    # How the default schedule and mean decay follow larger minibatches (None: not measured,
-    # the defaults stay whatever the minibatch).
-    batch_scaling: BatchScaling | None = None
     # A step drawn exactly from the generator (no normal noise, no reflection), or None.
     transition: Transition | None = None
     # Steps only the minibatch's columns on the CPU, the others brought up to date when next
     # touched or read (lda.lazy; exact transitions compose): SCIR.
     lazy: bool = False
+
+    @property
+    def defaults(self) -> SamplerDefaults:
+        return DEFAULTS[self.name]
+
+    @property
+    def alpha(self) -> float:
+        return self.defaults.alpha
+
+    @property
+    def gamma(self) -> float:
+        return self.defaults.gamma
+
+    @property
+    def schedule(self) -> StepSchedule:
+        return self.defaults.schedule
+
+    @property
+    def gibbs(self) -> Method:
+        return self.defaults.gibbs
+
+    @property
+    def gibbs_init(self) -> Init:
+        return self.defaults.gibbs_init
+
+    @property
+    def sweeps(self) -> int:
+        return self.defaults.sweeps
+
+    @property
+    def batch_scaling(self) -> BatchScaling | None:
+        return self.defaults.batch_scaling
 
 
 SAMPLERS: dict[str, SamplerSpec] = {
@@ -228,78 +249,41 @@ SAMPLERS: dict[str, SamplerSpec] = {
         uses_momentum=False,
         diffusion=lambda d, h: diffusions.sgld(d),
         update=sgld_update,
-        alpha=0.01,
-        gamma=0.1,
-        schedule=StepSchedule(0.01),
     ),
     "sghmc": SamplerSpec(
         name="sghmc",
         uses_momentum=True,
         diffusion=lambda d, h: diffusions.sghmc(d, h.friction),
         update=sghmc_update,
-        alpha=0.01,
-        gamma=0.1,
-        schedule=StepSchedule(0.1),
     ),
     "sgrld": SamplerSpec(
         name="sgrld",
         uses_momentum=False,
         diffusion=lambda d, h: diffusions.sgrld(d),
         update=sgrld_update,
-        alpha=1e-4,
-        gamma=0.03,  # paper 0.01; 0.03 with eps 0.03 and n = 100 documents (BENCHMARKS.md)
-        schedule=StepSchedule(0.03, 1000.0, 0.55),  # paper 0.01: a larger step mixes the mean
         fused=_fused_sgrld,
-        # a ~ sqrt(n): at n = 500, 1,000 as good as n = 100 from 30k documents on; at n = 1,000
-        # and 29k, a ~ n served 1,816, the unscaled step 1,956, sqrt 1,725 (BENCHMARKS.md,
-        # "Minibatches for a GPU")
-        batch_scaling=BatchScaling(reference=100, power=0.5),
     ),
     "sgrhmc": SamplerSpec(
         name="sgrhmc",
         uses_momentum=True,
         diffusion=lambda d, h: diffusions.sgrhmc(d, h.friction),
         update=sgrhmc_split,
-        alpha=1e-4,
-        gamma=0.01,
-        schedule=StepSchedule(0.2),  # paper 0.02; 0.1 at n = 50, 0.2 at n = 100 (BENCHMARKS.md)
         reflects_itself=True,
         noise_draws=2,
-        # Exact indicator counts: Rao-Blackwellised ones make c = alpha - 1/2 + (N/n) E[n_kw]
-        # slightly positive on every word of the minibatch, where the split flow stops a
-        # coordinate at its (exponentially deep) turning point; with alpha = 0.5 that failed
-        # tests/lda/test_recovery.py (TV 0.21 against 0.08).
-        gibbs="exact",
-        sweeps=50,
         fused=fused_split_step,
-        # at n = 1,000: 1,787 at 29k documents (n = 100: 1,770; unscaled 1,945); a ~ n diverged
-        batch_scaling=BatchScaling(reference=100, power=0.5),
     ),
     "scir": SamplerSpec(
         name="scir",
         uses_momentum=False,
         diffusion=lambda d, h: diffusions.sgrld(d),  # the same SDE; its transition is exact
         update=None,
-        # K = 50, 29k documents, served perplexity 1,618 (SGRLD 1,660); alpha 1e-4 with
-        # SGRLD's schedule served 1,966 at 10k documents (docs/samplers.md, "Defaults")
-        alpha=0.3,
-        gamma=0.03,
-        schedule=StepSchedule(0.3, 1000.0, 0.55),
         reflects_itself=True,
         transition=scir_transition,
-        # h ~ n (the same time per document; an exact step has no stability limit): at n = 1,000
-        # and 29k documents 1,632 served, h ~ sqrt(n) 1,648, unscaled 1,855 (n = 100: 1,618)
-        batch_scaling=BatchScaling(reference=100, power=1.0),
         lazy=True,
-        # each minibatch starts from beta's p(k | w): at 3,000 DEV documents, K = 50 / 200 /
-        # 1,000, perplexity 1,942 / 1,716 / 1,476 against 1,960 / 1,729 / 1,497 from a uniform
-        # start, and 16% / 12% more docs/s at K = 200 / 1,000 (sparse kernel; one seed)
-        gibbs_init="beta",
     ),
 }
 
 
-SamplerName = Literal["sgld", "sghmc", "sgrld", "sgrhmc", "scir"]
 assert set(get_args(SamplerName)) == set(SAMPLERS), "SamplerName names every sampler"
 
 

@@ -21,14 +21,15 @@ from service.redact import redact
 from service.settings import Settings
 from service.store.redis_client import REFUSED_ERRORS, refused_message
 
-# Modules that each add one subcommand.
-COMMAND_MODULES = (
-    "service.train",
-    "service.ingest.command",
-    "service.api.command",
-    "service.learn.command",
-    "service.up",
-)
+# The module that adds each subcommand. Only the one asked for is imported (with ``--help`` or
+# none, all): ``streamlda scrape`` loads no torch, numba or FastAPI.
+COMMANDS = {
+    "train": "service.train",
+    "scrape": "service.ingest.command",
+    "api": "service.api.command",
+    "worker": "service.learn.command",
+    "up": "service.up",
+}
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
@@ -53,20 +54,27 @@ def _format_validation(exc: ValidationError) -> str:
     return "invalid settings: " + "; ".join(parts)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser with every registered subcommand."""
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser with every subcommand, or with the subcommand ``only`` alone."""
     parser = argparse.ArgumentParser(
         prog="streamlda", description="Streaming LDA topics learned with SG-MCMC."
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        importlib.import_module(name).register(subparsers)
+    for command, name in COMMANDS.items():
+        if only is None or command == only:
+            importlib.import_module(name).register(subparsers)
     return parser
+
+
+def _command(argv: Sequence[str]) -> str | None:
+    """The subcommand ``argv`` asks for, if it names one first."""
+    return argv[0] if argv and argv[0] in COMMANDS else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script."""
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(_command(argv))
     args = parser.parse_args(argv)
     try:
         settings = settings_from_args(args)

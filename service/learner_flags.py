@@ -9,8 +9,7 @@ import argparse
 from pathlib import Path
 from typing import get_args
 
-from lda.gibbs import Method
-from lda.samplers import SamplerName
+from lda.config import Method, SamplerName
 from service.settings import DeviceName
 
 

@@ -14,10 +14,9 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from lda.gibbs import Backend as GibbsBackend
-from lda.gibbs import Method as GibbsMethod
-from lda.model import LearnerConfig
-from lda.samplers import SAMPLERS, SamplerName
+from lda.config import DEFAULTS, LearnerConfig, SamplerName
+from lda.config import Backend as GibbsBackend
+from lda.config import Method as GibbsMethod
 from service import keys
 
 DeviceName = Literal["auto", "cpu", "cuda"]
@@ -360,7 +359,7 @@ class Settings(BaseSettings):
     @property
     def learner_sweeps(self) -> int:
         """Gibbs sweeps per minibatch: the setting, else the sampler's default."""
-        return SAMPLERS[self.sampler].sweeps if self.sweeps is None else self.sweeps
+        return DEFAULTS[self.sampler].sweeps if self.sweeps is None else self.sweeps
 
 
 def settings_table() -> str:

@@ -1,0 +1,165 @@
+"""The learner's configuration and every sampler's default settings, without torch.
+
+What a learner is (:class:`LearnerConfig`) and the defaults it takes from its sampler
+(:data:`DEFAULTS`: the paper's values, except where the benchmark found better) live here, apart
+from the samplers' steps (:mod:`lda.samplers`), so that a process that only reads settings (a
+scraper, ``--help``) does not load torch and numba.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Literal, get_args
+
+from lda.hyper import Hyper
+from lda.schedules import BatchScaling, StepSchedule
+
+SamplerName = Literal["sgld", "sghmc", "sgrld", "sgrhmc", "scir"]
+# How the Gibbs expectations are taken (lda.gibbs).
+Method = Literal["exact", "rao-blackwell", "uncollapsed"]
+# auto: the CUDA kernel when beta is on a CUDA device numba can compile for, else the CPU kernel;
+# cpu: the compiled CPU kernel whatever the device; torch: its per-position twin (tests);
+# cuda: the CUDA kernel (CPU tensors: under numba's simulator, or on a device if present).
+Backend = Literal["auto", "cpu", "torch", "cuda"]
+# Each minibatch's fresh start: every token's topic uniform, or drawn from p(k | w) ∝ beta_kw.
+Init = Literal["uniform", "beta"]
+
+
+def default_burn_in(sweeps: int) -> int:
+    """Sweeps discarded when none is given: the first half (the learner's and the held-out
+    perplexity function's default; the held-out scorer's is lda.scorer.BURN_IN_SHARE)."""
+    return sweeps // 2
+
+
+@dataclass(frozen=True)
+class SamplerDefaults:
+    """A sampler's default settings."""
+
+    alpha: float
+    gamma: float
+    schedule: StepSchedule
+    # 6 Rao-Blackwellised sweeps (3 kept) gave SGRLD as good held-out topics at 10k documents
+    # as 50 exact ones, at a fifth of the cost (BENCHMARKS.md).
+    gibbs: Method = "rao-blackwell"
+    gibbs_init: Init = "uniform"  # each minibatch's start
+    sweeps: int = 6
+    # How the default schedule and mean decay follow larger minibatches (None: not measured,
+    # the defaults stay whatever the minibatch).
+    batch_scaling: BatchScaling | None = None
+
+
+DEFAULTS: dict[str, SamplerDefaults] = {
+    "sgld": SamplerDefaults(alpha=0.01, gamma=0.1, schedule=StepSchedule(0.01)),
+    "sghmc": SamplerDefaults(alpha=0.01, gamma=0.1, schedule=StepSchedule(0.1)),
+    "sgrld": SamplerDefaults(
+        alpha=1e-4,
+        gamma=0.03,  # paper 0.01; 0.03 with eps 0.03 and n = 100 documents (BENCHMARKS.md)
+        schedule=StepSchedule(0.03, 1000.0, 0.55),  # paper 0.01: a larger step mixes the mean
+        # a ~ sqrt(n): at n = 500, 1,000 as good as n = 100 from 30k documents on; at n = 1,000
+        # and 29k, a ~ n served 1,816, the unscaled step 1,956, sqrt 1,725 (BENCHMARKS.md,
+        # "Minibatches for a GPU")
+        batch_scaling=BatchScaling(reference=100, power=0.5),
+    ),
+    "sgrhmc": SamplerDefaults(
+        alpha=1e-4,
+        gamma=0.01,
+        schedule=StepSchedule(0.2),  # paper 0.02; 0.1 at n = 50, 0.2 at n = 100 (BENCHMARKS.md)
+        # Exact indicator counts: Rao-Blackwellised ones make c = alpha - 1/2 + (N/n) E[n_kw]
+        # slightly positive on every word of the minibatch, where the split flow stops a
+        # coordinate at its (exponentially deep) turning point; with alpha = 0.5 that failed
+        # tests/lda/test_recovery.py (TV 0.21 against 0.08).
+        gibbs="exact",
+        sweeps=50,
+        # at n = 1,000: 1,787 at 29k documents (n = 100: 1,770; unscaled 1,945); a ~ n diverged
+        batch_scaling=BatchScaling(reference=100, power=0.5),
+    ),
+    "scir": SamplerDefaults(
+        # K = 50, 29k documents, served perplexity 1,618 (SGRLD 1,660); alpha 1e-4 with
+        # SGRLD's schedule served 1,966 at 10k documents (docs/samplers.md, "Defaults")
+        alpha=0.3,
+        gamma=0.03,
+        schedule=StepSchedule(0.3, 1000.0, 0.55),
+        # h ~ n (the same time per document; an exact step has no stability limit): at n = 1,000
+        # and 29k documents 1,632 served, h ~ sqrt(n) 1,648, unscaled 1,855 (n = 100: 1,618)
+        batch_scaling=BatchScaling(reference=100, power=1.0),
+        # each minibatch starts from beta's p(k | w): at 3,000 DEV documents, K = 50 / 200 /
+        # 1,000, perplexity 1,942 / 1,716 / 1,476 against 1,960 / 1,729 / 1,497 from a uniform
+        # start, and 16% / 12% more docs/s at K = 200 / 1,000 (sparse kernel; one seed)
+        gibbs_init="beta",
+    ),
+}
+assert set(get_args(SamplerName)) == set(DEFAULTS), "SamplerName names every sampler"
+
+
+@dataclass(frozen=True)
+class LearnerConfig:
+    """Everything that defines the learner; the paper's values fill what is left unset."""
+
+    n_topics: int
+    n_words: int
+    sampler: str = "sgrld"
+    alpha: float | None = None
+    gamma: float | None = None
+    schedule: StepSchedule | None = None
+    friction: float = 1.0
+    corpus_size: float = 10_000.0
+    corpus_growth: bool = False  # N = max(corpus_size, documents seen), as online VB does
+    sweeps: int | None = None  # Gibbs sweeps per minibatch (default: the sampler's)
+    burn_in: int | None = None
+    gibbs: Method | None = None  # (default: the sampler's)
+    # Each minibatch's fresh start: every token's topic uniform, or drawn from p(k | w) ∝ beta_kw
+    # (fewer topics per document from the first sweep: the sparse kernel's cost); the sampler's.
+    gibbs_init: Init | None = None
+    # Where the training Gibbs sweeps run (lda.gibbs.Backend): "auto" is the compiled CPU kernel
+    # on the CPU and the CUDA kernel when the model is on a CUDA device; "cpu" keeps them in
+    # the CPU kernel whatever the device.
+    gibbs_backend: Backend = "auto"
+    # The held-out estimator (docs/heldout.md), whatever trains: 20 Rao-Blackwellised sweeps from a
+    # start drawn from beta (4 burn-in) come closer to a 400-sweep reference than 50 exact
+    # sweeps from a uniform start, in ~half the time (BENCHMARKS.md, "held-out estimator").
+    eval_gibbs: Method = "rao-blackwell"
+    eval_sweeps: int = 20
+    mean_decay: float = 0.97  # beta_mean: exponential mean of the samples (0: the last one)
+    dtype: str = "float64"
+
+    def __post_init__(self) -> None:
+        if self.sampler not in DEFAULTS:
+            raise ValueError(f"unknown sampler {self.sampler!r}: choose from {sorted(DEFAULTS)}")
+        spec = DEFAULTS[self.sampler]
+        object.__setattr__(self, "alpha", spec.alpha if self.alpha is None else self.alpha)
+        object.__setattr__(self, "gamma", spec.gamma if self.gamma is None else self.gamma)
+        object.__setattr__(self, "schedule", self.schedule or spec.schedule)
+        object.__setattr__(self, "sweeps", spec.sweeps if self.sweeps is None else self.sweeps)
+        object.__setattr__(self, "gibbs", spec.gibbs if self.gibbs is None else self.gibbs)
+        if self.gibbs_init is None:
+            object.__setattr__(self, "gibbs_init", spec.gibbs_init)
+        if self.gibbs_init not in get_args(Init):
+            choices = get_args(Init)
+            raise ValueError(f"unknown gibbs_init {self.gibbs_init!r}: choose from {choices}")
+        assert self.sweeps is not None
+        burn = default_burn_in(self.sweeps) if self.burn_in is None else self.burn_in
+        if not 0 <= burn < self.sweeps:
+            raise ValueError(f"burn_in must be in [0, sweeps), got {burn} with {self.sweeps}")
+        object.__setattr__(self, "burn_in", burn)
+        if self.gibbs_backend not in get_args(Backend):
+            raise ValueError(
+                f"unknown gibbs_backend {self.gibbs_backend!r}: choose from {get_args(Backend)}"
+            )
+        if not 0.0 <= self.mean_decay < 1.0:
+            raise ValueError(f"mean_decay must be in [0, 1), got {self.mean_decay}")
+
+    @property
+    def hyper(self) -> Hyper:
+        assert self.alpha is not None and self.gamma is not None
+        return Hyper(alpha=self.alpha, gamma=self.gamma, friction=self.friction)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LearnerConfig:
+        data = dict(data)
+        if isinstance(data.get("schedule"), dict):
+            data["schedule"] = StepSchedule(**data["schedule"])
+        data.pop("extra", None)  # a field of older checkpoints, never used
+        return cls(**data)
