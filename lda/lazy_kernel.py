@@ -65,6 +65,17 @@ def _catch_up_factors(
 
 
 @numba.njit(cache=True, inline="always")
+def _mean_now(
+    total: float, theta: float, decay_power: float, drift: float, alpha: float, weight: float
+) -> float:
+    """A coordinate's mean of theta now, from its running total and value at its column's last
+    touch (the conditional mean path for the steps since; see lda.lazy)."""
+    return (
+        decay_power * total + alpha * (1.0 - decay_power) + (float(theta) - alpha) * drift
+    ) / weight
+
+
+@numba.njit(cache=True, inline="always")
 def _chunk(c: int, n: int) -> tuple[int, int]:
     """Chunk c's range of n items (CHUNKS near-equal chunks)."""
     return c * n // CHUNKS, (c + 1) * n // CHUNKS
@@ -278,11 +289,7 @@ def mean_beta(
             x_row = theta[w]
             o_row = out[w]
             for k in range(n_topics):
-                value = (
-                    decay_power * t_row[k]
-                    + alpha * (1.0 - decay_power)
-                    + (float(x_row[k]) - alpha) * drift
-                ) / weight
+                value = _mean_now(t_row[k], x_row[k], decay_power, drift, alpha, weight)
                 o_row[k] = value
                 row[k] += value
     if normalise:
@@ -413,11 +420,7 @@ def mean_top(
             t_row = total[w]
             x_row = theta[w]
             for k in range(n_topics):
-                value = (
-                    decay_power * t_row[k]
-                    + alpha * (1.0 - decay_power)
-                    + (float(x_row[k]) - alpha) * drift
-                ) / weight
+                value = _mean_now(t_row[k], x_row[k], decay_power, drift, alpha, weight)
                 row[k] += value
                 _offer(best[c, k], best_ids[c, k], value, w)
     for k in numba.prange(n_topics):
