@@ -2,9 +2,9 @@
 
 SG-MCMC draws samples of beta; a window of the last S of them gives, for any word of a topic,
 quantiles of its weight: a wide 5-95% interval is a word the data has not pinned down yet. No
-VB peer has this. Only the words served are of interest, so each sample is kept at M words per
-topic (the caller's choice, e.g. the served top words): S x K x M values and their word ids,
-never S x K x W.
+VB peer has this. A small model's samples are kept whole (S x K x W float32); a large one's at
+M words per topic (the caller's choice, e.g. the served top words): S x K x M values and their
+word ids.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ LOW, HIGH = 0.05, 0.95
 
 
 class SampleWindow:
-    """The last ``size`` samples of a K x W matrix at M chosen words per row (a ring)."""
+    """The last ``size`` samples of a K x W matrix, whole or at M chosen words per row (a
+    ring)."""
 
     def __init__(self, size: int) -> None:
         if size < 2:
@@ -25,19 +26,27 @@ class SampleWindow:
         self.word_ids: torch.Tensor | None = None  # (S, K, M) int64
         self.count = 0  # samples added so far
 
-    def add(self, word_ids: torch.Tensor, values: torch.Tensor) -> None:
-        """Keep a sample's ``values`` (K x M) at ``word_ids`` (K x M), dropping the oldest
-        once ``size`` are kept."""
-        if word_ids.shape != values.shape or word_ids.dim() != 2:
+    def add(self, word_ids: torch.Tensor | None, values: torch.Tensor) -> None:
+        """Keep a sample's ``values`` (K x M) at ``word_ids`` (K x M; None: ``values`` is the
+        whole K x W sample), dropping the oldest once ``size`` are kept. A change of shape or
+        of kind (whole rows or chosen words) starts the window over."""
+        if word_ids is not None and (word_ids.shape != values.shape or word_ids.dim() != 2):
             raise ValueError(f"word ids {tuple(word_ids.shape)} and values {tuple(values.shape)}")
-        if self.values is None or self.values.shape[1:] != values.shape:
+        whole = word_ids is None
+        if (
+            self.values is None
+            or self.values.shape[1:] != values.shape
+            or whole != (self.word_ids is None)
+        ):
             self.values = torch.empty((self.size, *values.shape), dtype=torch.float32)
-            self.word_ids = torch.empty((self.size, *values.shape), dtype=torch.int64)
+            self.word_ids = (
+                None if whole else torch.empty((self.size, *values.shape), dtype=torch.int64)
+            )
             self.count = 0
-        assert self.word_ids is not None
         slot = self.count % self.size
         self.values[slot].copy_(values.detach())
-        self.word_ids[slot].copy_(word_ids.detach())
+        if self.word_ids is not None and word_ids is not None:
+            self.word_ids[slot].copy_(word_ids.detach())
         self.count += 1
 
     @property
@@ -50,10 +59,15 @@ class SampleWindow:
         """(low, high) quantiles (K x N each, float64) of beta[k, word_ids[k, i]] over the kept
         samples that hold that word (linear interpolation, as torch.quantile); NaN where fewer
         than two do; None before two samples."""
-        if self.values is None or self.word_ids is None or self.kept < 2:
+        if self.values is None or self.kept < 2:
             return None
-        ids, values = self.word_ids[: self.kept], self.values[: self.kept]
+        values = self.values[: self.kept]
         wanted = word_ids.to(torch.int64).cpu()
+        if self.word_ids is None:  # whole rows: every word is in every sample
+            ids = wanted[None].expand(self.kept, -1, -1)
+            values = values.gather(2, ids)
+        else:
+            ids = self.word_ids[: self.kept]
         # (S, K, N, M): sample s holds word wanted[k, i] at position m.
         match = ids[:, :, None, :] == wanted[None, :, :, None]
         held = match.any(dim=3)  # (S, K, N)

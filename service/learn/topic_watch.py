@@ -4,7 +4,7 @@ Per topic: NPMI coherence and drift from the latest scored evaluation (the scori
 computes both, :mod:`service.learn.scoring_process`), the documents seen when the topic last moved
 more than ``CHANGED_BITS`` (its label followed through the matching of :mod:`lda.drift`), and
 the 5-95% interval of each top word's weight over the chain's last ``uncertainty_samples``
-samples, each kept at the words last published only (K x n values a sample, at any W).
+samples (kept whole for a small model, at the words last published for a large one).
 Nothing here is checkpointed: after a restart drift and intervals start over.
 """
 
@@ -16,9 +16,13 @@ from typing import Any
 import torch
 
 from lda.drift import CHANGED_BITS
+from lda.model import StreamingLDA
 from lda.uncertainty import SampleWindow
 
 INTERVAL_DIGITS = 3  # significant digits of a published interval bound
+# The uncertainty window keeps whole samples up to this size (S x K x W float32): 20 samples of
+# K = 200, W = 7,702 are 123 MB; of K = 1,000, W = 100,000 they would be 8 GB.
+WINDOW_BYTES = 256 * 2**20
 
 
 class TopicWatch:
@@ -32,16 +36,18 @@ class TopicWatch:
         self.drift: list[float] | None = None
         self.changed_at: list[int] | None = None
 
-    @property
-    def watched(self) -> torch.Tensor | None:
-        """(K, n) the words whose weights each sample should give (the served top words as of
-        the last snapshot), or None: no window, or nothing published yet."""
-        return None if self.window is None else self.served
-
-    def sample(self, word_ids: torch.Tensor, weights: torch.Tensor) -> None:
-        """The chain's sample after a step, at ``word_ids`` (:attr:`watched`)."""
-        if self.window is not None:
-            self.window.add(word_ids, weights)
+    def sample_from(self, model: StreamingLDA) -> None:
+        """The chain's sample after a step: whole while the window of whole samples fits
+        WINDOW_BYTES (every served word then has its interval from the first two steps on),
+        else at the words last published only (a word new to the top words has none until two
+        samples held it)."""
+        if self.window is None:
+            return
+        n_topics, n_words = model.config.n_topics, model.config.n_words
+        if self.window.size * n_topics * n_words * 4 <= WINDOW_BYTES:
+            self.window.add(None, model.beta)
+        elif self.served is not None:
+            self.window.add(self.served, model.sample_at(self.served))
 
     def forget_samples(self) -> None:
         """Drop the window's samples (the chain was restored to a checkpoint)."""

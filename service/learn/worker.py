@@ -391,9 +391,8 @@ class Worker:
             return
         self.counters["updates"] += 1
         self.trained += entries
-        watched = self.watch.watched
-        if self.model is not None and watched is not None:
-            self.watch.sample(watched, self.model.sample_at(watched))
+        if self.model is not None:
+            self.watch.sample_from(self.model)
         if self.session.evaluation_due():
             self._hand_off()
         if not self.model_published:

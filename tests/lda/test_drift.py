@@ -46,10 +46,12 @@ def test_topics_relabelled_and_nudged_are_matched_back():
     assert js_divergence(previous, current).mean() > 5 * drift.divergence.mean()
 
 
-def test_the_window_gives_the_quantiles_of_the_last_samples():
+@pytest.mark.parametrize("whole", [True, False])
+def test_the_window_gives_the_quantiles_of_the_last_samples(whole):
+    """Whole samples (a small model) or samples at chosen words that hold these: the same."""
     window = SampleWindow(5)
     ids = torch.tensor([[0, 3], [2, 1]])
-    every_word = torch.arange(4).expand(2, -1)
+    every_word = None if whole else torch.arange(4).expand(2, -1)
     assert window.intervals(ids) is None
     samples = [_topics(2, 4, s).to(torch.float32) for s in range(8)]
     window.add(every_word, samples[0])

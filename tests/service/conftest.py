@@ -200,9 +200,8 @@ def watched_topics(published: Published) -> TopicWatch:
     second with topics 0 and 2 swapped and nudged, so matching and drift are exercised)."""
     watch = TopicWatch(samples=4)
     for i in range(6):
-        beta = model_beta((0.4 - 0.01 * i, 0.3, 0.15 + 0.01 * i, 0.12))
-        every_word = torch.arange(beta.shape[1]).expand(beta.shape[0], -1)
-        watch.sample(every_word, beta)  # a small model: each sample at every word
+        assert watch.window is not None
+        watch.window.add(None, model_beta((0.4 - 0.01 * i, 0.3, 0.15 + 0.01 * i, 0.12)))
     first = published.beta
     watch.scored(1000, {"coherence": [0.1, 0.2, 0.3], "drift": None, "matched": None})
     second = first[[2, 1, 0]] * 0.7 + 0.3 * first  # labels 0 and 2 swapped, mostly
