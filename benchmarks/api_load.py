@@ -53,6 +53,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 from dev_corpus import all_dev
+from raw_http import read_response
 
 from service.store.embedded_redis import free_port
 
@@ -160,12 +161,7 @@ class Connection:
         extra = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
         writer.write(f"GET {path} HTTP/1.1\r\nHost: {self.host}\r\n{extra}\r\n".encode())
         try:
-            status = int((await reader.readline()).split()[1])
-            fields: dict[str, str] = {}
-            while (line := await reader.readline()) not in (b"\r\n", b""):
-                name, _, value = line.decode("latin-1").partition(":")
-                fields[name.strip().lower()] = value.strip()
-            await reader.readexactly(int(fields.get("content-length", "0")))
+            status, fields = await read_response(reader)
         except BaseException:
             writer.close()
             self.streams = None

@@ -45,6 +45,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from raw_http import read_response
 
 from service.store.embedded_redis import EmbeddedRedis, free_port
 from service.store.redis_client import connect
@@ -112,12 +113,7 @@ class Post:
         reader, writer = self.streams
         head = f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
         writer.write(f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
-        status = int((await reader.readline()).split()[1])
-        fields: dict[str, str] = {}
-        while (line := await reader.readline()) not in (b"\r\n", b""):
-            name, _, value = line.decode("latin-1").partition(":")
-            fields[name.strip().lower()] = value.strip()
-        await reader.readexactly(int(fields.get("content-length", "0")))
+        status, fields = await read_response(reader)
         if fields.get("connection") == "close":
             writer.close()
             self.streams = None
