@@ -13,6 +13,7 @@ instead of 12: benchmarks/ptx_report.py). Needs a CUDA device: the simulator is 
 
     .venv/bin/python benchmarks/gpu_gibbs.py --device cuda
     .venv/bin/python benchmarks/gpu_gibbs.py --device cuda:0 --method rao-blackwell --sweeps 6
+    .venv/bin/python benchmarks/gpu_gibbs.py --topics 1000 --kernel sparse --method rao-blackwell
 """
 
 from __future__ import annotations
@@ -98,6 +99,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--sweeps", type=int, default=50)
     p.add_argument("--method", choices=["exact", "rao-blackwell"], default="exact")
     p.add_argument("--gamma", type=float, default=0.01)
+    p.add_argument(
+        "--kernel", choices=["dense", "sparse"], default="dense",
+        help="the collapsed kernel on both sides: dense O(K) or sparse O(K_d) per token-sweep",
+    )  # fmt: skip
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--threads", type=int, default=numba.get_num_threads())
     p.add_argument("--variants", action="store_true", help="raw kernel: each scan, block size")
@@ -123,7 +128,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(
         f"{torch.cuda.get_device_name(device)}; CPU kernel on {args.threads} numba threads; "
         f"K = {args.topics}, W = {len(vocab)}, {args.sweeps} sweeps ({burn_in} burn-in), "
-        f"{method}; best (mean) of {args.rounds}"
+        f"{method}, {args.kernel} kernel; best (mean) of {args.rounds}"
     )
     print(
         f"{'docs':>6} {'tokens':>9} {'cpu ms':>16} {'gpu ms':>16} {'cpu Mtok-sw/s':>14} "
@@ -139,14 +144,30 @@ def main(argv: Sequence[str] | None = None) -> None:
         def cpu_run(batch: Batch = cpu_batch) -> object:
             g = torch.Generator().manual_seed(1)
             result = gibbs_expectations(
-                beta_cpu, batch, args.gamma, args.sweeps, burn_in, g, method, "cpu"
+                beta_cpu,
+                batch,
+                args.gamma,
+                args.sweeps,
+                burn_in,
+                g,
+                method,
+                "cpu",
+                kernel=args.kernel,
             )
             return result.topic_word(n_words)
 
         def gpu_run(batch: Batch = gpu_batch) -> object:
             g = torch.Generator(device=device).manual_seed(1)
             result = gibbs_expectations(
-                beta_gpu, batch, args.gamma, args.sweeps, burn_in, g, method, "cuda"
+                beta_gpu,
+                batch,
+                args.gamma,
+                args.sweeps,
+                burn_in,
+                g,
+                method,
+                "cuda",
+                kernel=args.kernel,
             )
             return result.topic_word(n_words)
 

@@ -21,6 +21,9 @@ Method = Literal["exact", "rao-blackwell", "uncollapsed"]
 # cpu: the compiled CPU kernel whatever the device; torch: its per-position twin (tests);
 # cuda: the CUDA kernel (CPU tensors: under numba's simulator, or on a device if present).
 Backend = Literal["auto", "cpu", "torch", "cuda"]
+# The kernel of the collapsed methods (lda.gibbs): dense is O(K) per token-sweep, sparse O(K_d),
+# the topics a document uses; auto picks by K and W on the CPU and dense on a CUDA device.
+Kernel = Literal["auto", "dense", "sparse"]
 # Each minibatch's fresh start: every token's topic uniform, or drawn from p(k | w) ∝ beta_kw.
 Init = Literal["uniform", "beta"]
 
@@ -114,6 +117,7 @@ class LearnerConfig:
     # on the CPU and the CUDA kernel when the model is on a CUDA device; "cpu" keeps them in
     # the CPU kernel whatever the device.
     gibbs_backend: Backend = "auto"
+    gibbs_kernel: Kernel = "auto"  # the collapsed methods' kernel (Kernel above)
     # The held-out estimator (docs/heldout.md), whatever trains: 20 Rao-Blackwellised sweeps from a
     # start drawn from beta (4 burn-in) come closer to a 400-sweep reference than 50 exact
     # sweeps from a uniform start, in ~half the time (BENCHMARKS.md, "held-out estimator").
@@ -144,6 +148,10 @@ class LearnerConfig:
         if self.gibbs_backend not in get_args(Backend):
             raise ValueError(
                 f"unknown gibbs_backend {self.gibbs_backend!r}: choose from {get_args(Backend)}"
+            )
+        if self.gibbs_kernel not in get_args(Kernel):
+            raise ValueError(
+                f"unknown gibbs_kernel {self.gibbs_kernel!r}: choose from {get_args(Kernel)}"
             )
         if not 0.0 <= self.mean_decay < 1.0:
             raise ValueError(f"mean_decay must be in [0, 1), got {self.mean_decay}")

@@ -26,14 +26,13 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import Literal
 
 import numba
 import numpy as np
 import torch
 
 from lda.batch import Batch
-from lda.config import Backend, Init, Method  # their home: lda.config
+from lda.config import Backend, Init, Kernel, Method  # their home: lda.config
 from lda.parallel import Shard
 
 # The CPU kernel of the collapsed methods: dense is O(K) per token-sweep, transposes all of beta
@@ -45,7 +44,9 @@ from lda.parallel import Shard
 # (2,967 against 5,261); at W = 50,000 dense at K = 50 (371 against 419), at W = 100,000 a tie
 # at K = 50 (399, 401; a second sitting 261 against 302) and sparse 2x faster at K = 100 (228
 # against 455).
-Kernel = Literal["auto", "dense", "sparse"]
+# On a CUDA device "auto" keeps the dense CUDA kernel: the sparse one (lda.gibbs_sparse_cuda)
+# runs when asked for ("sparse") until a GPU has measured where it pays
+# (benchmarks/gpu_gibbs.py --kernels dense,sparse).
 SPARSE_MIN_TOPICS = 256
 SPARSE_MIN_CELLS = 8_000_000
 
@@ -178,7 +179,7 @@ def gibbs_expectations(
     used (see :mod:`lda.parallel`). ``need_topic_word=False`` lets the CUDA and sparse kernels
     skip the word sums when only ``document_topic`` will be read (the held-out scorer), and
     ``need_document_topic=False`` the sparse kernel the document sums (the learner's step).
-    ``kernel`` picks the CPU kernel of the collapsed methods (see :data:`Kernel`).
+    ``kernel`` picks the kernel of the collapsed methods (see :data:`Kernel`).
     """
     if not 0 <= burn_in < sweeps:
         raise ValueError(f"need 0 <= burn_in < sweeps, got burn_in={burn_in}, sweeps={sweeps}")
@@ -193,9 +194,10 @@ def gibbs_expectations(
     use_kernel = backend == "cpu"
     own = batch.n_tokens
     if kernel == "auto":
-        kernel = "sparse" if sparse_pays(n_topics, beta.shape[1]) else "dense"
-    if use_kernel and kernel == "sparse" and method != "uncollapsed":
-        return _run_sparse(
+        kernel = "sparse" if use_kernel and sparse_pays(n_topics, beta.shape[1]) else "dense"
+    if kernel == "sparse" and method != "uncollapsed" and backend in ("cpu", "cuda"):
+        run_sparse = _run_sparse if use_kernel else _run_sparse_cuda
+        return run_sparse(
             beta, batch, gamma, sweeps, burn_in, generator, method, init, shard,
             need_topic_word, need_document_topic,
         )  # fmt: skip
@@ -276,6 +278,55 @@ def _run_sparse(
         batch=Batch(batch.words.to(device), batch.offsets),
         topic_word_sums=None if topic_word is None else topic_word.to(device).T,
         document_topic_sums=None if document_topic is None else document_topic.to(device),
+        topic_words=columns.word_ids.to(device),
+    )
+
+
+def _run_sparse_cuda(
+    beta: torch.Tensor,
+    batch: Batch,
+    gamma: float,
+    sweeps: int,
+    burn_in: int,
+    generator: torch.Generator,
+    method: Method,
+    init: Init,
+    shard: Shard,
+    need_topic_word: bool,
+    need_document_topic: bool,
+) -> GibbsExpectations:
+    """The collapsed methods in the sparse CUDA kernel, the minibatch's columns gathered on
+    beta's device (a start from beta, then a Philox key drawn from the generator; the kernel's
+    counter is the global token index, so every rank of a group draws what one learner would).
+    ``need_document_topic`` is ignored: the kernel keeps the document sums anyway."""
+    from lda.gibbs_sparse_cuda import device_columns, sparse_collapsed_gibbs_cuda
+
+    device = beta.device
+    own = batch.n_tokens
+    words = batch.words.to(device)
+    columns = device_columns(beta, words)
+    if init == "beta":
+        u = torch.rand(shard.total, generator=generator, device=device, dtype=torch.float64)
+        u = shard.take(u, own)
+        cdf = columns.cdf[columns.local]
+        target = (u * cdf[:, -1]).unsqueeze(1)
+        z = torch.searchsorted(cdf, target, right=True).squeeze(1).clamp_(max=beta.shape[0] - 1)
+    else:
+        z = shard.take(
+            torch.randint(beta.shape[0], (shard.total,), generator=generator, device=device), own
+        )
+    key = torch.randint(0, 2**32, (2,), generator=generator, device=device)
+    topic_word, document_topic = sparse_collapsed_gibbs_cuda(
+        columns, batch.offsets, gamma, z, key, shard.start, sweeps, burn_in,
+        method == "rao-blackwell", word_sums=need_topic_word,
+    )  # fmt: skip
+    return GibbsExpectations(
+        summed=None,
+        kept=sweeps - burn_in,
+        dtype=beta.dtype,
+        batch=Batch(words, batch.offsets),
+        topic_word_sums=None if topic_word is None else topic_word.to(device).T,
+        document_topic_sums=document_topic.to(device),
         topic_words=columns.word_ids.to(device),
     )
 

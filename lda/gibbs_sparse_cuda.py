@@ -143,6 +143,14 @@ def _build() -> Any:
     return sparse_gibbs_cuda
 
 
+def device_columns(beta: torch.Tensor, words: torch.Tensor) -> Columns:
+    """beta's columns of the distinct ``words`` and their running sums, gathered on beta's
+    device (only K x W_b is touched; nothing goes through the host)."""
+    ids, local = torch.unique(words.to(beta.device), return_inverse=True)
+    beta_t = beta.detach()[:, ids].T.to(torch.float64).contiguous()
+    return Columns(ids, local.reshape(-1), beta_t, torch.cumsum(beta_t, dim=1))
+
+
 @functools.cache
 def _kernel() -> Any:
     """The kernel, built once per process (compiled on its first launch)."""

@@ -210,6 +210,7 @@ class StreamingLDA:
             cfg.gibbs_backend,
             init=cfg.gibbs_init,
             shard=where.shard,
+            kernel=cfg.gibbs_kernel,
             need_document_topic=False,
         )
         topic_word = expected.topic_word(beta.shape[1])

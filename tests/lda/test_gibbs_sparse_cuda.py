@@ -56,7 +56,61 @@ def _simulate() -> None:
         for name, (word_topic, document_topic) in (("cpu", cpu), ("cuda", gpu)):
             assert word_topic is not None
             out[f"{method}/{name}"] = [word_topic.tolist(), document_topic.tolist()]
+    out.update(_wired(beta, batch))
     print(json.dumps(out))
+
+
+def _wired(beta: torch.Tensor, batch: Any) -> dict[str, Any]:
+    """gibbs_expectations(kernel="sparse") on the cuda backend against the kernel called by
+    hand with the draws the generator gives (a start from beta, then the Philox key), and a
+    learner whose config asks for the sparse kernel on the cuda backend."""
+    import lda.gibbs_sparse as sparse
+    from lda.config import LearnerConfig
+    from lda.gibbs import gibbs_expectations
+    from lda.gibbs_sparse_cuda import device_columns, sparse_collapsed_gibbs_cuda
+    from lda.model import StreamingLDA
+
+    out: dict[str, Any] = {}
+    for method in ("exact", "rao-blackwell"):
+        wired = gibbs_expectations(
+            beta, batch, GAMMA, SWEEPS, BURN_IN, torch.Generator().manual_seed(3), method,
+            "cuda", init="beta", kernel="sparse",
+        )  # fmt: skip
+        g = torch.Generator().manual_seed(3)
+        u = torch.rand(batch.n_tokens, generator=g, dtype=torch.float64)
+        start = sparse.topics_from_columns(sparse.gather_columns(beta, batch.words), u)
+        key = torch.randint(0, 2**32, (2,), generator=g)
+        columns = device_columns(beta, batch.words)
+        by_hand = sparse_collapsed_gibbs_cuda(
+            columns, batch.offsets, GAMMA, start, key, 0, SWEEPS, BURN_IN,
+            method == "rao-blackwell",
+        )  # fmt: skip
+        assert by_hand[0] is not None
+        dense = torch.zeros(K, W, dtype=torch.float64)
+        dense[:, columns.word_ids] = by_hand[0].T / (SWEEPS - BURN_IN)
+        out[f"wired/{method}"] = [wired.topic_word(W).tolist(), dense.tolist()]
+    config = LearnerConfig(
+        n_topics=K, n_words=W, sampler="sgrld", sweeps=6, gibbs_backend="cuda",
+        gibbs_kernel="sparse",
+    )  # fmt: skip
+    import lda.gibbs_sparse_cuda
+
+    calls = []
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return sparse_collapsed_gibbs_cuda(*args, **kwargs)
+
+    lda.gibbs_sparse_cuda.sparse_collapsed_gibbs_cuda = counting  # type: ignore[assignment]
+    try:
+        model = StreamingLDA(config, seed=0)
+        for _ in range(2):
+            model.update(batch)
+    finally:
+        lda.gibbs_sparse_cuda.sparse_collapsed_gibbs_cuda = sparse_collapsed_gibbs_cuda
+    out["learner_calls"] = len(calls)
+    out["learner_finite"] = bool(torch.isfinite(model.state.theta).all())
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -84,6 +138,18 @@ def test_cuda_draws_as_the_cpu_sparse_kernel(simulation, method):
     else:  # the same conditionals, summed in another order
         for a, b in zip(gpu, cpu, strict=True):
             torch.testing.assert_close(a, b, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("method", ["exact", "rao-blackwell"])
+def test_gibbs_expectations_runs_the_sparse_cuda_kernel_when_asked(simulation, method):
+    wired, by_hand = (torch.tensor(x) for x in simulation[f"wired/{method}"])
+    assert wired.sum() > 0
+    torch.testing.assert_close(wired, by_hand, rtol=0, atol=1e-12)
+
+
+def test_a_learner_on_the_cuda_backend_can_ask_for_the_sparse_kernel(simulation):
+    assert simulation["learner_calls"] == 2  # one kernel launch per update
+    assert simulation["learner_finite"]
 
 
 if __name__ == "__main__":
