@@ -243,7 +243,9 @@ class StreamingLDA:
             columns, local = torch.from_numpy(columns_np), torch.from_numpy(local_np)
         chain.catch_up(columns, self.generator)
         beta = chain.beta_columns(columns)
-        topic_word = self._expected_counts(beta, Batch(local, batch.offsets), where, group)
+        # A group sums the counts in the chain's dtype: float32 halves what crosses the wire.
+        dtype = getattr(torch, cfg.dtype) if group is not None else None
+        topic_word = self._expected_counts(beta, Batch(local, batch.offsets), where, group, dtype)
         scale = self.corpus_size(where.documents) / where.documents
         if not chain.advance(columns, topic_word, scale, self.step_size, self.generator):
             raise NonFiniteError(f"non-finite theta after step {self.state.step + 1}")
