@@ -49,6 +49,8 @@ class SamplerDefaults:
     # How the default schedule and mean decay follow larger minibatches (None: not measured,
     # the defaults stay whatever the minibatch).
     batch_scaling: BatchScaling | None = None
+    # beta_mean's decay per step at the reference minibatch: it weighs ~1/(1 - decay) samples.
+    mean_decay: float = 0.97
 
 
 DEFAULTS: dict[str, SamplerDefaults] = {
@@ -77,11 +79,15 @@ DEFAULTS: dict[str, SamplerDefaults] = {
         batch_scaling=BatchScaling(reference=100, power=0.5),
     ),
     "scir": SamplerDefaults(
-        # K = 50, 29k documents, served perplexity 1,618 (SGRLD 1,660); alpha 1e-4 with
-        # SGRLD's schedule served 1,966 at 10k documents (docs/samplers.md, "Defaults")
-        alpha=0.3,
+        # W = 50,000, K = 200, one pass over 29k DEV documents, N = 6.9 million: served
+        # perplexity / NPMI 4,008 / +0.292 against 4,758 / +0.316 with the earlier alpha 0.3,
+        # h 0.3/1000/0.55, mean decay 0.97, which remembered ~4 minibatches in the chain and
+        # ~33 in the mean; at W = 7,702, K = 50, 10k documents 1,727 against 1,680
+        # (docs/samplers.md, "Defaults: what the chain and the mean remember")
+        alpha=1.0,
         gamma=0.03,
-        schedule=StepSchedule(0.3, 1000.0, 0.55),
+        schedule=StepSchedule(0.3, 30.0, 0.7),
+        mean_decay=0.995,
         # h ~ n (the same time per document; an exact step has no stability limit): at n = 1,000
         # and 29k documents 1,632 served, h ~ sqrt(n) 1,648, unscaled 1,855 (n = 100: 1,618)
         batch_scaling=BatchScaling(reference=100, power=1.0),
@@ -123,7 +129,8 @@ class LearnerConfig:
     # sweeps from a uniform start, in ~half the time (BENCHMARKS.md, "held-out estimator").
     eval_gibbs: Method = "rao-blackwell"
     eval_sweeps: int = 20
-    mean_decay: float = 0.97  # beta_mean: exponential mean of the samples (0: the last one)
+    # beta_mean: exponential mean of the samples (0: the last one); default: the sampler's
+    mean_decay: float | None = None
     dtype: str = "float64"
 
     def __post_init__(self) -> None:
@@ -153,6 +160,9 @@ class LearnerConfig:
             raise ValueError(
                 f"unknown gibbs_kernel {self.gibbs_kernel!r}: choose from {get_args(Kernel)}"
             )
+        if self.mean_decay is None:
+            object.__setattr__(self, "mean_decay", spec.mean_decay)
+        assert self.mean_decay is not None
         if not 0.0 <= self.mean_decay < 1.0:
             raise ValueError(f"mean_decay must be in [0, 1), got {self.mean_decay}")
 

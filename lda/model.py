@@ -78,6 +78,7 @@ class StreamingLDA:
             config.sampler, config.n_topics, config.n_words, self.generator, dtype
         )
         self.posterior_average = PosteriorAverage()
+        assert config.mean_decay is not None
         self.mean = ExponentialMean(config.mean_decay)
         self.docs_seen = 0
         self.tokens_seen = 0

@@ -242,6 +242,10 @@ class SamplerSpec:
     def batch_scaling(self) -> BatchScaling | None:
         return self.defaults.batch_scaling
 
+    @property
+    def mean_decay(self) -> float:
+        return self.defaults.mean_decay
+
 
 SAMPLERS: dict[str, SamplerSpec] = {
     "sgld": SamplerSpec(

@@ -111,9 +111,9 @@ class Settings(BaseSettings):
         ge=0,
         lt=1,
         description="Decay per step of beta_mean, the exponential mean of the samples that is "
-        f"served and exported (it weighs ~1/(1 - decay) recent steps; 0: the last sample); "
-        f"default {_learner_default('mean_decay')}, for SGRLD, SGRHMC and SCIR "
-        f"{_learner_default('mean_decay')}^(n/100) with minibatches of n > 100",
+        "served and exported (it weighs ~1/(1 - decay) recent steps; 0: the last sample); "
+        "default: the sampler's (SCIR 0.995, the others 0.97), for SGRLD, SGRHMC and SCIR "
+        "decay^(n/100) with minibatches of n > 100",
     )
     heldout: int = Field(1000, ge=0, description="First H documents kept as the held-out set")
     eval_every: int = Field(1000, ge=1, description="Evaluate perplexity every M trained documents")

@@ -50,7 +50,7 @@ def learner_config(
     follow a minibatch of ``batch_size`` x ``ranks`` documents per step where the sampler has
     a rule for it), then ``overrides`` (LearnerConfig fields: a benchmark's run spec)."""
     spec = SAMPLERS[settings.sampler]
-    default, mean_decay = spec.schedule, LearnerConfig.mean_decay
+    default, mean_decay = spec.schedule, spec.mean_decay
     if spec.batch_scaling is not None:
         n = settings.batch_size * ranks
         default = spec.batch_scaling.schedule(default, n)

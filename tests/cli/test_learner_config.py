@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from lda.config import DEFAULTS
 from lda.model import LearnerConfig
 from lda.schedules import StepSchedule
 from service.cli import settings_from_args
@@ -74,7 +75,11 @@ def test_sgrld_defaults_follow_a_larger_minibatch(monkeypatch):
     sgld = learner_config(Settings(sampler="sgld", batch_size=1000), n_words=10)
     assert sgld.schedule == StepSchedule(0.01) and sgld.mean_decay == 0.97
     scir = learner_config(Settings(sampler="scir", batch_size=1000), n_words=10)
-    assert scir.schedule == StepSchedule(pytest.approx(3.0), pytest.approx(100.0), 0.55)
+    reference_scir = DEFAULTS["scir"].schedule
+    assert scir.schedule == StepSchedule(
+        pytest.approx(10 * reference_scir.a), pytest.approx(reference_scir.b / 10), reference_scir.c
+    )
+    assert scir.mean_decay == pytest.approx(DEFAULTS["scir"].mean_decay ** 10)
     monkeypatch.setenv("STREAMLDA_MEAN_DECAY", "0.97")  # set, even to the default: it stands
     assert learner_config(SGRLD(batch_size=1000), n_words=10).mean_decay == 0.97
 
@@ -95,7 +100,7 @@ def test_up_children_learn_with_the_config_a_worker_started_alone_has(monkeypatc
             monkeypatch.setenv(key, value)
     child = learner_config(Settings(), n_words=10, ranks=2)
     assert child == learner_config(parent, n_words=10, ranks=2)
-    assert child.mean_decay == pytest.approx(0.97**10)
+    assert child.mean_decay == pytest.approx(DEFAULTS[parent.sampler].mean_decay ** 10)
 
 
 def test_vocab_size_flag_beats_a_vocabulary_file_from_the_environment(monkeypatch):
@@ -123,7 +128,11 @@ def test_corpus_size_is_wikipedias_unless_set(monkeypatch):
 
 def test_mean_decay_defaults_to_the_learners_and_reaches_it():
     assert Settings().mean_decay is None  # unset: the learner's, its one home
-    assert learner_config(Settings(), n_words=10).mean_decay == LearnerConfig(2, 5).mean_decay
+    sampler = Settings().sampler
+    default = LearnerConfig(2, 5, sampler=sampler).mean_decay
+    assert (
+        learner_config(Settings(), n_words=10).mean_decay == default == DEFAULTS[sampler].mean_decay
+    )
     assert learner_config(Settings(mean_decay=0.5), n_words=10).mean_decay == 0.5
     assert learner_config(Settings(mean_decay=0.0), n_words=10).mean_decay == 0.0
 

@@ -343,6 +343,7 @@ def test_learner_recovers_topics(corpus, dtype):
         sweeps=20,
         eval_sweeps=20,
         schedule=StepSchedule(1.0),
+        mean_decay=0.97,  # what the seeds above were measured with
         dtype=dtype,
     )
     model, _, averaged = _train(config, train, heldout, passes=10, seed=2)
@@ -385,4 +386,6 @@ def test_scir_is_registered_like_sgrld():
     # h grows like the minibatch (measured at n = 1,000; docs/samplers.md), b shrinks alike
     assert spec.batch_scaling is not None
     scaled = spec.batch_scaling.schedule(spec.schedule, 1000)
-    assert scaled == StepSchedule(pytest.approx(10 * spec.schedule.a), 100.0, 0.55)
+    assert scaled == StepSchedule(
+        pytest.approx(10 * spec.schedule.a), pytest.approx(spec.schedule.b / 10), spec.schedule.c
+    )
