@@ -25,9 +25,9 @@ from service.settings import Settings
         # A new step size keeps SGRLD's decay instead of silently making it constant.
         ("sgrld", {"step_size": 0.02}, StepSchedule(0.02, 1000.0, 0.55)),
         ("sgrld", {"step_c": 0.0}, StepSchedule(0.03, 1000.0, 0.0)),
-        ("sgrhmc", {}, StepSchedule(0.2)),
+        ("sgrhmc", {}, StepSchedule(0.05)),
         # b alone (no step size) is no longer ignored: the sampler's a decays.
-        ("sgrhmc", {"step_b": 500.0}, StepSchedule(0.2, 500.0, 0.55)),
+        ("sgrhmc", {"step_b": 500.0}, StepSchedule(0.05, 500.0, 0.55)),
         (
             "sgld",
             {"step_size": 0.005, "step_b": 100.0, "step_c": 1.0},
@@ -70,7 +70,7 @@ def test_sgrld_defaults_follow_a_larger_minibatch(monkeypatch):
     assert own.schedule == StepSchedule(0.05, pytest.approx(100.0), 0.55)
     assert own.mean_decay == 0.9
     sgrhmc = learner_config(Settings(sampler="sgrhmc", batch_size=1000), n_words=10)
-    assert sgrhmc.schedule == StepSchedule(pytest.approx(0.2 * 10**0.5))
+    assert sgrhmc.schedule == StepSchedule(pytest.approx(0.05 * 10**0.5))
     assert sgrhmc.mean_decay == pytest.approx(0.97**10)
     sgld = learner_config(Settings(sampler="sgld", batch_size=1000), n_words=10)
     assert sgld.schedule == StepSchedule(0.01) and sgld.mean_decay == 0.97
