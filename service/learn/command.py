@@ -10,14 +10,21 @@ import threading
 from pathlib import Path
 from types import FrameType
 
+import redis
 import torch
 
 from lda.model import resolve_device
 from service.errors import CommandError
-from service.learn.distributed import DistributedReducer, environment_group, join, leave
+from service.learn.distributed import (
+    DistributedReducer,
+    Group,
+    environment_group,
+    join,
+    leave,
+)
 from service.learn.group_worker import GroupWorker
 from service.learn.runtime import set_threads
-from service.learn.worker import Worker
+from service.learn.worker import CannotLearn, Worker
 from service.learner_flags import add_learner_flags
 from service.process import lower_priority
 from service.redact import configure_logging
@@ -91,6 +98,23 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         settings.group,
         settings.consumer_name,
     )
+    try:
+        _learn(settings, client, stop, group, device)
+    except CannotLearn as exc:
+        # Retrying cannot help: end with one line (exit 1), whatever the supervisor does next.
+        raise SystemExit(f"streamlda worker: {exc}") from exc
+    log.info("worker stopped")
+    return 0
+
+
+def _learn(
+    settings: Settings,
+    client: redis.Redis,
+    stop: threading.Event,
+    group: Group,
+    device: torch.device,
+) -> None:
+    """One worker, or one rank of a group, until ``stop``."""
     if group.world_size == 1:
         Worker(settings, client, stop).run()
     else:
@@ -105,5 +129,3 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
             GroupWorker(settings, client, group, DistributedReducer(device), stop).run()
         finally:
             leave()
-    log.info("worker stopped")
-    return 0

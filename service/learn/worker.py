@@ -99,6 +99,11 @@ Entry = tuple[str, Article]  # a stream entry: its id and its article
 COUNTERS = WORKER_COUNTERS
 
 
+class CannotLearn(Exception):
+    """The worker cannot go on learning (no vocabulary could be built, the model does not fit in
+    memory): waiting or retrying cannot help; the ``worker`` command ends the process with it."""
+
+
 class Worker:
     """One learner fed by the stream; :meth:`run` until ``stop`` is set."""
 
@@ -304,7 +309,7 @@ class Worker:
         try:
             placed = self.session.offer((entry, entry[1].text) for entry in entries)
         except (VocabularyError, ModelTooLarge) as exc:
-            raise SystemExit(f"streamlda worker: {exc}") from exc
+            raise CannotLearn(str(exc)) from exc
         if not begun and self.model is not None:
             assert self.vocab is not None
             self._new_model(self.vocab, self.model)  # tells the evaluator of a held-out set
@@ -339,7 +344,7 @@ class Worker:
         try:
             model = model or self.session.new_model(len(vocab))
         except ModelTooLarge as exc:
-            raise SystemExit(f"streamlda worker: {exc}") from exc
+            raise CannotLearn(str(exc)) from exc
         self._set_model(model, vocab)
         self._checkpoint("vocabulary")  # persist the vocabulary before anything depends on it
 
