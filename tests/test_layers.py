@@ -26,6 +26,7 @@ FORBIDDEN = {
 ALLOWED = {
     ("service.learn.worker", "service.ingest.queue"),
     ("service.learn.worker", "service.ingest.sources"),
+    ("service.learn.command", "service.ingest.queue"),  # builds the worker's queue
     ("service.learn.heldout_store", "service.ingest.sources"),
 }
 

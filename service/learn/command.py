@@ -15,6 +15,9 @@ import torch
 
 from lda.model import resolve_device
 from service.errors import CommandError
+from service.ingest.queue import ArticleQueue
+from service.learn.checkpointer import CheckpointConfig, Checkpointer
+from service.learn.coordinator import Coordinator, GroupCoordinator, SoloCoordinator
 from service.learn.distributed import (
     DistributedReducer,
     Group,
@@ -22,14 +25,19 @@ from service.learn.distributed import (
     join,
     leave,
 )
-from service.learn.group_worker import GroupWorker
+from service.learn.heldout_store import HeldoutStore
+from service.learn.model_store import CHECKPOINT_NAME
+from service.learn.publisher import NullPublisher, PublishConfig, Publisher, Publishing
 from service.learn.runtime import set_threads
-from service.learn.worker import CannotLearn, Worker
+from service.learn.session import LearningSession
+from service.learn.topic_watch import TopicWatch
+from service.learn.worker import CannotLearn, Entry, Worker, WorkerConfig
 from service.learner_flags import add_learner_flags
 from service.process import lower_priority
 from service.redact import configure_logging
 from service.settings import Settings
 from service.store.redis_client import RedisURLError, connect
+from service.store.redis_retry import RedisRetry
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +124,7 @@ def _learn(
 ) -> None:
     """One worker, or one rank of a group, until ``stop``."""
     if group.world_size == 1:
-        Worker(settings, client, stop).run()
+        build_worker(settings, client, stop).run()
     else:
         if device.type == "cuda":
             torch.cuda.set_device(group.local_rank)
@@ -126,6 +134,58 @@ def _learn(
             "rank %d of %d joined the group (pid %d)", group.rank, group.world_size, os.getpid()
         )
         try:
-            GroupWorker(settings, client, group, DistributedReducer(device), stop).run()
+            coordinator = GroupCoordinator(group, DistributedReducer(device))
+            build_worker(settings, client, stop, coordinator).run()
         finally:
             leave()
+
+
+def build_worker(
+    settings: Settings,
+    client: redis.Redis,
+    stop: threading.Event,
+    coordinator: Coordinator | None = None,
+) -> Worker:
+    """The worker's parts from the settings: alone (no ``coordinator``) or a group's rank. The
+    rank that decides publishes; the others get a publisher that does nothing."""
+    coordinator = coordinator or SoloCoordinator()
+    device = resolve_device(settings.device)
+    retry = RedisRetry(settings, stop)
+    queue = ArticleQueue(client, settings)
+    publisher: Publishing = NullPublisher()
+    if coordinator.leads:
+        publish = PublishConfig(
+            settings.topic_words, settings.perplexity_history, settings.publish_every_s
+        )
+        watch = TopicWatch(settings.uncertainty_samples)
+        publisher = Publisher(client, retry, publish, watch, str(device))
+    checkpoints = CheckpointConfig(
+        settings.checkpoint_every_s, settings.checkpoint_max_unacked, settings.stop_ack_wait_s
+    )
+    path = Path(settings.data_dir) / CHECKPOINT_NAME
+    session: LearningSession[Entry] = LearningSession(
+        settings, device, holds_out=coordinator.leads, ranks=coordinator.ranks
+    )
+    config = WorkerConfig(
+        consumer=settings.consumer_name + coordinator.consumer_suffix,
+        read_block_ms=settings.read_block_ms,
+        checkpoint_idle_s=settings.checkpoint_idle_s,
+        eval_stop_wait_s=settings.eval_stop_wait_s,
+        eval_backlog=settings.eval_backlog,
+        threads=settings.threads,
+        heldout=settings.heldout,
+        vocab=settings.vocab,
+    )
+    return Worker(
+        config,
+        client=client,
+        queue=queue,
+        retry=retry,
+        session=session,
+        checkpointer=Checkpointer(path, device, checkpoints, settings, queue.ack, retry),
+        publisher=publisher,
+        coordinator=coordinator,
+        heldout_store=HeldoutStore(client, settings.heldout_key),
+        device=device,
+        stop=stop,
+    )

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from support.redis_server import RedisServer
 
-from service.learn.worker import CannotLearn, Worker
+from service.learn.command import build_worker
+from service.learn.worker import CannotLearn
 from tests.worker.helpers import REPO, WORKER_ENV, queue_articles, worker_settings
 
 HUGE = "100000000"  # topics: K x W cannot be allocated
@@ -23,7 +24,7 @@ def test_a_model_too_large_raises_cannot_learn_not_systemexit(
     client = redis_server.client()
     queue_articles(client, 0, 40)
     settings = worker_settings(redis_server.url, tmp_path / "data", topics=int(HUGE))
-    worker = Worker(settings, client, threading.Event())
+    worker = build_worker(settings, client, threading.Event())
     with pytest.raises(CannotLearn, match="cannot allocate the model"):
         worker.run()
 
