@@ -21,7 +21,6 @@ import torch
 from lda.model import StreamingLDA
 from lda.vocab import Vocabulary
 from service.learn.model_store import load_model, save_model
-from service.settings import Settings
 from service.store.redis_retry import RedisRetry
 
 
@@ -42,14 +41,14 @@ class Checkpointer:
         path: Path,
         device: torch.device,
         config: CheckpointConfig,
-        settings: Settings,
+        recorded: dict[str, Any],
         ack: Callable[[list[str]], object],
         retry: RedisRetry,
     ) -> None:
         self.path = path
         self.device = device
         self.config = config
-        self.settings = settings  # recorded in every checkpoint
+        self.recorded = recorded  # the settings, written into every checkpoint
         self.ack = ack  # the stream's acknowledgement of entries
         self.redis = retry
         self.last = time.monotonic()  # when the last checkpoint was written
@@ -104,7 +103,7 @@ class Checkpointer:
         restart if the worker died in between); ``extra``: the worker's own records."""
         saved_at = time.time()
         payload = {**extra, "acked_entries": done, "reason": reason, "saved_at": saved_at}
-        save_model(self.path, model, vocab, self.settings, payload)
+        save_model(self.path, model, vocab, self.recorded, payload)
         self.last, self.at, self.docs = time.monotonic(), saved_at, model.docs_seen
 
     def acknowledge(self, done: list[str], *, final: bool) -> None:

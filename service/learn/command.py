@@ -29,7 +29,7 @@ from service.learn.heldout_store import HeldoutStore
 from service.learn.model_store import CHECKPOINT_NAME
 from service.learn.publisher import NullPublisher, PublishConfig, Publisher, Publishing
 from service.learn.runtime import set_threads
-from service.learn.session import LearningSession
+from service.learn.session import LearningSession, SessionConfig
 from service.learn.topic_watch import TopicWatch
 from service.learn.worker import CannotLearn, Entry, Worker, WorkerConfig
 from service.learner_flags import add_learner_flags
@@ -154,9 +154,7 @@ def build_worker(
     queue = ArticleQueue(client, settings)
     publisher: Publishing = NullPublisher()
     if coordinator.leads:
-        publish = PublishConfig(
-            settings.topic_words, settings.perplexity_history, settings.publish_every_s
-        )
+        publish = settings.part(PublishConfig)
         watch = TopicWatch(settings.uncertainty_samples)
         publisher = Publisher(client, retry, publish, watch, str(device))
     checkpoints = CheckpointConfig(
@@ -164,7 +162,7 @@ def build_worker(
     )
     path = Path(settings.data_dir) / CHECKPOINT_NAME
     session: LearningSession[Entry] = LearningSession(
-        settings, device, holds_out=coordinator.leads, ranks=coordinator.ranks
+        settings.part(SessionConfig), device, holds_out=coordinator.leads, ranks=coordinator.ranks
     )
     config = WorkerConfig(
         consumer=settings.consumer_name + coordinator.consumer_suffix,
@@ -182,7 +180,7 @@ def build_worker(
         queue=queue,
         retry=retry,
         session=session,
-        checkpointer=Checkpointer(path, device, checkpoints, settings, queue.ack, retry),
+        checkpointer=Checkpointer(path, device, checkpoints, settings.recorded(), queue.ack, retry),
         publisher=publisher,
         coordinator=coordinator,
         heldout_store=HeldoutStore(client, settings.heldout_key),

@@ -213,8 +213,8 @@ class Worker:
             )
             log.info(
                 "building a vocabulary of %d words from the first %d documents",
-                self.session.settings.vocab_size,
-                self.session.settings.vocab_docs,
+                self.session.config.vocab_size,
+                self.session.config.vocab_docs,
             )
 
     def _shutdown(self) -> None:
@@ -314,7 +314,7 @@ class Worker:
     def _train_or_idle(self, *, read: bool) -> None:
         """One step when the coordinator says so; else, with nothing read, show the latest
         topics and go idle once the stream has stayed empty long enough."""
-        buffer = self.session.buffer[: self.session.settings.batch_size]  # what take() takes
+        buffer = self.session.buffer[: self.session.config.batch_size]  # what take() takes
         step = self.coordinator.step(
             len(buffer), sum(len(ids) for _, ids in buffer), self.session.batch_ready, read
         )

@@ -21,7 +21,7 @@ from lda.vocab import Vocabulary, build_vocabulary
 from service.ingest.queue import ArticleQueue
 from service.ingest.sources import Article
 from service.learn.model_store import CHECKPOINT_NAME, load_model
-from service.learn.session import learner_config
+from service.learn.session import SessionConfig, learner_config
 from service.settings import Settings
 from service.store.snapshot import read_snapshot
 
@@ -81,7 +81,9 @@ def replay(
     encoded = [ids for ids in (vocab.encode(t) for t in texts) if ids]
     heldout = HeldoutSet.from_documents(encoded[: settings.heldout])
     train = encoded[settings.heldout :]
-    model = StreamingLDA(learner_config(settings, len(vocab)), "cpu", settings.seed)
+    model = StreamingLDA(
+        learner_config(settings.part(SessionConfig), len(vocab)), "cpu", settings.seed
+    )
     points, next_eval = [], settings.eval_every
     for start in range(0, len(train), settings.batch_size):
         model.update(Batch.from_ids(train[start : start + settings.batch_size]))
