@@ -12,7 +12,6 @@ import functools
 import logging
 import math
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -66,9 +65,6 @@ class WorkerStatus:
     checkpoint_at: float | None
 
 
-Status = Callable[[], WorkerStatus]
-
-
 class Publishing(Protocol):
     """What the worker's loop asks of its publisher (real or null)."""
 
@@ -77,11 +73,9 @@ class Publishing(Protocol):
     def beat(self) -> None: ...
     def model(self, model: StreamingLDA, vocab: Vocabulary) -> None: ...
     def model_due(self) -> bool: ...
-    def snapshot(self, model: StreamingLDA, vocab: Vocabulary, status: Status) -> None: ...
-    def snapshot_or_beat(self, model: StreamingLDA, vocab: Vocabulary, status: Status) -> None: ...
-    def if_stale(
-        self, model: StreamingLDA | None, vocab: Vocabulary | None, status: Status
-    ) -> bool: ...
+    def snapshot(self, model: StreamingLDA, vocab: Vocabulary, now: WorkerStatus) -> None: ...
+    def snapshot_due(self) -> bool: ...
+    def stale(self, model: StreamingLDA) -> bool: ...
     def point(self, scored: Scored) -> bool: ...
 
 
@@ -141,28 +135,18 @@ class Publisher:
         stretched = min(PUBLISH_SHARE * self.publish_cost_s, PUBLISH_MAX_GAP_S)
         return max(self.config.publish_every_s, stretched)
 
-    def snapshot_or_beat(self, model: StreamingLDA, vocab: Vocabulary, status: Status) -> None:
-        """After a step: a snapshot if the last is older than :meth:`interval`, else a beat."""
-        if time.monotonic() - self.published_at >= self.interval():
-            self.snapshot(model, vocab, status)
-        else:
-            self.beat()
+    def snapshot_due(self) -> bool:
+        """After a step: True once the last snapshot is older than :meth:`interval`."""
+        return time.monotonic() - self.published_at >= self.interval()
 
-    def if_stale(
-        self, model: StreamingLDA | None, vocab: Vocabulary | None, status: Status
-    ) -> bool:
-        """Publish a snapshot if the last one is behind the model or its per-topic figures
-        behind the latest evaluation; True if it did."""
-        if model is None or vocab is None:
-            return False
-        if (self.published_docs, self.published_quality) == (model.docs_seen, self.watch.docs):
-            return False
-        self.snapshot(model, vocab, status)
-        return True
+    def stale(self, model: StreamingLDA) -> bool:
+        """True if the last snapshot is behind the model or its per-topic figures behind the
+        latest evaluation."""
+        return (self.published_docs, self.published_quality) != (model.docs_seen, self.watch.docs)
 
-    def snapshot(self, model: StreamingLDA, vocab: Vocabulary, status: Status) -> None:
+    def snapshot(self, model: StreamingLDA, vocab: Vocabulary, now: WorkerStatus) -> None:
+        """The top words of beta_mean and of the current sample, with the worker's figures."""
         started = time.perf_counter()
-        now = status()
         # Ranked without forming K x W where the chain is lazy (model.top_words).
         served_ids, served_weights = model.top_words(self.config.topic_words)
         sample_ids, sample_weights = model.top_words(self.config.topic_words, "sample")
@@ -177,7 +161,7 @@ class Publisher:
             sample_topics=ranked_words((sample_weights, sample_ids), vocab.words),
             docs_per_s=now.docs_per_s,
             tokens_per_s=now.tokens_per_s,
-            counters={**now.counters, "redis_retries": self.redis.retries},
+            counters=now.counters,
             rank_docs_per_s=now.rank_docs_per_s,
             idle_since=now.idle_since,
             checkpoint_at=now.checkpoint_at,
@@ -230,15 +214,13 @@ class NullPublisher:
     def model_due(self) -> bool:
         return False
 
-    def snapshot(self, model: StreamingLDA, vocab: Vocabulary, status: Status) -> None:
+    def snapshot(self, model: StreamingLDA, vocab: Vocabulary, now: WorkerStatus) -> None:
         pass
 
-    def snapshot_or_beat(self, model: StreamingLDA, vocab: Vocabulary, status: Status) -> None:
-        pass
+    def snapshot_due(self) -> bool:
+        return False
 
-    def if_stale(
-        self, model: StreamingLDA | None, vocab: Vocabulary | None, status: Status
-    ) -> bool:
+    def stale(self, model: StreamingLDA) -> bool:
         return False
 
     def point(self, scored: Scored) -> bool:

@@ -463,7 +463,10 @@ class Worker:
         if self.publisher.model_due():
             self.publisher.model(model, vocab)
         # Rendering top words every minibatch would cost the worker and the API CPU.
-        self.publisher.snapshot_or_beat(model, vocab, self._status)
+        if self.publisher.snapshot_due():
+            self._publish_snapshot()
+        else:
+            self._beat()
 
     def _beat(self) -> None:
         self.publisher.beat()
@@ -582,25 +585,28 @@ class Worker:
         return self.coordinator.rates(*self.session.rates())
 
     def _publish_if_stale(self) -> bool:
-        return self.publisher.if_stale(self.model, self.vocab, self._status)
+        """Publish a snapshot if the last one is behind (a publisher's own judgement); True if
+        it did."""
+        if self.model is None or not self.publisher.stale(self.model):
+            return False
+        self._publish_snapshot()
+        return True
 
     def _publish_snapshot(self) -> None:
+        """A snapshot with the worker's figures (rates 0 while idle)."""
         model, vocab = self.model, self.vocab
         assert model is not None and vocab is not None
-        self.publisher.snapshot(model, vocab, self._status)
-
-    def _status(self) -> WorkerStatus:
-        """The worker's figures for a snapshot (rates 0 while idle)."""
         idle = self.idle_since is not None
         docs_per_s, tokens_per_s = (0.0, 0.0) if idle else self._rates()
         counters = {
             **self.counters,
+            "redis_retries": self.redis.retries,
             "heldout_docs": len(self.session.heldout_docs),
             "unacked": len(self.trained),
             "evals_waiting": 0 if self.evaluator is None else len(self.evaluator.pending),
             "scorer_restarts": 0 if self.evaluator is None else self.evaluator.restarts,
         }
-        return WorkerStatus(
+        status = WorkerStatus(
             docs_per_s=docs_per_s,
             tokens_per_s=tokens_per_s,
             rank_docs_per_s=[0.0 if idle else r for r in self.coordinator.rank_rates()],
@@ -608,3 +614,4 @@ class Worker:
             idle_since=self.idle_since,
             checkpoint_at=self.checkpointer.at,
         )
+        self.publisher.snapshot(model, vocab, status)
