@@ -24,6 +24,7 @@ from lda.model import NonFiniteError, StreamingLDA, resolve_device
 from lda.vocab import Vocabulary
 from service.errors import CommandError
 from service.ingest.sources import Article, SourceError, open_source
+from service.ingest.sources.wikipedia import WikipediaConfig
 from service.learn.model_store import CHECKPOINT_NAME, export_model, save_model, topics_summary
 from service.learn.runtime import set_threads
 from service.learn.session import (
@@ -142,7 +143,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     out_dir: Path = args.out
     session: LearningSession[None] = LearningSession(settings.part(SessionConfig), device)
     try:
-        source = open_source(settings.source, settings=settings)
+        source = open_source(settings.source, wikipedia=settings.part(WikipediaConfig))
         if settings.vocab is not None:
             session.begin(_load_vocabulary(settings.vocab))
         _make_output_directory(out_dir)

@@ -15,7 +15,7 @@ import torch
 
 from lda.model import resolve_device
 from service.errors import CommandError
-from service.ingest.queue import ArticleQueue
+from service.ingest.queue import ArticleQueue, QueueConfig
 from service.learn.checkpointer import CheckpointConfig, Checkpointer
 from service.learn.coordinator import Coordinator, GroupCoordinator, SoloCoordinator
 from service.learn.distributed import (
@@ -37,7 +37,7 @@ from service.process import lower_priority
 from service.redact import configure_logging
 from service.settings import Settings
 from service.store.redis_client import RedisURLError, connect
-from service.store.redis_retry import RedisRetry
+from service.store.redis_retry import RedisRetry, RetryConfig
 
 log = logging.getLogger(__name__)
 
@@ -150,8 +150,8 @@ def build_worker(
     rank that decides publishes; the others get a publisher that does nothing."""
     coordinator = coordinator or SoloCoordinator()
     device = resolve_device(settings.device)
-    retry = RedisRetry(settings, stop)
-    queue = ArticleQueue(client, settings)
+    retry = RedisRetry(settings.part(RetryConfig), stop)
+    queue = ArticleQueue(client, settings.part(QueueConfig))
     publisher: Publishing = NullPublisher()
     if coordinator.leads:
         publish = settings.part(PublishConfig)

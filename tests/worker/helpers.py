@@ -18,7 +18,7 @@ from lda.batch import Batch
 from lda.model import StreamingLDA
 from lda.perplexity import HeldoutSet
 from lda.vocab import Vocabulary, build_vocabulary
-from service.ingest.queue import ArticleQueue
+from service.ingest.queue import ArticleQueue, QueueConfig
 from service.ingest.sources import Article
 from service.learn.model_store import CHECKPOINT_NAME, load_model
 from service.learn.session import SessionConfig, learner_config
@@ -95,7 +95,7 @@ def replay(
 
 def queue_articles(client: redis.Redis, start: int, count: int) -> None:
     """Queue articles into the stream the way the scraper does."""
-    queue = ArticleQueue(client, Settings())
+    queue = ArticleQueue(client, Settings().part(QueueConfig))
     queue.ensure_group()
     result = queue.add(articles(start, count))
     assert result.queued == count
@@ -118,7 +118,7 @@ def docs_seen(client: redis.Redis) -> int:
 
 def drained(client: redis.Redis) -> bool:
     """Every queued entry acknowledged: the stream is empty and nothing is pending."""
-    queue = ArticleQueue(client, Settings())
+    queue = ArticleQueue(client, Settings().part(QueueConfig))
     return queue.length() == 0 and queue.pending() == 0
 
 

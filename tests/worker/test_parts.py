@@ -16,7 +16,7 @@ from service.learn.checkpointer import CheckpointConfig, Checkpointer
 from service.learn.command import build_worker
 from service.learn.publisher import NullPublisher
 from service.learn.session import SessionConfig, learner_config
-from service.store.redis_retry import RedisRetry
+from service.store.redis_retry import RedisRetry, RetryConfig
 from service.store.snapshot import HEARTBEAT_KEY, MODEL_KEY, SNAPSHOT_KEY
 from tests.worker.helpers import (
     HELDOUT,
@@ -68,7 +68,7 @@ def test_a_worker_with_a_null_publisher_learns_checkpoints_and_publishes_nothing
 def test_the_one_checkpoint_rule(redis_server: RedisServer, tmp_path: Path) -> None:
     settings = worker_settings(redis_server.url, tmp_path / "data")
     config = CheckpointConfig(every_s=3600.0, max_unacked=100, stop_ack_wait_s=1.0)
-    retry = RedisRetry(settings, threading.Event())
+    retry = RedisRetry(settings.part(RetryConfig), threading.Event())
     checkpointer = Checkpointer(
         tmp_path / "checkpoint.pt", torch.device("cpu"), config, settings, lambda ids: 0, retry
     )
