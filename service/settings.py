@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -19,6 +19,7 @@ from lda.config import Backend as GibbsBackend
 from lda.config import Method as GibbsMethod
 from service import keys
 
+Part = TypeVar("Part")
 DeviceName = Literal["auto", "cpu", "cuda"]
 SECRET_FIELDS = {"admin_token", "redis_url"}  # never written to checkpoints
 
@@ -348,6 +349,11 @@ class Settings(BaseSettings):
         """The settings as stored with a model: everything but secrets (tokens, Redis URLs
         that may carry a password), since checkpoints get copied around."""
         return self.model_dump(mode="json", exclude=SECRET_FIELDS)
+
+    def part(self, kind: type[Part]) -> Part:
+        """The frozen config dataclass ``kind`` of one part, from the settings of the same
+        names: the commands hand each part only what it reads, never the whole."""
+        return kind(**{f.name: getattr(self, f.name) for f in fields(kind)})  # type: ignore[arg-type]
 
     @model_validator(mode="after")
     def _check(self) -> Settings:

@@ -24,9 +24,15 @@ from lda.model import NonFiniteError, StreamingLDA, resolve_device
 from lda.vocab import Vocabulary
 from service.errors import CommandError
 from service.ingest.sources import Article, SourceError, open_source
+from service.ingest.sources.wikipedia import WikipediaConfig
 from service.learn.model_store import CHECKPOINT_NAME, export_model, save_model, topics_summary
 from service.learn.runtime import set_threads
-from service.learn.session import LearningSession, ModelTooLarge, VocabularyError
+from service.learn.session import (
+    LearningSession,
+    ModelTooLarge,
+    SessionConfig,
+    VocabularyError,
+)
 from service.learner_flags import add_learner_flags
 from service.settings import Settings
 
@@ -135,9 +141,9 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from exc
     set_threads(settings.threads)
     out_dir: Path = args.out
-    session: LearningSession[None] = LearningSession(settings, device)
+    session: LearningSession[None] = LearningSession(settings.part(SessionConfig), device)
     try:
-        source = open_source(settings.source, settings=settings)
+        source = open_source(settings.source, wikipedia=settings.part(WikipediaConfig))
         if settings.vocab is not None:
             session.begin(_load_vocabulary(settings.vocab))
         _make_output_directory(out_dir)
@@ -164,7 +170,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         )
     extra = {"skipped_no_vocabulary_words": empty, "source_skips": dict(source.skipped.counts)}
     try:
-        save_model(out_dir / CHECKPOINT_NAME, model, vocabulary, settings, extra)
+        save_model(out_dir / CHECKPOINT_NAME, model, vocabulary, settings.recorded(), extra)
         export_model(out_dir, model, vocabulary, TOP_WORDS_EXPORTED)
     except OSError as exc:
         raise CommandError(f"cannot write the model to {out_dir}: {exc}") from exc
@@ -185,7 +191,7 @@ def _train(
 ) -> int:
     """Feed the session until ``total`` documents are trained or the source ends (the last
     minibatch is cut to land on ``total``); the documents with no vocabulary word."""
-    batch_size = session.settings.batch_size
+    batch_size = session.config.batch_size
     empty = 0
     evaluated = 0
     for article in itertools.chain(articles, [None]):

@@ -13,11 +13,14 @@ import threading
 from types import FrameType
 
 from service.errors import CommandError
-from service.ingest.scraper import Scraper
+from service.ingest.queue import QueueConfig
+from service.ingest.scraper import Scraper, ScraperConfig
 from service.ingest.sources import SourceError, open_source
+from service.ingest.sources.wikipedia import WikipediaConfig
 from service.redact import configure_logging, redact
 from service.settings import Settings
 from service.store.redis_client import RedisURLError, connect
+from service.store.redis_retry import RetryConfig
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +76,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         raise CommandError(f"--limit must be at least 1, not {limit}")
     stop = threading.Event()  # ends every wait: the source's, backpressure's and Redis's
     try:
-        source = open_source(settings.source, settings=settings, stop=stop)
+        source = open_source(settings.source, wikipedia=settings.part(WikipediaConfig), stop=stop)
     except SourceError as exc:
         raise CommandError(str(exc)) from exc
     try:
@@ -81,7 +84,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     except RedisURLError as exc:
         raise CommandError(str(exc)) from None
     _install_stop_handlers(stop)
-    scraper = Scraper(settings, source, client=client, limit=limit, stop=stop)
+    scraper = Scraper(scraper_config(settings), source, client=client, limit=limit, stop=stop)
     log.info(
         "scraping %s into %s (stream %s, high-water %d)",
         source.name,
@@ -95,3 +98,12 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         log.error("source failed: %s; %s", exc, scraper.totals.summary())
         return 1
     return 0
+
+
+def scraper_config(settings: Settings) -> ScraperConfig:
+    """The scraper's part of the settings."""
+    return ScraperConfig(
+        queue=settings.part(QueueConfig),
+        retry=settings.part(RetryConfig),
+        articles_per_request=settings.articles_per_request,
+    )

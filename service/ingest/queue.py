@@ -49,7 +49,6 @@ from typing import Any
 import redis
 
 from service.ingest.sources import Article
-from service.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -133,14 +132,27 @@ class AddResult:
     unqueued: list[Article] = field(default_factory=list)  # left when stopped while waiting
 
 
+@dataclass(frozen=True)
+class QueueConfig:
+    """The stream's keys and bounds (the settings of the same names)."""
+
+    stream: str
+    group: str
+    dedupe_key: str
+    counters_key: str
+    stream_high_water: int
+    backpressure_poll: float
+    claim_after_ms: int
+
+
 class ArticleQueue:
     """Producer and consumer side of the article stream (see the module docstring)."""
 
-    def __init__(self, client: redis.Redis, settings: Settings) -> None:
+    def __init__(self, client: redis.Redis, config: QueueConfig) -> None:
         self.client = client
-        self.settings = settings
-        self.stream = settings.stream
-        self.group = settings.group
+        self.config = config
+        self.stream = config.stream
+        self.group = config.group
         self._add_script = client.register_script(_ADD_SCRIPT)
         self._in_flight: dict[str, set[str]] = {}  # consumer -> entry ids delivered, not acked
         self._history: dict[str, str] = {}  # consumer -> cursor in its pending history
@@ -171,7 +183,7 @@ class ArticleQueue:
         if not articles:
             return []
         args: list[str | float | int] = [
-            self.settings.stream_high_water,
+            self.config.stream_high_water,
             repr(time.time() if fetched_at is None else fetched_at),
             self.group,
             BATCH_RECORD_TTL_S if batch else 0,
@@ -179,7 +191,7 @@ class ArticleQueue:
         ]
         for article in articles:
             args += [article.id, article.title, article.text, article.source]
-        keys = [self.stream, self.settings.dedupe_key, self._batch_key(batch or "")]
+        keys = [self.stream, self.config.dedupe_key, self._batch_key(batch or "")]
         statuses = self._add_script(keys=keys, args=args)
         return [int(status) for status in statuses]
 
@@ -225,7 +237,7 @@ class ArticleQueue:
         return result
 
     def _batch_key(self, token: str) -> str:
-        return f"{self.settings.dedupe_key}:batch:{token}"
+        return f"{self.config.dedupe_key}:batch:{token}"
 
     def _forget_batch(self, token: str) -> None:
         """Delete a batch's record once its add returned; on failure its TTL removes it."""
@@ -236,8 +248,8 @@ class ArticleQueue:
 
     def _wait_below_high_water(self, stop: threading.Event | None) -> bool:
         """Poll until fewer than the mark are unread; True if ``stop`` was set first."""
-        poll = self.settings.backpressure_poll
-        while self.unread() >= self.settings.stream_high_water:
+        poll = self.config.backpressure_poll
+        while self.unread() >= self.config.stream_high_water:
             if stop is not None:
                 if stop.wait(poll):
                     return True
@@ -301,7 +313,7 @@ class ArticleQueue:
     def _reclaim(self, consumer: str, n: int, in_flight: set[str]) -> list[tuple[Any, Any]]:
         """Entries idle longer than claim_after_ms (a crashed consumer's), now ours."""
         reply: Any = self.client.xautoclaim(
-            self.stream, self.group, consumer, self.settings.claim_after_ms, "0-0", count=n
+            self.stream, self.group, consumer, self.config.claim_after_ms, "0-0", count=n
         )
         entries = reply[1] if len(reply) > 1 else []
         claimed = []
@@ -317,7 +329,7 @@ class ArticleQueue:
                 "%s reclaimed %d entries idle over %d ms",
                 consumer,
                 len(claimed),
-                self.settings.claim_after_ms,
+                self.config.claim_after_ms,
             )
         return claimed
 
@@ -337,7 +349,7 @@ class ArticleQueue:
         other consumer reclaims them while they are being worked on; forget stolen ones."""
         now = time.monotonic()
         if not in_flight or now - self._renewed_at.get(consumer, 0.0) < (
-            self.settings.claim_after_ms / 3000
+            self.config.claim_after_ms / 3000
         ):
             return
         owned: Any = self.client.xpending_range(
@@ -370,7 +382,7 @@ class ArticleQueue:
             )
         except KeyError:
             log.warning("dropping malformed stream entry %s (fields %s)", entry_id, sorted(values))
-            self.client.hincrby(self.settings.counters_key, "malformed_entries", 1)
+            self.client.hincrby(self.config.counters_key, "malformed_entries", 1)
             return None
 
     def ack(self, entry_ids: Iterable[str]) -> int:
@@ -412,7 +424,7 @@ class ArticleQueue:
 
     def seen(self) -> int:
         """Page ids ever queued."""
-        return int(self.client.scard(self.settings.dedupe_key))
+        return int(self.client.scard(self.config.dedupe_key))
 
     def publish_counters(self, deltas: Mapping[str, float]) -> None:
         """Add ``deltas`` to the shared scraper counters and stamp ``updated_at``."""
@@ -421,13 +433,13 @@ class ArticleQueue:
             if not value:
                 continue
             if isinstance(value, int):
-                pipe.hincrby(self.settings.counters_key, name, value)
+                pipe.hincrby(self.config.counters_key, name, value)
             else:
-                pipe.hincrbyfloat(self.settings.counters_key, name, value)
-        pipe.hset(self.settings.counters_key, "updated_at", repr(time.time()))
+                pipe.hincrbyfloat(self.config.counters_key, name, value)
+        pipe.hset(self.config.counters_key, "updated_at", repr(time.time()))
         pipe.execute()
 
     def counters(self) -> dict[str, float]:
         """The shared scraper counters (numbers)."""
-        raw = self.client.hgetall(self.settings.counters_key)
+        raw = self.client.hgetall(self.config.counters_key)
         return {_text(key): float(_text(value)) for key, value in raw.items()}

@@ -23,13 +23,11 @@ from dataclasses import dataclass, field
 
 import redis
 
-from service.ingest.queue import ArticleQueue, new_batch_token
+from service.ingest.queue import ArticleQueue, QueueConfig, new_batch_token
 from service.ingest.source_health import SourceHealth
 from service.ingest.sources import Article, Source, SourceStopped
-from service.settings import Settings
 from service.store.counters import SCRAPER_TOTALS
-from service.store.redis_client import connect
-from service.store.redis_retry import RedisGaveUp, RedisRetry
+from service.store.redis_retry import RedisGaveUp, RedisRetry, RetryConfig
 from service.store.source_status import (
     SourceStatus,
     publish_source_status,
@@ -72,29 +70,38 @@ class Totals:
         )
 
 
+@dataclass(frozen=True)
+class ScraperConfig:
+    """The scraper's part of the settings: the stream, the Redis backoff, the batch size."""
+
+    queue: QueueConfig
+    retry: RetryConfig
+    articles_per_request: int
+
+
 class Scraper:
     """Moves batches of articles from a source into the queue until a limit, the end, or stop."""
 
     def __init__(
         self,
-        settings: Settings,
+        config: ScraperConfig,
         source: Source,
         *,
-        client: redis.Redis | None = None,
+        client: redis.Redis,
         limit: int | None = None,
         stop: threading.Event | None = None,
     ) -> None:
-        self.settings = settings
+        self.config = config
         self.source = source
-        self.client = client if client is not None else connect(settings)
-        self.queue = ArticleQueue(self.client, settings)
+        self.client = client
+        self.queue = ArticleQueue(client, config.queue)
         self.limit = limit
         source_stop = getattr(source, "stop", None)  # the live source's waits end on it
         if stop is None:
             stop = source_stop if isinstance(source_stop, threading.Event) else threading.Event()
         self.stop = stop
         # Waits out Redis outages; gives up (with the batch in hand) once ``stop`` is set.
-        self.redis = RedisRetry(settings, self.stop, on_retry=self._count_reconnect)
+        self.redis = RedisRetry(config.retry, self.stop, on_retry=self._count_reconnect)
         self.totals = Totals()
         self._published: dict[str, float] = {}
         self.unqueued: list[Article] = []
@@ -135,7 +142,7 @@ class Scraper:
         return self.limit is not None and self.totals.counts["queued"] >= self.limit
 
     def _remaining(self) -> int:
-        most = self.settings.articles_per_request
+        most = self.config.articles_per_request
         if self.limit is None:
             return most
         return max(1, min(most, self.limit - self.totals.counts["queued"]))

@@ -10,19 +10,34 @@ import threading
 from pathlib import Path
 from types import FrameType
 
+import redis
 import torch
 
 from lda.model import resolve_device
 from service.errors import CommandError
-from service.learn.distributed import DistributedReducer, environment_group, join, leave
-from service.learn.group_worker import GroupWorker
+from service.ingest.queue import ArticleQueue, QueueConfig
+from service.learn.checkpointer import CheckpointConfig, Checkpointer
+from service.learn.coordinator import Coordinator, GroupCoordinator, SoloCoordinator
+from service.learn.distributed import (
+    DistributedReducer,
+    Group,
+    environment_group,
+    join,
+    leave,
+)
+from service.learn.heldout_store import HeldoutStore
+from service.learn.model_store import CHECKPOINT_NAME
+from service.learn.publisher import NullPublisher, PublishConfig, Publisher, Publishing
 from service.learn.runtime import set_threads
-from service.learn.worker import Worker
+from service.learn.session import LearningSession, SessionConfig
+from service.learn.topic_watch import TopicWatch
+from service.learn.worker import CannotLearn, Entry, Worker, WorkerConfig
 from service.learner_flags import add_learner_flags
 from service.process import lower_priority
 from service.redact import configure_logging
 from service.settings import Settings
 from service.store.redis_client import RedisURLError, connect
+from service.store.redis_retry import RedisRetry, RetryConfig
 
 log = logging.getLogger(__name__)
 
@@ -91,8 +106,25 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         settings.group,
         settings.consumer_name,
     )
+    try:
+        _learn(settings, client, stop, group, device)
+    except CannotLearn as exc:
+        # Retrying cannot help: end with one line (exit 1), whatever the supervisor does next.
+        raise SystemExit(f"streamlda worker: {exc}") from exc
+    log.info("worker stopped")
+    return 0
+
+
+def _learn(
+    settings: Settings,
+    client: redis.Redis,
+    stop: threading.Event,
+    group: Group,
+    device: torch.device,
+) -> None:
+    """One worker, or one rank of a group, until ``stop``."""
     if group.world_size == 1:
-        Worker(settings, client, stop).run()
+        build_worker(settings, client, stop).run()
     else:
         if device.type == "cuda":
             torch.cuda.set_device(group.local_rank)
@@ -102,8 +134,56 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
             "rank %d of %d joined the group (pid %d)", group.rank, group.world_size, os.getpid()
         )
         try:
-            GroupWorker(settings, client, group, DistributedReducer(device), stop).run()
+            coordinator = GroupCoordinator(group, DistributedReducer(device))
+            build_worker(settings, client, stop, coordinator).run()
         finally:
             leave()
-    log.info("worker stopped")
-    return 0
+
+
+def build_worker(
+    settings: Settings,
+    client: redis.Redis,
+    stop: threading.Event,
+    coordinator: Coordinator | None = None,
+) -> Worker:
+    """The worker's parts from the settings: alone (no ``coordinator``) or a group's rank. The
+    rank that decides publishes; the others get a publisher that does nothing."""
+    coordinator = coordinator or SoloCoordinator()
+    device = resolve_device(settings.device)
+    retry = RedisRetry(settings.part(RetryConfig), stop)
+    queue = ArticleQueue(client, settings.part(QueueConfig))
+    publisher: Publishing = NullPublisher()
+    if coordinator.leads:
+        publish = settings.part(PublishConfig)
+        watch = TopicWatch(settings.uncertainty_samples)
+        publisher = Publisher(client, retry, publish, watch, str(device))
+    checkpoints = CheckpointConfig(
+        settings.checkpoint_every_s, settings.checkpoint_max_unacked, settings.stop_ack_wait_s
+    )
+    path = Path(settings.data_dir) / CHECKPOINT_NAME
+    session: LearningSession[Entry] = LearningSession(
+        settings.part(SessionConfig), device, holds_out=coordinator.leads, ranks=coordinator.ranks
+    )
+    config = WorkerConfig(
+        consumer=settings.consumer_name + coordinator.consumer_suffix,
+        read_block_ms=settings.read_block_ms,
+        checkpoint_idle_s=settings.checkpoint_idle_s,
+        eval_stop_wait_s=settings.eval_stop_wait_s,
+        eval_backlog=settings.eval_backlog,
+        threads=settings.threads,
+        heldout=settings.heldout,
+        vocab=settings.vocab,
+    )
+    return Worker(
+        config,
+        client=client,
+        queue=queue,
+        retry=retry,
+        session=session,
+        checkpointer=Checkpointer(path, device, checkpoints, settings.recorded(), queue.ack, retry),
+        publisher=publisher,
+        coordinator=coordinator,
+        heldout_store=HeldoutStore(client, settings.heldout_key),
+        device=device,
+        stop=stop,
+    )

@@ -15,7 +15,6 @@ import torch
 from lda.checkpoint import load_checkpoint, save_checkpoint
 from lda.model import StreamingLDA
 from lda.vocab import Vocabulary
-from service.settings import Settings
 
 CHECKPOINT_NAME = "checkpoint.pt"
 
@@ -24,14 +23,15 @@ def save_model(
     path: str | Path,
     model: StreamingLDA,
     vocabulary: Vocabulary,
-    settings: Settings,
+    settings: dict[str, Any],
     extra: dict[str, Any] | None = None,
 ) -> None:
-    """Write one atomic checkpoint holding everything needed to resume."""
+    """Write one atomic checkpoint holding everything needed to resume (``settings``: the
+    recorded settings, without secrets)."""
     payload = {
         "model": model.state_dict(),
         "vocabulary": vocabulary.words,
-        "settings": settings.recorded(),
+        "settings": settings,
         "extra": extra or {},
     }
     save_checkpoint(path, payload)

@@ -5,9 +5,10 @@ built from the first ``vocab_docs`` texts unless one is given, the first ``heldo
 with a vocabulary word held out (never trained on), documents with none counted as empty, the
 rest trained in minibatches of ``batch_size``, an evaluation due at each multiple of
 ``eval_every`` documents, and the learner's configuration from the settings
-(:func:`learner_config`). Documents carry an opaque ``item`` (a stream entry for the worker, a
-position for ``train``) that comes back with each placement and each trained minibatch: the
-caller decides what storing, acknowledging and scoring mean.
+(:func:`learner_config`): the few a :class:`SessionConfig` holds. Documents carry an opaque
+``item`` (a stream entry for the worker, a position for ``train``) that comes back with each
+placement and each trained minibatch: the caller decides what storing, acknowledging and
+scoring mean.
 """
 
 from __future__ import annotations
@@ -21,13 +22,13 @@ from typing import Any, Generic, Literal, TypeVar
 import torch
 
 from lda.batch import Batch
+from lda.config import Backend, Method, SamplerName
 from lda.model import LearnerConfig, StreamingLDA
 from lda.parallel import Layout, Reducer
 from lda.perplexity import HeldoutSet
 from lda.samplers import SAMPLERS
 from lda.schedules import StepSchedule
 from lda.vocab import Vocabulary, build_vocabulary
-from service.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +44,40 @@ class ModelTooLarge(MemoryError):
     """The learner's K x W parameters could not be allocated."""
 
 
+@dataclass(frozen=True)
+class SessionConfig:
+    """What a session reads of the settings (same names; the commands pick them,
+    ``Settings.part``): the protocol's sizes and the learner's configuration."""
+
+    vocab_docs: int
+    vocab_size: int
+    heldout: int
+    batch_size: int
+    eval_every: int
+    seed: int
+    sampler: SamplerName
+    topics: int
+    alpha: float | None
+    gamma: float | None
+    step_size: float | None
+    step_b: float | None
+    step_c: float | None
+    friction: float
+    corpus_size: float | None
+    wikipedia_articles: int
+    corpus_growth: bool
+    sweeps: int | None
+    burn_in: int | None
+    gibbs: Method | None
+    gibbs_backend: Backend
+    eval_sweeps: int
+    eval_gibbs: Method
+    mean_decay: float | None
+    dtype: str
+
+
 def learner_config(
-    settings: Settings, n_words: int, ranks: int = 1, **overrides: Any
+    settings: SessionConfig, n_words: int, ranks: int = 1, **overrides: Any
 ) -> LearnerConfig:
     """The learner's configuration from the settings (unset values take the sampler's, which
     follow a minibatch of ``batch_size`` x ``ranks`` documents per step where the sampler has
@@ -97,12 +130,12 @@ class LearningSession(Generic[Item]):
     """One learner fed document by document; see the module docstring for the protocol."""
 
     def __init__(
-        self, settings: Settings, device: torch.device, holds_out: bool = True, ranks: int = 1
+        self, config: SessionConfig, device: torch.device, holds_out: bool = True, ranks: int = 1
     ) -> None:
         """``holds_out=False``: every document with a vocabulary word is trained (a group's
         ranks other than 0, whose held-out set is rank 0's); ``ranks``: the group's size (a
         step learns from every rank's minibatch)."""
-        self.settings = settings
+        self.config = config
         self.device = device
         self.holds_out = holds_out
         self.ranks = ranks
@@ -113,7 +146,7 @@ class LearningSession(Generic[Item]):
         self.waiting: list[tuple[Item, str]] = []  # texts held until a vocabulary exists
         self.stored_heldout: list[str] = []  # an earlier run's held-out texts: placed first
         self.buffer: list[tuple[Item, list[int]]] = []  # encoded, not trained yet
-        self.next_eval = settings.eval_every
+        self.next_eval = config.eval_every
         self.busy_s = 0.0  # in StreamingLDA.update, since this session began
         self.docs_here = 0
         self.tokens_here = 0
@@ -122,10 +155,10 @@ class LearningSession(Generic[Item]):
     def new_model(self, n_words: int) -> StreamingLDA:
         """A fresh learner for a vocabulary of ``n_words``; ModelTooLarge, with one line to
         show, when K x W does not fit in memory."""
-        config = learner_config(self.settings, n_words, self.ranks)
+        config = learner_config(self.config, n_words, self.ranks)
         log.info("learner: %s", self._describe(config))
         try:
-            return StreamingLDA(config, self.device, self.settings.seed)
+            return StreamingLDA(config, self.device, self.config.seed)
         except (RuntimeError, MemoryError) as exc:
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise ModelTooLarge(
@@ -139,7 +172,7 @@ class LearningSession(Generic[Item]):
         if model is not None and model.docs_seen > 0:
             self._resumed(model.config)
         self.model = self.new_model(len(vocabulary)) if model is None else model
-        every = self.settings.eval_every
+        every = self.config.eval_every
         self.next_eval = (self.model.docs_seen // every + 1) * every
         return self.model
 
@@ -150,7 +183,7 @@ class LearningSession(Generic[Item]):
         decay = "" if s.b is None else f" (1 + t/{s.b:g})^-{s.c:g}"
         return (
             f"{config.sampler}, K = {config.n_topics}, W = {config.n_words}, "
-            f"{self.settings.batch_size * self.ranks} documents per step, "
+            f"{self.config.batch_size * self.ranks} documents per step, "
             f"step size {s.a:.4g}{decay}, mean decay {config.mean_decay:.4g}"
         )
 
@@ -158,7 +191,7 @@ class LearningSession(Generic[Item]):
         """Log a resumed model's learner, and warn where the settings would now give another
         (the checkpoint's stands: a sampler's state is only valid under its own settings)."""
         log.info("learner (from the checkpoint): %s", self._describe(config))
-        wanted = learner_config(self.settings, config.n_words, self.ranks).to_dict()
+        wanted = learner_config(self.config, config.n_words, self.ranks).to_dict()
         kept = config.to_dict()
         changed = [f"{k} {kept[k]} (settings: {v})" for k, v in wanted.items() if kept.get(k) != v]
         if changed:
@@ -172,8 +205,8 @@ class LearningSession(Generic[Item]):
     def wanted(self) -> int:
         """How many documents to read next: the vocabulary's still missing, or a minibatch's."""
         if self.vocabulary is None:
-            return max(self.settings.vocab_docs - len(self.waiting), 0)
-        return max(self.settings.batch_size - len(self.buffer), 0)
+            return max(self.config.vocab_docs - len(self.waiting), 0)
+        return max(self.config.batch_size - len(self.buffer), 0)
 
     # --- documents -------------------------------------------------------------------------
     def offer(self, documents: Iterable[tuple[Item, str]]) -> list[Placed[Item]]:
@@ -182,7 +215,7 @@ class LearningSession(Generic[Item]):
         held out or buffered. Raises VocabularyError when no vocabulary can be built."""
         if self.vocabulary is None:
             self.waiting += documents
-            if len(self.waiting) < self.settings.vocab_docs:
+            if len(self.waiting) < self.config.vocab_docs:
                 return []
             return self.flush()
         return self._place_all(documents)
@@ -194,7 +227,7 @@ class LearningSession(Generic[Item]):
             return []
         documents, self.waiting = self.waiting, []
         try:
-            vocabulary = build_vocabulary((text for _, text in documents), self.settings.vocab_size)
+            vocabulary = build_vocabulary((text for _, text in documents), self.config.vocab_size)
         except ValueError as exc:
             raise VocabularyError(f"cannot build a vocabulary: {exc}") from exc
         self.begin(vocabulary)
@@ -213,9 +246,9 @@ class LearningSession(Generic[Item]):
     def _place(self, item: Item, ids: list[int]) -> Kind:
         if not ids:
             return "empty"
-        if self.holds_out and len(self.heldout_docs) < self.settings.heldout:
+        if self.holds_out and len(self.heldout_docs) < self.config.heldout:
             self.heldout_docs.append(ids)
-            if len(self.heldout_docs) == self.settings.heldout:
+            if len(self.heldout_docs) == self.config.heldout:
                 self.heldout = HeldoutSet.from_documents(self.heldout_docs, self.device)
             return "heldout"
         self.buffer.append((item, ids))
@@ -225,8 +258,8 @@ class LearningSession(Generic[Item]):
         """The held-out set from its stored texts (after a restart), in arrival order."""
         assert self.vocabulary is not None
         encoded = (self.vocabulary.encode(text) for text in texts)
-        self.heldout_docs = [ids for ids in encoded if ids][: self.settings.heldout]
-        complete = self.settings.heldout and len(self.heldout_docs) == self.settings.heldout
+        self.heldout_docs = [ids for ids in encoded if ids][: self.config.heldout]
+        complete = self.config.heldout and len(self.heldout_docs) == self.config.heldout
         self.heldout = (
             HeldoutSet.from_documents(self.heldout_docs, self.device) if complete else None
         )
@@ -235,11 +268,11 @@ class LearningSession(Generic[Item]):
     @property
     def batch_ready(self) -> bool:
         """A whole minibatch is buffered."""
-        return len(self.buffer) >= self.settings.batch_size
+        return len(self.buffer) >= self.config.batch_size
 
     def take(self, most: int | None = None) -> tuple[list[Item], Batch]:
         """The next minibatch (at most batch_size documents, or ``most``) out of the buffer."""
-        size = self.settings.batch_size if most is None else min(most, self.settings.batch_size)
+        size = self.config.batch_size if most is None else min(most, self.config.batch_size)
         taken, self.buffer = self.buffer[:size], self.buffer[size:]
         return [item for item, _ in taken], Batch.from_ids([ids for _, ids in taken], self.device)
 
@@ -262,7 +295,7 @@ class LearningSession(Generic[Item]):
         model = self.model
         if model is None or model.docs_seen < self.next_eval:
             return False
-        every = self.settings.eval_every
+        every = self.config.eval_every
         self.next_eval = (model.docs_seen // every + 1) * every
         return True
 

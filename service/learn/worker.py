@@ -43,55 +43,43 @@ documents trained since that checkpoint (including the failing minibatch) are dr
 acknowledged with the next checkpoint: a poison minibatch is skipped, never retried forever.
 Nothing non-finite is ever published. While Redis is unavailable every Redis call is retried
 with backoff; progress stays in memory.
+
+The loop is the same for a lone worker and for each rank of a data-parallel group
+(docs/service.md); it is built from parts: a coordinator (:mod:`service.learn.coordinator`)
+makes each iteration's plan, a checkpointer (:mod:`service.learn.checkpointer`) says when a
+checkpoint is due, writes it and acknowledges, a publisher (:mod:`service.learn.publisher`)
+shows the API what was learned (a null one on ranks that do not publish).
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-import math
 import threading
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import redis
+import torch
 
-from lda.batch import Batch
-from lda.model import NonFiniteError, StreamingLDA, resolve_device
+from lda.model import NonFiniteError, StreamingLDA
 from lda.vocab import Vocabulary
 from service.ingest.queue import ArticleQueue
 from service.ingest.sources import Article
-from service.learn.evaluator import Evaluator, Scored
+from service.learn.checkpointer import Checkpointer
+from service.learn.coordinator import Coordinator, Counts, Plan, Step
+from service.learn.evaluator import Evaluator
 from service.learn.heldout_store import HeldoutStore
-from service.learn.model_store import CHECKPOINT_NAME, load_model, save_model
+from service.learn.publisher import Publishing, WorkerStatus
 from service.learn.session import LearningSession, ModelTooLarge, VocabularyError
-from service.learn.topic_watch import TopicWatch
-from service.settings import Settings
 from service.store.counters import WORKER_COUNTERS
 from service.store.redis_retry import RedisGaveUp, RedisRetry
-from service.store.snapshot import (
-    PerplexityPoint,
-    Snapshot,
-    append_perplexity,
-    beat,
-    publish_model,
-    publish_snapshot,
-    ranked_words,
-    read_control,
-    truncate_perplexity,
-)
+from service.store.snapshot import read_control, truncate_perplexity
 
 log = logging.getLogger(__name__)
-
-# Snapshots are spaced at least this many times the last one's cost: at K = 1,000,
-# W = 100,000 one takes ~0.25 s (the top words are a pass over the chain), published every
-# second it took a quarter of the worker's time.
-PUBLISH_SHARE = 10
-# ... but never further apart than this for that reason (a first snapshot that compiled its
-# kernels took seconds, and must not hold the next one back for a minute).
-PUBLISH_MAX_GAP_S = 10.0
 
 Entry = tuple[str, Article]  # a stream entry: its id and its article
 
@@ -99,38 +87,62 @@ Entry = tuple[str, Article]  # a stream entry: its id and its article
 COUNTERS = WORKER_COUNTERS
 
 
+class CannotLearn(Exception):
+    """The worker cannot go on learning (no vocabulary could be built, the model does not fit in
+    memory): waiting or retrying cannot help; the ``worker`` command ends the process with it."""
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    """The loop's own values: its consumer name, how long a read blocks, when an empty stream
+    counts as idle, the bounds on scoring, and a vocabulary file if one was given."""
+
+    consumer: str
+    read_block_ms: int
+    checkpoint_idle_s: float
+    eval_stop_wait_s: float
+    eval_backlog: int
+    threads: int | None
+    heldout: int
+    vocab: Path | None
+
+
 class Worker:
-    """One learner fed by the stream; :meth:`run` until ``stop`` is set."""
+    """One learner fed by the stream, alone or as a group's rank; :meth:`run` until ``stop``."""
 
     def __init__(
-        self, settings: Settings, client: redis.Redis, stop: threading.Event | None = None
+        self,
+        config: WorkerConfig,
+        *,
+        client: redis.Redis,
+        queue: ArticleQueue,
+        retry: RedisRetry,
+        session: LearningSession[Entry],
+        checkpointer: Checkpointer,
+        publisher: Publishing,
+        coordinator: Coordinator,
+        heldout_store: HeldoutStore,
+        device: torch.device,
+        stop: threading.Event,
     ) -> None:
-        self.settings = settings
+        self.config = config
         self.client = client
-        self.stop = stop or threading.Event()
-        self.consumer = settings.consumer_name
-        self.queue = ArticleQueue(client, settings)
-        self.heldout_store = HeldoutStore(client, settings.heldout_key)
-        self.redis = RedisRetry(settings, self.stop)
-        self.device = resolve_device(settings.device)
-        self.path = Path(settings.data_dir) / CHECKPOINT_NAME
-        # The learning protocol: vocabulary, held-out set, minibatches, evaluation schedule.
-        self.session: LearningSession[Entry] = LearningSession(settings, self.device)
-        self.evaluator: Evaluator | None = None
-        self.watch = TopicWatch(settings.uncertainty_samples)  # coherence, drift, intervals
+        self.queue = queue
+        self.redis = retry
+        self.session = session
+        self.checkpointer = checkpointer
+        self.publisher = publisher
+        self.coordinator = coordinator
+        self.heldout_store = heldout_store
+        self.device = device
+        self.stop = stop
+        self.consumer = config.consumer
+        self.evaluator: Evaluator | None = None  # where this process scores (it leads)
         self.trained: list[str] = []  # entries to acknowledge with the next checkpoint
         self.counters: Counter[str] = Counter(dict.fromkeys(COUNTERS, 0))
         self.checkpoint_seq = 0
-        self.last_checkpoint = time.monotonic()
-        self.checkpoint_at: float | None = None  # time.time() of the last checkpoint written
         self.empty_since: float | None = None  # when reads began finding the stream empty
         self.idle_since: float | None = None  # time.time() it was reported idle (rates 0)
-        self.checkpointed_docs = -1
-        self.model_published = False
-        self.published_docs = -1  # docs_seen of the last snapshot published
-        self.published_quality: int | None = None  # its per-topic figures' evaluation
-        self.published_at = -math.inf  # its time.monotonic()
-        self.publish_cost_s = 0.0  # how long the last snapshot took to make and publish
 
     @property
     def model(self) -> StreamingLDA | None:
@@ -143,38 +155,56 @@ class Worker:
 
     # --- lifecycle -------------------------------------------------------------------------
     def run(self) -> None:
-        """Learn until ``stop`` is set; then checkpoint and acknowledge what it contains."""
+        """Learn until ``stop`` is set (on any rank); then checkpoint and acknowledge what it
+        contains. A group's rank that fails lets the exception end it at once (torchrun
+        restarts the group): the others would wait for it in the final checkpoint."""
         try:
-            self._start()
-            while not self.stop.is_set():
+            if self.coordinator.leads:
+                self._start()
+            else:
+                self.redis("creating the consumer group", self.queue.ensure_group)
+            while self.coordinator.proceed(self.stop.is_set(), self._counts(), self._busy()):
                 self.step()
         except RedisGaveUp as exc:
+            if not self.coordinator.finishes_alone:
+                self._close()
+                raise
             log.warning("%s", exc)
-        finally:
-            self._shutdown()
+        except BaseException:
+            if self.coordinator.finishes_alone:
+                self._shutdown()
+            else:
+                self._close()
+            raise
+        self._shutdown()
+
+    def _counts(self) -> Counts:
+        return Counts(waiting=len(self.trained), buffered=len(self.session.buffer))
+
+    def _busy(self) -> tuple[int, float]:
+        return self.session.docs_here, self.session.busy_s
 
     def _start(self) -> None:
         self.redis("creating the consumer group", self.queue.ensure_group)
         control = self.redis("reading control", functools.partial(read_control, self.client))
         self.checkpoint_seq = control.checkpoint_seq
-        if self.path.exists():
-            model, vocab, extra = load_model(self.path, self.device)
+        if self.checkpointer.exists:
+            model, vocab, extra = self.checkpointer.load()
             self.counters.update(extra.get("counters", {}))
-            self.checkpoint_at = extra.get("saved_at")
             done = [str(e) for e in extra.get("acked_entries", [])]
             self.redis("acknowledging checkpointed entries", lambda: self.queue.ack(done))
             log.info(
                 "resumed from %s at %d documents (%s, K=%d, W=%d)",
-                self.path,
+                self.checkpointer.path,
                 model.docs_seen,
                 model.config.sampler,
                 model.config.n_topics,
                 len(vocab),
             )
             self._set_model(model, vocab, extra)
-            self.checkpointed_docs = model.docs_seen
-        elif self.settings.vocab is not None:
-            self._new_model(Vocabulary.load(self.settings.vocab), None)
+            self.checkpointer.resumed(model.docs_seen, extra)
+        elif self.config.vocab is not None:
+            self._new_model(Vocabulary.load(self.config.vocab), None)
         else:
             # A held-out set stored by a run that left no checkpoint is reused (it is never
             # trained on): its texts come first once the vocabulary exists.
@@ -183,27 +213,33 @@ class Worker:
             )
             log.info(
                 "building a vocabulary of %d words from the first %d documents",
-                self.settings.vocab_size,
-                self.settings.vocab_docs,
+                self.session.config.vocab_size,
+                self.session.config.vocab_docs,
             )
 
     def _shutdown(self) -> None:
-        if self.model is None:
-            return
+        """Show where learning stopped, then the final checkpoint (every rank together)."""
         try:
-            self._finish_scoring()
-            self._publish_if_stale()  # publication is throttled: show where it stopped
-        except RedisGaveUp as exc:
-            log.warning("%s: the betas not scored are in the checkpoint", exc)
-        try:
-            self._checkpoint("stop", final=True)
-        except RedisGaveUp as exc:
-            log.warning(
-                "%s: the checkpoint lists the entries; they are acknowledged on restart", exc
-            )
+            if self.model is not None:
+                try:
+                    self._finish_scoring(self.coordinator.stop_scoring_s)
+                    self._publish_if_stale()  # publication is throttled: show where it stopped
+                except RedisGaveUp as exc:
+                    log.warning("%s: the betas not scored are in the checkpoint", exc)
+            if self.coordinator.agree(self.model is not None) and self.model is not None:
+                try:
+                    self._checkpoint("stop", final=True)
+                except RedisGaveUp as exc:
+                    log.warning(
+                        "%s: the checkpoint lists the entries; they are acknowledged on restart",
+                        exc,
+                    )
         finally:
-            if self.evaluator is not None:
-                self.evaluator.close()
+            self._close()
+
+    def _close(self) -> None:
+        if self.evaluator is not None:
+            self.evaluator.close()
 
     def _finish_scoring(self, most_s: float | None = None) -> None:
         """Wait up to eval_stop_wait_s (or ``most_s``, if shorter) for the betas handed off
@@ -211,42 +247,82 @@ class Worker:
         evaluator = self.evaluator
         if evaluator is None or not evaluator.ready or not evaluator.pending:
             return
-        wait = self.settings.eval_stop_wait_s
+        wait = self.config.eval_stop_wait_s
         deadline = time.monotonic() + (wait if most_s is None else min(wait, most_s))
         while evaluator.pending and (left := deadline - time.monotonic()) > 0:
             self._collect(timeout=min(left, 0.5))
 
     # --- one iteration ---------------------------------------------------------------------
     def step(self) -> None:
-        """Answer the operator, then read or train one minibatch (or idle briefly)."""
-        self._collect()
-        control = self.redis("reading control", functools.partial(read_control, self.client))
-        if control.checkpoint_seq > self.checkpoint_seq:
-            self.checkpoint_seq = control.checkpoint_seq
-            if self.model is not None:
-                self._checkpoint("requested")
-        if control.paused:
-            self._paused()
+        """Follow the plan: take the model sent, checkpoint if due, warm up, idle while paused,
+        or read and train one minibatch (or idle briefly)."""
+        plan = self.coordinator.plan(self._decide, self._counts(), self._learner)
+        if plan.model is not None and not self.coordinator.leads:
+            self._receive(*plan.model)
+        if plan.checkpoint is not None:
+            self._checkpoint(plan.checkpoint)
+        if not plan.ready:
+            if self.coordinator.leads:
+                self._warm_up()
             return
-        if reason := self._checkpoint_due():
-            self._checkpoint(reason)
-        if self.session.batch_ready:
-            self._train_next()
+        if plan.paused:
+            if plan.buffered:  # train what is in hand; the next plan checkpoints it
+                self._train_or_idle(read=False)
+            else:
+                self._beat()
+                self.stop.wait(self.config.read_block_ms / 1000)
             return
-        entries = self._read()
+        entries = self._read() if self.session.wanted else []
         if entries:
             self.empty_since = self.idle_since = None
             self._ingest(entries)
-            if self.session.batch_ready:
-                self._train_next()
-            return
-        if self.session.buffer:  # the stream is empty: do not wait for a full minibatch
-            self._train_next()
-        elif not self._publish_if_stale():  # the stream ran dry: show the latest topics now
+        self._train_or_idle(read=bool(entries))
+
+    def _decide(self, counts: Counts) -> Plan:
+        """The deciding process's plan: the operator's control, the checkpoint due (the
+        checkpointer's one rule) and whether warm-up is over."""
+        self._collect()
+        control = self.redis("reading control", functools.partial(read_control, self.client))
+        requested = control.checkpoint_seq > self.checkpoint_seq
+        self.checkpoint_seq = max(self.checkpoint_seq, control.checkpoint_seq)
+        reason = self.checkpointer.due(
+            self.model,
+            requested=requested,
+            paused=control.paused,
+            waiting=counts.waiting,
+            buffered=counts.buffered,
+            idle=self._idle_long_enough,
+        )
+        heldout_done = self.session.heldout is not None or self.config.heldout == 0
+        ready = self.model is not None and heldout_done
+        return Plan(ready, control.paused, reason, counts.buffered)
+
+    def _learner(self) -> tuple[dict[str, Any], list[str]] | None:
+        """The learner, for a group's other ranks."""
+        if self.model is None or self.vocab is None:
+            return None
+        return self.model.state_dict(), list(self.vocab.words)
+
+    def _warm_up(self) -> None:
+        """A group's rank 0, before training: read for the vocabulary and the held-out set."""
+        entries = self._read()
+        if entries:
+            self._ingest(entries)
+        else:
+            self._beat()
+
+    def _train_or_idle(self, *, read: bool) -> None:
+        """One step when the coordinator says so; else, with nothing read, show the latest
+        topics and go idle once the stream has stayed empty long enough."""
+        buffer = self.session.buffer[: self.session.config.batch_size]  # what take() takes
+        step = self.coordinator.step(
+            len(buffer), sum(len(ids) for _, ids in buffer), self.session.batch_ready, read
+        )
+        if isinstance(step, Step):
+            self._train_next(step)
+        elif not step and not self._publish_if_stale():  # the stream ran dry: show it now
             self._beat()
             if self.model is not None and self._idle_long_enough():
-                if self.trained:
-                    self._checkpoint("drained")  # the source's tail: acknowledge it now
                 self._go_idle()
 
     def _idle_long_enough(self) -> bool:
@@ -256,7 +332,7 @@ class Worker:
         now = time.monotonic()
         if self.empty_since is None:
             self.empty_since = now
-        return now - self.empty_since >= self.settings.checkpoint_idle_s
+        return now - self.empty_since >= self.config.checkpoint_idle_s
 
     def _go_idle(self) -> None:
         """Say once that the stream stayed empty: a snapshot with rates 0 and ``idle_since``
@@ -268,32 +344,11 @@ class Worker:
         self._publish_snapshot()
 
     def _read(self) -> list[Entry]:
-        wanted, block_ms = self.session.wanted, self.settings.read_block_ms
+        wanted, block_ms = self.session.wanted, self.config.read_block_ms
         return self.redis(
             "reading the stream",
             lambda: self.queue.read(self.consumer, wanted, block_ms=block_ms),
         )
-
-    def _paused(self) -> None:
-        """Train what is in hand, checkpoint it, then idle (still beating)."""
-        if self.session.buffer and self.model is not None:
-            self._train_next()
-            return
-        if self.model is not None and self.trained:
-            self._checkpoint("paused")
-        self._beat()
-        self.stop.wait(self.settings.read_block_ms / 1000)
-
-    def _checkpoint_due(self) -> str | None:
-        """Why to checkpoint now: every checkpoint_every_s, or sooner once
-        checkpoint_max_unacked trained entries wait (they bound the stream's length)."""
-        if self.model is None:
-            return None
-        if len(self.trained) >= self.settings.checkpoint_max_unacked:
-            return "unacked"
-        changed = bool(self.trained) or self.model.docs_seen != self.checkpointed_docs
-        elapsed = time.monotonic() - self.last_checkpoint
-        return "periodic" if changed and elapsed >= self.settings.checkpoint_every_s else None
 
     # --- documents -------------------------------------------------------------------------
     def _ingest(self, entries: list[Entry]) -> None:
@@ -304,7 +359,7 @@ class Worker:
         try:
             placed = self.session.offer((entry, entry[1].text) for entry in entries)
         except (VocabularyError, ModelTooLarge) as exc:
-            raise SystemExit(f"streamlda worker: {exc}") from exc
+            raise CannotLearn(str(exc)) from exc
         if not begun and self.model is not None:
             assert self.vocab is not None
             self._new_model(self.vocab, self.model)  # tells the evaluator of a held-out set
@@ -339,15 +394,17 @@ class Worker:
         try:
             model = model or self.session.new_model(len(vocab))
         except ModelTooLarge as exc:
-            raise SystemExit(f"streamlda worker: {exc}") from exc
+            raise CannotLearn(str(exc)) from exc
         self._set_model(model, vocab)
-        self._checkpoint("vocabulary")  # persist the vocabulary before anything depends on it
+        self._checkpoint("vocabulary", alone=True)  # persist it before anything depends on it
 
     def _set_model(
         self, model: StreamingLDA, vocab: Vocabulary, extra: dict[str, Any] | None = None
     ) -> None:
-        """Learn with ``model`` (new, resumed or restored); its checkpoint's ``extra`` says which
-        perplexity points were published and which betas still wait for scoring."""
+        """Learn with ``model`` (new, resumed or restored, by the deciding process); its
+        checkpoint's ``extra`` says which perplexity points were published and which betas
+        still wait for scoring."""
+        self.coordinator.model_changed()
         self.session.begin(vocab, model)
         # Checkpoints before asynchronous scoring had every point up to docs_seen scored.
         evaluations = (extra or {}).get("evaluations", {})
@@ -363,8 +420,8 @@ class Worker:
         self.evaluator = Evaluator(
             scorer.config,
             self.device,
-            self.settings.threads,
-            self.settings.eval_backlog,
+            self.config.threads,
+            self.config.eval_backlog,
             scorer.state_dict(),
             scored_docs,
             pending,
@@ -373,48 +430,53 @@ class Worker:
         session = self.session
         if session.heldout is not None:
             self._heldout_complete()
-        elif self.settings.heldout and not session.heldout_docs:  # resumed: read it back
+        elif self.config.heldout and not session.heldout_docs:  # resumed: read it back
             session.restore_heldout(
                 self.redis("reading the held-out set", self.heldout_store.texts)
             )
             if session.heldout is not None:
                 self._heldout_complete()
 
-    def _train_next(self) -> None:
+    def _receive(self, epoch: int, state: dict[str, Any], words: list[str]) -> None:
+        """A group's other ranks: rank 0's model (new, resumed or restored)."""
+        model = self.session.begin(
+            Vocabulary(words), StreamingLDA.from_state_dict(state, self.device)
+        )
+        log.info("model %d at %d documents from the deciding rank", epoch, model.docs_seen)
+
+    def _train_next(self, step: Step) -> None:
         self.idle_since = None  # (a group's other ranks may have read what this one did not)
         items, batch = self.session.take()
         entries = [entry_id for entry_id, _ in items]
         try:
-            self._learn(batch)  # checks theta is finite
+            self.session.learn(batch, step.reducer, step.where)  # checks theta is finite
         except NonFiniteError as exc:
             self._restore(exc, entries)
             return
         self.counters["updates"] += 1
         self.trained += entries
-        if self.model is not None:
-            self.watch.sample_from(self.model)
-        if self.session.evaluation_due():
+        model, vocab = self.model, self.vocab
+        assert model is not None and vocab is not None
+        self.publisher.trained(model)
+        if self.session.evaluation_due() and self.evaluator is not None:
             self._hand_off()
-        if not self.model_published:
-            self._publish_model()
-        if time.monotonic() - self.published_at >= self._publish_interval():
+        if self.publisher.model_due():
+            self.publisher.model(model, vocab)
+        # Rendering top words every minibatch would cost the worker and the API CPU.
+        if self.publisher.snapshot_due():
             self._publish_snapshot()
-        else:  # rendering top words every minibatch would cost the worker and the API CPU
+        else:
             self._beat()
 
-    def _learn(self, batch: Batch) -> None:
-        """One sampler step on ``batch`` (a group of ranks steps together)."""
-        self.session.learn(batch)
-
     def _beat(self) -> None:
-        self.redis("beating", functools.partial(beat, self.client))
+        self.publisher.beat()
 
     def _hand_off(self) -> None:
         """A multiple of eval_every: a copy of beta_mean (the topics served) goes to the scoring
         process (or is skipped, counted, when eval_backlog betas already wait); the learner does
         not wait for it."""
-        model, evaluator = self.model, self.evaluator
-        assert model is not None and evaluator is not None
+        model, vocab, evaluator = self.model, self.vocab, self.evaluator
+        assert model is not None and vocab is not None and evaluator is not None
         if self.session.heldout is None:
             return
         if not evaluator.submit(model.docs_seen, model.beta_mean):
@@ -426,51 +488,41 @@ class Worker:
                 model.docs_seen,
                 len(evaluator.pending),
             )
-        self._publish_model()
+        self.publisher.model(model, vocab)
 
     def _collect(self, timeout: float = 0.0) -> None:
         """Publish the points scored since the last call, then commit each (see evaluator)."""
         if self.evaluator is None:
             return
         for scored in self.evaluator.poll(timeout):
-            self._publish_point(scored)
+            if self.publisher.point(scored):
+                log.info(
+                    "docs %d perplexity %.1f averaged %.1f | %.1f docs/s %.0f tokens/s | "
+                    "restores %d",
+                    scored.docs_seen,
+                    scored.perplexity,
+                    scored.averaged,
+                    *self._rates(),
+                    self.counters["nonfinite_restores"],
+                )
             self.evaluator.commit(scored)
 
-    def _publish_point(self, scored: Scored) -> None:
-        # Before the finiteness check: the scoring process matched this beta's topics to the
-        # previous one's whatever its perplexity.
-        self.watch.scored(scored.docs_seen, scored.topics)
-        if not (math.isfinite(scored.perplexity) and math.isfinite(scored.averaged)):
-            log.warning("non-finite perplexity at %d documents: not published", scored.docs_seen)
-            return
-        point = PerplexityPoint(
-            scored.docs_seen,
-            scored.perplexity,
-            scored.averaged,
-            time.time(),
-            _finite_or_none(scored.coherence),
-            scored.diversity,
-        )
-        keep = self.settings.perplexity_history
-        self.redis("appending perplexity", lambda: append_perplexity(self.client, point, keep=keep))
-        log.info(
-            "docs %d perplexity %.1f averaged %.1f | %.1f docs/s %.0f tokens/s | restores %d",
-            scored.docs_seen,
-            scored.perplexity,
-            scored.averaged,
-            *self._rates(),
-            self.counters["nonfinite_restores"],
-        )
-
     def _restore(self, exc: Exception, entries: list[str]) -> None:
-        """Back to the last checkpoint; the documents since then are dropped (see module doc)."""
+        """Back to the last checkpoint; the documents since then are dropped (see module doc).
+        Every rank of a group meets the same non-finite theta: rank 0 restores its checkpoint
+        (sent to the others by the next plan); each rank's dropped entries are acknowledged
+        with the next checkpoint."""
+        if not self.coordinator.leads:
+            self.trained = entries + self.trained
+            self.session.model = None  # until rank 0's restored model arrives
+            return
         assert self.vocab is not None
         dropped = entries + self.trained
         self.counters["nonfinite_restores"] += 1
         self.counters["dropped_docs"] += len(dropped)
         extra: dict[str, Any] = {}
-        if self.path.exists():
-            model, _vocab, extra = load_model(self.path, self.device)
+        if self.checkpointer.exists:
+            model, _vocab, extra = self.checkpointer.load()
         else:
             model = self.session.new_model(len(self.vocab))
         log.error(
@@ -481,49 +533,42 @@ class Worker:
             len(dropped),
         )
         self.trained = dropped
-        self.watch.forget_samples()  # those of the dropped trajectory
+        self.publisher.forget_samples()  # those of the dropped trajectory
         self._set_model(model, self.vocab, extra)
-        self._checkpoint("restore")
+        self._checkpoint("restore", alone=True)
         self._publish_snapshot()
 
     # --- durability ------------------------------------------------------------------------
-    def _checkpoint(self, reason: str, *, final: bool = False) -> None:
-        """Write the checkpoint, then acknowledge the entries whose effect it holds."""
+    def _checkpoint(self, reason: str, *, final: bool = False, alone: bool = False) -> None:
+        """The deciding process writes one checkpoint listing every rank's entries, then each
+        rank acknowledges its own (``alone``: the deciding process only, before any rank
+        trains on a new model, when it has nothing else to list)."""
         done = list(self.trained)
-        self._save_checkpoint(reason, done)
-        self._acknowledge(done, final=final)
-        self._after_checkpoint(reason, len(done), final=final)
+        every = done if alone else self.coordinator.gather(done)
+        if self.coordinator.leads:
+            self._save_checkpoint(reason, every)
+        if not alone:
+            self.coordinator.written()
+        self.checkpointer.acknowledge(done, final=final)
+        self.trained = self.trained[len(done) :]
+        if self.coordinator.leads:
+            self._after_checkpoint(reason, len(every), final=final)
 
     def _save_checkpoint(self, reason: str, done: list[str]) -> None:
-        """The atomic checkpoint, listing ``done`` (acknowledged right after it, and again on a
-        restart if the worker died in between)."""
         model, vocab = self.model, self.vocab
         assert model is not None and vocab is not None
         self.counters["checkpoints"] += 1
-        extra: dict[str, Any] = {
-            "counters": dict(self.counters),
-            "acked_entries": done,
-            "reason": reason,
-            "saved_at": time.time(),
-        }
+        extra: dict[str, Any] = {"counters": dict(self.counters)}
         if self.evaluator is not None:
             # The model's evaluation state is the scorer's as of the last published point.
             state, scored_docs, pending = self.evaluator.checkpoint_state()
             model.scorer().load_state_dict(state)
             extra["evaluations"] = {"scored_docs": scored_docs, "pending": pending}
-        save_model(self.path, model, vocab, self.settings, extra)
-        self.last_checkpoint, self.checkpoint_at = time.monotonic(), extra["saved_at"]
-        self.checkpointed_docs = model.docs_seen
-
-    def _acknowledge(self, done: list[str], *, final: bool) -> None:
-        """Acknowledge this worker's entries ``done`` (the first of ``trained``)."""
-        wait = self.settings.stop_ack_wait_s if final else None
-        self.redis("acknowledging trained entries", lambda: self.queue.ack(done), deadline_s=wait)
-        self.trained = self.trained[len(done) :]
+        self.checkpointer.save(model, vocab, reason, done, extra)
 
     def _after_checkpoint(self, reason: str, acknowledged: int, *, final: bool) -> None:
-        model = self.model
-        assert model is not None
+        model, vocab = self.model, self.vocab
+        assert model is not None and vocab is not None
         log.info(
             "checkpoint (%s) at %d documents; %d entries acknowledged",
             reason,
@@ -531,51 +576,24 @@ class Worker:
             acknowledged,
         )
         if not final:
-            self._publish_model()
+            self.publisher.model(model, vocab)
             if model.docs_seen:  # no topics before the first update
                 self._publish_snapshot()
 
     # --- publication -----------------------------------------------------------------------
     def _rates(self) -> tuple[float, float]:
-        return self.session.rates()
-
-    def _rank_rates(self) -> list[float]:
-        """Each rank's docs/s: none for a single worker (see GroupWorker)."""
-        return []
-
-    def _publish_model(self) -> None:
-        model, vocab = self.model, self.vocab
-        assert model is not None and vocab is not None
-        gamma = model.config.gamma
-        assert gamma is not None
-        self.redis(
-            "publishing the model",
-            lambda: publish_model(
-                self.client, model.beta_mean, vocab.words, docs_seen=model.docs_seen, gamma=gamma
-            ),
-        )
-        self.model_published = True
+        return self.coordinator.rates(*self.session.rates())
 
     def _publish_if_stale(self) -> bool:
-        """Publish a snapshot if the last one is behind the model or its per-topic figures
-        behind the latest evaluation; True if it did."""
-        if self.model is None:
-            return False
-        current = (self.published_docs, self.published_quality)
-        if current == (self.model.docs_seen, self.watch.docs):
+        """Publish a snapshot if the last one is behind (a publisher's own judgement); True if
+        it did."""
+        if self.model is None or not self.publisher.stale(self.model):
             return False
         self._publish_snapshot()
         return True
 
-    def _publish_interval(self) -> float:
-        """``publish_every_s``, or longer where a snapshot is costly (a large model's top words
-        are a pass over K x W): publishing takes at most 1/PUBLISH_SHARE of the worker's time,
-        the gap at most PUBLISH_MAX_GAP_S."""
-        stretched = min(PUBLISH_SHARE * self.publish_cost_s, PUBLISH_MAX_GAP_S)
-        return max(self.settings.publish_every_s, stretched)
-
     def _publish_snapshot(self) -> None:
-        started = time.perf_counter()
+        """A snapshot with the worker's figures (rates 0 while idle)."""
         model, vocab = self.model, self.vocab
         assert model is not None and vocab is not None
         idle = self.idle_since is not None
@@ -588,34 +606,12 @@ class Worker:
             "evals_waiting": 0 if self.evaluator is None else len(self.evaluator.pending),
             "scorer_restarts": 0 if self.evaluator is None else self.evaluator.restarts,
         }
-        # Ranked without forming K x W where the chain is lazy (model.top_words).
-        served_ids, served_weights = model.top_words(self.settings.topic_words)
-        sample_ids, sample_weights = model.top_words(self.settings.topic_words, "sample")
-        snapshot = Snapshot(
-            docs_seen=model.docs_seen,
-            updated_at=time.time(),
-            sampler=model.config.sampler,
-            step_size=model.step_size,
-            device=str(self.device),
-            vocab_size=len(vocab),
-            topics=ranked_words((served_weights, served_ids), vocab.words),
-            sample_topics=ranked_words((sample_weights, sample_ids), vocab.words),
+        status = WorkerStatus(
             docs_per_s=docs_per_s,
             tokens_per_s=tokens_per_s,
+            rank_docs_per_s=[0.0 if idle else r for r in self.coordinator.rank_rates()],
             counters={name: int(value) for name, value in counters.items()},
-            rank_docs_per_s=[0.0 if idle else rate for rate in self._rank_rates()],
             idle_since=self.idle_since,
-            checkpoint_at=self.checkpoint_at,
-            **self.watch.fields(served_ids),
+            checkpoint_at=self.checkpointer.at,
         )
-        self.redis(
-            "publishing the snapshot", functools.partial(publish_snapshot, self.client, snapshot)
-        )
-        self.published_docs, self.published_at = model.docs_seen, time.monotonic()
-        self.published_quality = self.watch.docs
-        self.publish_cost_s = time.perf_counter() - started
-
-
-def _finite_or_none(value: float) -> float | None:
-    """Coherence is NaN without held-out documents: JSON and the API carry null instead."""
-    return value if math.isfinite(value) else None
+        self.publisher.snapshot(model, vocab, status)

@@ -9,12 +9,13 @@ A malformed URL is a :class:`RedisURLError` whose message never shows the passwo
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from service.redact import redact
-from service.settings import Settings
 
 # Seconds a command may take when neither the caller nor the settings say.
 DEFAULT_TIMEOUT_S = 10.0
@@ -28,19 +29,29 @@ REDIS_DOWN_ERRORS: tuple[type[Exception], ...] = (
 TRANSIENT_REPLIES = ("LOADING", "OOM", "MISCONF", "BUSY", "TRYAGAIN")
 
 
+class RedisTarget(Protocol):
+    """Where Redis is and how long a command may take (the settings of these names)."""
+
+    @property
+    def redis_url(self) -> str | None: ...
+
+    @property
+    def queue_timeout(self) -> float: ...
+
+
 class RedisURLError(ValueError):
     """The Redis URL cannot be used; the message is redacted."""
 
 
 def connect(
-    where: Settings | str | None, url: str | None = None, *, timeout: float | None = None
+    where: RedisTarget | str | None, url: str | None = None, *, timeout: float | None = None
 ) -> redis.Redis:
     """A client for ``url`` (else the URL ``where`` is, or ``where.redis_url``).
 
     ``timeout`` bounds connecting and every command; it defaults to the settings'
     ``queue_timeout``, or DEFAULT_TIMEOUT_S when ``where`` is a bare URL.
     """
-    settings = where if isinstance(where, Settings) else None
+    settings = None if where is None or isinstance(where, str) else where
     target = url or (settings.redis_url if settings is not None else where)
     if not isinstance(target, str) or not target:
         raise RedisURLError("no Redis URL: set --redis or STREAMLDA_REDIS_URL")

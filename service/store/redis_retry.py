@@ -10,11 +10,11 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TypeVar
 
 import redis
 
-from service.settings import Settings
 from service.store.redis_client import is_transient
 
 log = logging.getLogger(__name__)
@@ -26,18 +26,26 @@ class RedisGaveUp(Exception):
     """Redis stayed unavailable until the caller asked to stop."""
 
 
+@dataclass(frozen=True)
+class RetryConfig:
+    """The backoff: the first wait and the longest, in seconds (settings of the same names)."""
+
+    redis_retry_first: float
+    redis_retry_max: float
+
+
 class RedisRetry:
     """Call ``action()`` until it succeeds, backing off between attempts; counts the retries."""
 
     def __init__(
         self,
-        settings: Settings,
+        config: RetryConfig,
         stop: threading.Event,
         *,
         on_retry: Callable[[], None] | None = None,
     ) -> None:
-        self.first = settings.redis_retry_first
-        self.longest = settings.redis_retry_max
+        self.first = config.redis_retry_first
+        self.longest = config.redis_retry_max
         self.stop = stop
         self.retries = 0
         self._on_retry = on_retry  # called on each retry (the scraper counts them live)

@@ -14,8 +14,15 @@ from lda.config import DEFAULTS
 from lda.model import LearnerConfig
 from lda.schedules import StepSchedule
 from service.cli import settings_from_args
-from service.learn.session import learner_config
+from service.learn.session import SessionConfig
+from service.learn.session import learner_config as session_learner_config
 from service.settings import Settings
+
+
+def learner_config(settings: Settings, n_words: int, ranks: int = 1) -> LearnerConfig:
+    """The learner's configuration from ``settings`` as the commands give it: their session's
+    part of them."""
+    return session_learner_config(settings.part(SessionConfig), n_words, ranks)
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from support.redis_server import RedisServer
 
-from service.ingest.queue import ArticleQueue
+from service.ingest.queue import ArticleQueue, QueueConfig
 from service.learn.model_store import CHECKPOINT_NAME, load_model
 from service.settings import Settings
 from service.store.snapshot import read_snapshot
@@ -55,7 +55,7 @@ def test_two_ranks_train_every_article_once_and_acknowledge_it(
     consumers = client.xinfo_consumers(Settings().stream, Settings().group)
     names = {c["name"].decode() if isinstance(c["name"], bytes) else c["name"] for c in consumers}
     assert {"worker-0", "worker-1"} <= names, names
-    assert ArticleQueue(client, Settings()).pending() == 0
+    assert ArticleQueue(client, Settings().part(QueueConfig)).pending() == 0
 
 
 def test_a_killed_rank_restarts_the_group_from_the_checkpoint_and_nothing_is_lost(

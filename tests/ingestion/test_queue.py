@@ -14,7 +14,7 @@ import redis
 from ingestion.helpers import fast_settings, stream_ids, wait_until
 from support.redis_server import RedisServer
 
-from service.ingest.queue import ArticleQueue, new_batch_token
+from service.ingest.queue import ArticleQueue, QueueConfig, new_batch_token
 from service.ingest.sources import Article
 from service.settings import Settings
 from service.store.redis_client import connect
@@ -29,7 +29,7 @@ def _articles(first: int, count: int) -> list[Article]:
 
 def _queue(server: RedisServer, **overrides: object) -> ArticleQueue:
     settings = fast_settings(redis_url=server.url, **overrides)
-    return ArticleQueue(connect(settings), settings)
+    return ArticleQueue(connect(settings), settings.part(QueueConfig))
 
 
 def test_add_dedupes_by_page_id_across_a_restart(redis_server: RedisServer) -> None:
@@ -167,11 +167,11 @@ def test_read_and_ack_delete_consumed_entries(redis_server: RedisServer) -> None
 
 CONSUMER_SCRIPT = """
 import json, os, signal, sys
-from service.ingest.queue import ArticleQueue
+from service.ingest.queue import ArticleQueue, QueueConfig
 from service.store.redis_client import connect
 from service.settings import Settings
 settings = Settings.model_validate(json.loads(sys.argv[1]))
-queue = ArticleQueue(connect(settings), settings)
+queue = ArticleQueue(connect(settings), settings.part(QueueConfig))
 got = queue.read("doomed", 4, block_ms=1000)
 print(json.dumps([entry for entry, _ in got]), flush=True)
 os.kill(os.getpid(), signal.SIGKILL)
@@ -182,7 +182,7 @@ def test_entries_of_a_killed_consumer_are_redelivered_after_the_timeout(
     redis_server: RedisServer,
 ) -> None:
     settings = fast_settings(redis_url=redis_server.url, claim_after_ms=500)
-    queue = ArticleQueue(connect(settings), settings)
+    queue = ArticleQueue(connect(settings), settings.part(QueueConfig))
     queue.ensure_group()
     queue.add(_articles(1, 6))
     process = subprocess.run(
@@ -194,7 +194,7 @@ def test_entries_of_a_killed_consumer_are_redelivered_after_the_timeout(
     assert process.returncode == -9, process.stderr
     doomed = json.loads(process.stdout)
     assert len(doomed) == 4
-    survivor = ArticleQueue(connect(settings), settings)
+    survivor = ArticleQueue(connect(settings), settings.part(QueueConfig))
     early = survivor.read("survivor", 10, block_ms=50)
     assert [entry for entry, _ in early] not in (doomed,) and len(early) == 2  # only new ones
     survivor.ack([entry for entry, _ in early])
@@ -207,8 +207,8 @@ def test_entries_of_a_killed_consumer_are_redelivered_after_the_timeout(
 
 def test_a_reading_consumer_keeps_its_entries(redis_server: RedisServer) -> None:
     settings = fast_settings(redis_url=redis_server.url, claim_after_ms=300)
-    slow = ArticleQueue(connect(settings), settings)
-    other = ArticleQueue(connect(settings), settings)
+    slow = ArticleQueue(connect(settings), settings.part(QueueConfig))
+    other = ArticleQueue(connect(settings), settings.part(QueueConfig))
     slow.add(_articles(1, 3))
     held = slow.read("slow", 3, block_ms=50)
     for _ in range(8):  # 0.8 s in all, well past claim_after_ms, reading now and then
@@ -222,10 +222,10 @@ def test_a_restarted_consumer_gets_its_own_pending_entries_first(
     redis_server: RedisServer,
 ) -> None:
     settings = fast_settings(redis_url=redis_server.url, claim_after_ms=60_000)
-    before = ArticleQueue(connect(settings), settings)
+    before = ArticleQueue(connect(settings), settings.part(QueueConfig))
     before.add(_articles(1, 5))
     held = [entry for entry, _ in before.read("worker-1", 3, block_ms=50)]
-    after = ArticleQueue(connect(settings), settings)  # same name, new process
+    after = ArticleQueue(connect(settings), settings.part(QueueConfig))  # same name, new process
     again = after.read("worker-1", 2, block_ms=50)
     assert [entry for entry, _ in again] == held[:2]
     rest = after.read("worker-1", 5, block_ms=50)
@@ -261,7 +261,7 @@ def _lose_replies(queue: ArticleQueue, *lost: int) -> list[list[int]]:
 
 
 def _batch_record(queue: ArticleQueue, token: str) -> str:
-    return f"{queue.settings.dedupe_key}:batch:{token}"
+    return f"{queue.config.dedupe_key}:batch:{token}"
 
 
 def test_an_add_retried_after_its_reply_was_lost_counts_its_own_entries_as_queued(
@@ -307,7 +307,7 @@ def test_ids_queued_by_another_batch_stay_duplicates_when_an_add_is_retried(
     queue.ensure_group()
     first = queue.add(_articles(1, 5), batch=new_batch_token())
     assert (first.queued, first.duplicates) == (5, 0)
-    redis_server.client().sadd(queue.settings.dedupe_key, "6")  # queued before batch records
+    redis_server.client().sadd(queue.config.dedupe_key, "6")  # queued before batch records
     token = new_batch_token()
     _lose_replies(queue, 1)
     with pytest.raises(redis.ConnectionError):

@@ -22,11 +22,11 @@ from support.redis_server import RedisServer
 from support.wikipedia_api import FakeWikipediaAPI, default_pool, is_disambiguation_page
 
 from service.cli import main
-from service.ingest.queue import ArticleQueue
+from service.ingest.command import scraper_config
+from service.ingest.queue import ArticleQueue, QueueConfig
 from service.ingest.scraper import Scraper
 from service.ingest.sources import open_source
-from service.ingest.sources.wikipedia import WikipediaSource
-from service.settings import Settings
+from service.ingest.sources.wikipedia import WikipediaConfig, WikipediaSource
 from service.store.redis_client import connect
 
 MakeAPI = Callable[..., FakeWikipediaAPI]
@@ -49,13 +49,18 @@ def _scraper(
     api: FakeWikipediaAPI, redis_server: RedisServer, limit: int | None, **overrides: object
 ) -> Scraper:
     settings = fast_settings(redis_url=redis_server.url, wikipedia_api_url=api.url, **overrides)
-    scraper = Scraper(settings, WikipediaSource(settings), limit=limit)
+    scraper = Scraper(
+        scraper_config(settings),
+        WikipediaSource(settings.part(WikipediaConfig)),
+        client=connect(settings),
+        limit=limit,
+    )
     _SCRAPERS.append(scraper)
     return scraper
 
 
-def _entries(redis_server: RedisServer, settings: Settings) -> dict[str, dict[str, str]]:
-    entries = redis_server.client().xrange(settings.stream)
+def _entries(redis_server: RedisServer, queue: QueueConfig) -> dict[str, dict[str, str]]:
+    entries = redis_server.client().xrange(queue.stream)
     out = {}
     for _entry, fields in entries:
         values = {k.decode(): v.decode() for k, v in fields.items()}
@@ -71,7 +76,7 @@ def test_500_articles_end_to_end_each_exactly_once_and_clean(
     assert len(good) == 500
     scraper = _scraper(wikipedia_api, redis_server, limit=500)
     totals = scraper.run()
-    entries = _entries(redis_server, scraper.settings)
+    entries = _entries(redis_server, scraper.config.queue)
     assert set(entries) == set(good)
     assert totals.counts["queued"] == 500 and totals.counts["fetched"] == 500
     assert totals.skipped["disambiguation"] == 8
@@ -84,7 +89,7 @@ def test_500_articles_end_to_end_each_exactly_once_and_clean(
     aruba = next(pid for pid in wikitext_ids if good[pid].title == "Aruba")
     assert "constituent country of the Kingdom of the Netherlands" in entries[aruba]["text"]
     assert all(float(e["fetched_at"]) > 0 and e["source"] == "wikipedia" for e in entries.values())
-    counters = ArticleQueue(redis_server.client(), scraper.settings).counters()
+    counters = ArticleQueue(redis_server.client(), scraper.config.queue).counters()
     assert counters["queued"] == 500 and counters["skipped:disambiguation"] == 8
     assert counters["requests"] == len(wikipedia_api.requests)
 
@@ -113,7 +118,7 @@ def test_every_fault_is_survived_and_every_article_delivered_once(
     totals = scraper.run()
     assert time.monotonic() - started < 30
     assert api.faults_left == 0
-    assert set(_entries(redis_server, scraper.settings)) == good
+    assert set(_entries(redis_server, scraper.config.queue)) == good
     failures = scraper.source.failures  # type: ignore[attr-defined]
     assert failures == {
         "http_429": 1,
@@ -147,7 +152,7 @@ def test_redis_restart_mid_run_loses_nothing(
     redis_server.start()
     totals = runner.finish(timeout=60)
     assert totals.counts["redis_reconnects"] >= 1
-    assert set(_entries(redis_server, scraper.settings)) == good
+    assert set(_entries(redis_server, scraper.config.queue)) == good
     assert totals.counts["queued"] == len(good)
 
 
@@ -176,10 +181,10 @@ def test_a_batch_whose_reply_redis_lost_counts_as_queued_and_the_limit_is_reache
     assert calls[1] == [1] * 20 and calls[2] == [2] * 20  # run, reply lost, recognised
     assert totals.counts["queued"] == len(good) and totals.counts["duplicates"] == 0
     assert totals.counts["redis_reconnects"] == 1
-    assert set(_entries(redis_server, scraper.settings)) == good  # each exactly once
-    counters = ArticleQueue(redis_server.client(), scraper.settings).counters()
+    assert set(_entries(redis_server, scraper.config.queue)) == good  # each exactly once
+    counters = ArticleQueue(redis_server.client(), scraper.config.queue).counters()
     assert counters["queued"] == len(good) and counters["fetched"] == len(good)
-    assert not redis_server.client().keys(f"{scraper.settings.dedupe_key}:batch:*")
+    assert not redis_server.client().keys(f"{scraper.config.queue.dedupe_key}:batch:*")
 
 
 def test_redis_unavailable_at_start_is_waited_for(
@@ -194,7 +199,7 @@ def test_redis_unavailable_at_start_is_waited_for(
     assert runner.is_alive() and scraper.totals.counts["redis_reconnects"] >= 1
     redis_server.start()
     runner.finish(timeout=30)
-    assert len(_entries(redis_server, scraper.settings)) == 40
+    assert len(_entries(redis_server, scraper.config.queue)) == 40
 
 
 def test_backpressure_stops_growth_and_scraping_resumes_when_drained(
@@ -202,7 +207,7 @@ def test_backpressure_stops_growth_and_scraping_resumes_when_drained(
 ) -> None:
     api = make_wikipedia_api(pages=_small_pool(200))
     scraper = _scraper(api, redis_server, limit=200, stream_high_water=60, articles_per_request=25)
-    queue = ArticleQueue(connect(scraper.settings), scraper.settings)
+    queue = ArticleQueue(connect(redis_server.url), scraper.config.queue)
     runner = Background(scraper.run)
     runner.start()
     assert wait_until(lambda: queue.length() == 60, timeout=30)
@@ -236,12 +241,12 @@ def test_two_scrapers_at_once_queue_no_duplicates(
     runners = [Background(s.run) for s in scrapers]
     for runner in runners:
         runner.start()
-    queue = ArticleQueue(connect(scrapers[0].settings), scrapers[0].settings)
+    queue = ArticleQueue(connect(redis_server.url), scrapers[0].config.queue)
     assert wait_until(lambda: queue.seen() == 120, timeout=30)
     for scraper in scrapers:
         scraper.stop.set()
     totals = [runner.finish(timeout=30) for runner in runners]
-    entries = _entries(redis_server, scrapers[0].settings)  # asserts no id twice
+    entries = _entries(redis_server, scrapers[0].config.queue)  # asserts no id twice
     assert len(entries) == 120
     assert sum(t.counts["queued"] for t in totals) == 120
     assert sum(t.counts["duplicates"] for t in totals) >= 1
@@ -281,7 +286,7 @@ def test_scrape_command_replays_a_jsonl_file(redis_server: RedisServer, tmp_path
     assert "done: 30 fetched, 5 queued, 25 duplicates, 2 skipped" in second.stderr
     settings = fast_settings(redis_url=redis_server.url)
     assert stream_ids(redis_server.client(), settings.stream) == [str(i) for i in range(1, 31)]
-    counters = ArticleQueue(redis_server.client(), settings).counters()
+    counters = ArticleQueue(redis_server.client(), settings.part(QueueConfig)).counters()
     assert counters["queued"] == 30 and counters["duplicates"] == 25
 
 
@@ -317,7 +322,9 @@ def test_scraper_replays_a_dump(redis_server: RedisServer, tmp_path: Path) -> No
     )
     path.write_bytes(bz2.compress(f"<mediawiki>{pages}</mediawiki>".encode()))
     settings = fast_settings(redis_url=redis_server.url, articles_per_request=15)
-    totals = Scraper(settings, open_source(f"dump:{path}", settings=settings)).run()
+    totals = Scraper(
+        scraper_config(settings), open_source(f"dump:{path}"), client=connect(settings)
+    ).run()
     assert totals.counts["queued"] == 40 and totals.skipped == {"namespace": 20}
     assert totals.counts["batches"] == 3
     entries = _entries(redis_server, settings)

@@ -14,9 +14,10 @@ from support.redis_server import RedisServer, free_port
 from support.wikipedia_api import FakeWikipediaAPI
 
 from service.api.app import create_app
+from service.ingest.command import scraper_config
 from service.ingest.scraper import Scraper
 from service.ingest.sources import SourceError
-from service.ingest.sources.wikipedia import WikipediaSource
+from service.ingest.sources.wikipedia import WikipediaConfig, WikipediaSource
 from service.settings import Settings
 from service.store.redis_client import connect
 from service.store.source_status import read_source_status
@@ -52,8 +53,8 @@ def test_a_closed_port_is_reported_in_time_with_host_and_cause(
     host = f"127.0.0.1:{free_port()}"  # nothing listens: every connection is refused
     settings = offline_settings(redis_server.url, f"http://{host}/w/api.php")
     client = connect(settings)
-    source = WikipediaSource(settings)
-    scraper = Scraper(settings, source, client=client)
+    source = WikipediaSource(settings.part(WikipediaConfig))
+    scraper = Scraper(scraper_config(settings), source, client=client)
     task = Background(scraper.run)
     started = time.monotonic()
     task.start()
@@ -94,8 +95,8 @@ def test_a_source_that_answers_again_clears_its_status(
     api.inject(*["reset"] * 12)  # a real server that drops every connection for a while
     settings = offline_settings(redis_server.url, api.url, retry_backoff_max=0.15)
     client = connect(settings)
-    source = WikipediaSource(settings)
-    scraper = Scraper(settings, source, client=client, limit=20)
+    source = WikipediaSource(settings.part(WikipediaConfig))
+    scraper = Scraper(scraper_config(settings), source, client=client, limit=20)
     task = Background(scraper.run)
     task.start()
     try:
@@ -113,8 +114,8 @@ def test_a_source_that_answers_again_clears_its_status(
 def test_giving_up_counts_every_request_in_the_summary(redis_server: RedisServer) -> None:
     host = f"127.0.0.1:{free_port()}"
     settings = offline_settings(redis_server.url, f"http://{host}/w/api.php", max_retries=2)
-    source = WikipediaSource(settings)
-    scraper = Scraper(settings, source, client=connect(settings))
+    source = WikipediaSource(settings.part(WikipediaConfig))
+    scraper = Scraper(scraper_config(settings), source, client=connect(settings))
     with pytest.raises(SourceError, match="gave up after 3 attempts"):
         scraper.run()
     counts = scraper.totals.counts

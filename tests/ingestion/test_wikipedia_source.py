@@ -11,7 +11,12 @@ from support.corpora import RawPage, dump_pages
 from support.wikipedia_api import FakeWikipediaAPI, is_disambiguation_page
 
 from service.ingest.sources import SourceError, open_source
-from service.ingest.sources.wikipedia import WikipediaSource, parse_retry_after, user_agent
+from service.ingest.sources.wikipedia import (
+    WikipediaConfig,
+    WikipediaSource,
+    parse_retry_after,
+    user_agent,
+)
 
 MakeAPI = Callable[..., FakeWikipediaAPI]
 
@@ -29,7 +34,9 @@ def _plain_pages(count: int, first_id: int = 1) -> list[RawPage]:
 
 
 def _source(api: FakeWikipediaAPI, **overrides: object) -> WikipediaSource:
-    return WikipediaSource(fast_settings(wikipedia_api_url=api.url, **overrides))
+    return WikipediaSource(
+        fast_settings(wikipedia_api_url=api.url, **overrides).part(WikipediaConfig)
+    )
 
 
 def test_requests_are_polite_and_well_formed(make_wikipedia_api: MakeAPI) -> None:
@@ -115,7 +122,9 @@ def test_giving_up_after_max_retries_is_a_clear_error(make_wikipedia_api: MakeAP
 
 def test_wrong_endpoint_fails_fast(make_wikipedia_api: MakeAPI) -> None:
     api = make_wikipedia_api(pages=_plain_pages(10))
-    source = WikipediaSource(fast_settings(wikipedia_api_url=api.url.replace("api.php", "x")))
+    source = WikipediaSource(
+        fast_settings(wikipedia_api_url=api.url.replace("api.php", "x")).part(WikipediaConfig)
+    )
     with pytest.raises(SourceError, match="HTTP 404"):
         source.fetch_batch()
     assert len(api.requests) == 1
@@ -150,7 +159,9 @@ def test_redirects_and_disambiguation_pages_are_skipped(
 
 def test_open_source_builds_the_live_source_from_settings(make_wikipedia_api: MakeAPI) -> None:
     api = make_wikipedia_api(pages=_plain_pages(5))
-    source = open_source("wikipedia", settings=fast_settings(wikipedia_api_url=api.url))
+    source = open_source(
+        "wikipedia", wikipedia=fast_settings(wikipedia_api_url=api.url).part(WikipediaConfig)
+    )
     assert isinstance(source, WikipediaSource)
     assert len(list(zip(range(5), source, strict=False))) == 5
 

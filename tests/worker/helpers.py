@@ -18,10 +18,10 @@ from lda.batch import Batch
 from lda.model import StreamingLDA
 from lda.perplexity import HeldoutSet
 from lda.vocab import Vocabulary, build_vocabulary
-from service.ingest.queue import ArticleQueue
+from service.ingest.queue import ArticleQueue, QueueConfig
 from service.ingest.sources import Article
 from service.learn.model_store import CHECKPOINT_NAME, load_model
-from service.learn.session import learner_config
+from service.learn.session import SessionConfig, learner_config
 from service.settings import Settings
 from service.store.snapshot import read_snapshot
 
@@ -81,7 +81,9 @@ def replay(
     encoded = [ids for ids in (vocab.encode(t) for t in texts) if ids]
     heldout = HeldoutSet.from_documents(encoded[: settings.heldout])
     train = encoded[settings.heldout :]
-    model = StreamingLDA(learner_config(settings, len(vocab)), "cpu", settings.seed)
+    model = StreamingLDA(
+        learner_config(settings.part(SessionConfig), len(vocab)), "cpu", settings.seed
+    )
     points, next_eval = [], settings.eval_every
     for start in range(0, len(train), settings.batch_size):
         model.update(Batch.from_ids(train[start : start + settings.batch_size]))
@@ -93,7 +95,7 @@ def replay(
 
 def queue_articles(client: redis.Redis, start: int, count: int) -> None:
     """Queue articles into the stream the way the scraper does."""
-    queue = ArticleQueue(client, Settings())
+    queue = ArticleQueue(client, Settings().part(QueueConfig))
     queue.ensure_group()
     result = queue.add(articles(start, count))
     assert result.queued == count
@@ -116,7 +118,7 @@ def docs_seen(client: redis.Redis) -> int:
 
 def drained(client: redis.Redis) -> bool:
     """Every queued entry acknowledged: the stream is empty and nothing is pending."""
-    queue = ArticleQueue(client, Settings())
+    queue = ArticleQueue(client, Settings().part(QueueConfig))
     return queue.length() == 0 and queue.pending() == 0
 
 

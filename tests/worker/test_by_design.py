@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from support.redis_server import RedisServer
 
-from service.learn.worker import Worker
+from service.learn.command import build_worker
 from service.store.redis_client import connect
 from service.store.snapshot import read_snapshot
 from tests.worker.helpers import drained, queue_articles, wait_until, worker_settings
@@ -27,7 +27,7 @@ def test_a_skipped_scoring_point_is_counted_and_logged_at_info(
     client = connect(settings)
     queue_articles(client, 0, 150)
     stop = threading.Event()
-    worker = Worker(settings, connect(settings), stop)
+    worker = build_worker(settings, connect(settings), stop)
     thread = threading.Thread(target=worker.run, daemon=True)
     thread.start()
     try:

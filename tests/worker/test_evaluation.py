@@ -16,7 +16,7 @@ from lda.perplexity import HeldoutSet
 from lda.scorer import HeldoutScorer
 from lda.vocab import build_vocabulary
 from service.learn.model_store import CHECKPOINT_NAME, load_model
-from service.learn.session import learner_config
+from service.learn.session import SessionConfig, learner_config
 from service.store.snapshot import read_perplexity, read_snapshot
 from tests.worker.helpers import (
     VOCAB_DOCS,
@@ -106,7 +106,9 @@ def test_a_scorer_fed_betas_equals_the_model_evaluating_itself() -> None:
     vocab = build_vocabulary(texts[:VOCAB_DOCS], settings.vocab_size)
     encoded = [ids for ids in (vocab.encode(t) for t in texts) if ids]
     heldout = HeldoutSet.from_documents(encoded[:20])
-    model = StreamingLDA(learner_config(settings, len(vocab)), "cpu", settings.seed)
+    model = StreamingLDA(
+        learner_config(settings.part(SessionConfig), len(vocab)), "cpu", settings.seed
+    )
     scorer = HeldoutScorer(
         model.scorer_config, torch.Generator().manual_seed(0), model.posterior_average.__class__()
     )

@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 from support.redis_server import RedisServer
 
 from service.api.app import create_app
-from service.learn.worker import Worker
+from service.learn.command import build_worker
 from service.store.redis_client import connect
 from service.store.snapshot import read_snapshot
 from tests.worker.helpers import drained, queue_articles, wait_until, worker_settings
@@ -21,7 +21,7 @@ def test_an_idle_worker_reports_rate_0_and_idle(redis_server: RedisServer, tmp_p
     client = connect(settings)
     queue_articles(client, 0, 90)
     stop = threading.Event()
-    worker = Worker(settings, connect(settings), stop)
+    worker = build_worker(settings, connect(settings), stop)
     thread = threading.Thread(target=worker.run, daemon=True)
     thread.start()
     try:

@@ -13,7 +13,7 @@ import redis
 from support.corpora import SHARDS
 from support.redis_server import RedisServer
 
-from service.ingest.queue import ArticleQueue
+from service.ingest.queue import ArticleQueue, QueueConfig
 from service.settings import Settings
 from service.store.snapshot import read_snapshot
 from tests.worker.helpers import (
@@ -37,7 +37,7 @@ class Sampler:
     """Samples (unread, pending, stream length) of the queue in a thread until stopped."""
 
     def __init__(self, client: redis.Redis) -> None:
-        self.queue = ArticleQueue(client, Settings())
+        self.queue = ArticleQueue(client, Settings().part(QueueConfig))
         self.samples: list[tuple[int, int, int]] = []
         self.done = threading.Event()
         self.thread = threading.Thread(target=self._run)

@@ -12,7 +12,7 @@ import pytest
 from support.redis_server import RedisServer
 
 from lda.model import NonFiniteError, StreamingLDA
-from service.learn.worker import Worker
+from service.learn.command import build_worker
 from service.store.snapshot import PERPLEXITY_KEY, read_model, read_snapshot
 from tests.worker.helpers import (
     HELDOUT,
@@ -46,7 +46,7 @@ def test_nonfinite_step_restores_the_checkpoint_and_never_publishes_nan(
     # A long periodic interval: the restores go back to the vocabulary-time checkpoint (0 docs).
     settings = worker_settings(redis_server.url, tmp_path / "data", checkpoint_every_s=600.0)
     stop = threading.Event()
-    worker = Worker(settings, client, stop)
+    worker = build_worker(settings, client, stop)
     thread = threading.Thread(target=worker.run, daemon=True)
     thread.start()
 

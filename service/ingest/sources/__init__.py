@@ -8,6 +8,7 @@ name them on the command line.
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
 from service.ingest.sources.base import (
     Article,
@@ -17,6 +18,9 @@ from service.ingest.sources.base import (
     SourceStopped,
     require_file,
 )
+
+if TYPE_CHECKING:
+    from service.ingest.sources.wikipedia import WikipediaConfig
 
 __all__ = [
     "Article",
@@ -29,12 +33,16 @@ __all__ = [
 ]
 
 
-def open_source(spec: str, **options: object) -> Source:
+def open_source(
+    spec: str,
+    *,
+    wikipedia: WikipediaConfig | None = None,
+    stop: threading.Event | None = None,
+) -> Source:
     """Open the source named by ``spec``: ``jsonl:PATH``, ``dump:PATH`` or ``wikipedia``.
 
-    Option ``settings`` (a :class:`service.settings.Settings`) configures the live source
-    (API URL, contact, rate, timeouts, retries); without it the environment's settings apply.
-    Option ``stop`` (a :class:`threading.Event`) cuts the live source's waits short.
+    ``wikipedia`` configures the live source (API URL, contact, rate, timeouts, retries; the
+    commands pick it from the settings); ``stop`` cuts the live source's waits short.
     """
     kind, _, arg = spec.partition(":")
     if kind == "jsonl" and arg:
@@ -47,11 +55,8 @@ def open_source(spec: str, **options: object) -> Source:
         return DumpSource(arg)
     if kind == "wikipedia" and not arg:
         from service.ingest.sources.wikipedia import WikipediaSource
-        from service.settings import Settings
 
-        settings = options.get("settings")
-        if not isinstance(settings, Settings):
-            settings = Settings.model_validate({})  # from the environment
-        stop = options.get("stop")
-        return WikipediaSource(settings, stop=stop if isinstance(stop, threading.Event) else None)
+        if wikipedia is None:
+            raise SourceError("the wikipedia source needs its configuration (WikipediaConfig)")
+        return WikipediaSource(wikipedia, stop=stop)
     raise SourceError(f"unknown source {spec!r}: expected jsonl:PATH, dump:PATH or wikipedia")

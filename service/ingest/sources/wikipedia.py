@@ -29,7 +29,6 @@ import requests
 from service.ingest.cleaning import clean_wikitext, is_disambiguation, is_redirect
 from service.ingest.source_health import SourceHealth, describe_error
 from service.ingest.sources.base import Article, SkipCounter, SourceError, SourceStopped
-from service.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +106,22 @@ class _Failure:
         return f"{self.reason}: {self.detail}" if self.detail else self.reason
 
 
+@dataclass(frozen=True)
+class WikipediaConfig:
+    """The live source's settings (same names): the API, who asks, how fast and how patiently."""
+
+    wikipedia_api_url: str
+    contact: str
+    rate: float
+    maxlag: int
+    articles_per_request: int
+    max_retries: int
+    retry_backoff: float
+    retry_backoff_max: float
+    request_timeout: float
+    source_down_after_s: float
+
+
 class WikipediaSource:
     """Endless random main-namespace articles; :meth:`fetch_batch` is one API request."""
 
@@ -114,7 +129,7 @@ class WikipediaSource:
 
     def __init__(
         self,
-        settings: Settings,
+        config: WikipediaConfig,
         *,
         session: requests.Session | None = None,
         sleep: Callable[[float], object] | None = None,
@@ -122,7 +137,7 @@ class WikipediaSource:
         stop: threading.Event | None = None,
     ) -> None:
         """``sleep`` (tests) replaces waiting on ``stop``, which ends every wait once set."""
-        self.settings = settings
+        self.config = config
         self.skipped = SkipCounter()
         self.requests = 0  # HTTP requests sent, retries included
         self.retries = 0  # attempts repeated after a failure
@@ -131,16 +146,16 @@ class WikipediaSource:
         self.stop = stop or threading.Event()
         self._sleep = sleep if sleep is not None else self.stop.wait
         self._rng = random.Random(seed)
-        self._limiter = RateLimiter(self.settings.rate, sleep=self._sleep)
+        self._limiter = RateLimiter(self.config.rate, sleep=self._sleep)
         self.session = session or requests.Session()
-        self.session.headers["User-Agent"] = user_agent(self.settings.contact)
+        self.session.headers["User-Agent"] = user_agent(self.config.contact)
         self.session.headers["Accept"] = "application/json"
-        self.host = urlsplit(settings.wikipedia_api_url).netloc.rpartition("@")[2]
+        self.host = urlsplit(config.wikipedia_api_url).netloc.rpartition("@")[2]
         # Says when failures have lasted source_down_after_s (the scraper publishes it).
         self.health = SourceHealth(
             SOURCE_NAME,
             self.host,
-            settings.source_down_after_s,
+            config.source_down_after_s,
             hint="check the network, or STREAMLDA_WIKIPEDIA_API_URL",
         )
 
@@ -173,12 +188,12 @@ class WikipediaSource:
             "rvprop": "ids|content",
             "rvslots": "main",
             "ppprop": "disambiguation",
-            "maxlag": str(self.settings.maxlag),
+            "maxlag": str(self.config.maxlag),
         }
 
     def fetch_batch(self, limit: int | None = None) -> list[Article]:
         """Articles of one successful API request (after retries); skipped pages are counted."""
-        most = self.settings.articles_per_request
+        most = self.config.articles_per_request
         data = self._query(self.params(max(1, min(limit or most, most))))
         query = data.get("query")
         pages = query.get("pages") if isinstance(query, dict) else None
@@ -204,10 +219,10 @@ class WikipediaSource:
                 return result
             self.failures[result.reason] = self.failures.get(result.reason, 0) + 1
             attempt += 1
-            if attempt > self.settings.max_retries:
+            if attempt > self.config.max_retries:
                 self.health.failed(result.cause)
                 raise SourceError(
-                    f"{self.settings.wikipedia_api_url}: gave up after {attempt} attempts "
+                    f"{self.config.wikipedia_api_url}: gave up after {attempt} attempts "
                     f"(last: {result.reason})" + (f": {result.detail}" if result.detail else "")
                 )
             delay = self._backoff(attempt)
@@ -219,7 +234,7 @@ class WikipediaSource:
                 self.host,
                 result.cause,
                 attempt,
-                self.settings.max_retries,
+                self.config.max_retries,
                 delay,
             )
             self.health.failed(result.cause)
@@ -243,15 +258,13 @@ class WikipediaSource:
 
     def _backoff(self, attempt: int) -> float:
         """Exponential backoff with 'equal jitter': half fixed, half random."""
-        ceiling = min(
-            self.settings.retry_backoff_max, self.settings.retry_backoff * 2 ** (attempt - 1)
-        )
+        ceiling = min(self.config.retry_backoff_max, self.config.retry_backoff * 2 ** (attempt - 1))
         return ceiling / 2 + self._rng.uniform(0, ceiling / 2)
 
     def _attempt(self, params: dict[str, str]) -> dict[str, Any] | _Failure:
-        url = self.settings.wikipedia_api_url
+        url = self.config.wikipedia_api_url
         try:
-            response = self.session.get(url, params=params, timeout=self.settings.request_timeout)
+            response = self.session.get(url, params=params, timeout=self.config.request_timeout)
         except requests.Timeout as exc:
             return _Failure("timeout", detail=describe_error(exc))
         except requests.ConnectionError as exc:
@@ -277,7 +290,7 @@ class WikipediaSource:
             code = str(error.get("code", "unknown"))
             if code in TRANSIENT_API_ERRORS:
                 if retry_after is None and code == "maxlag":
-                    retry_after = float(self.settings.maxlag)
+                    retry_after = float(self.config.maxlag)
                 return _Failure(f"api_{code}", retry_after, str(error.get("info", ""))[:200])
             raise SourceError(f"{url}: API error {code}: {error.get('info', '')}")
         return data

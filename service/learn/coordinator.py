@@ -1,0 +1,196 @@
+"""Who decides each iteration of the worker's loop: one process alone, or a group's rank 0.
+
+The loop (:class:`service.learn.worker.Worker`) is the same for a lone worker and every rank of
+a data-parallel group (docs/service.md); the coordinator is what differs. Each iteration it
+produces a :class:`Plan` (the operator's pause, a checkpoint due, whether warm-up is over, the
+model when it changed), says whether to take a sampler step, and carries the collectives a
+group needs around a checkpoint: :class:`SoloCoordinator` decides locally and gathers nothing,
+:class:`GroupCoordinator` exchanges every rank's counts, lets rank 0 decide and broadcasts it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+from lda.parallel import Layout, Reducer, layout
+from service.learn.distributed import DistributedReducer, Group
+
+log = logging.getLogger(__name__)
+
+# Longest wait of a stopping group's rank 0 for held-out scoring in progress: torchrun kills a
+# rank still running 30 s after its SIGTERM; what is not scored stays in the checkpoint.
+GROUP_STOP_SCORING_S = 10.0
+
+ModelState = tuple[int, dict[str, Any], list[str]]  # (epoch, learner state, vocabulary)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The decisions of one iteration, the same on every rank."""
+
+    ready: bool  # vocabulary and held-out set done: every rank reads and trains
+    paused: bool
+    checkpoint: str | None  # reason, or None
+    buffered: int  # documents read and not trained, on every rank together
+    model: ModelState | None = None  # when it changed (a group's rank 0 sends it)
+
+
+@dataclass(frozen=True)
+class Counts:
+    """One process's numbers for the plan: documents waiting for a checkpoint and buffered."""
+
+    waiting: int
+    buffered: int
+
+
+@dataclass(frozen=True)
+class Step:
+    """A sampler step to take: with a group's reducer and layout, or alone (None, None)."""
+
+    reducer: Reducer | None = None
+    where: Layout | None = None
+
+
+Decide = Callable[[Counts], Plan]
+Learner = Callable[[], tuple[dict[str, Any], list[str]] | None]  # the model to send, if any
+
+
+class Coordinator(Protocol):
+    """What the worker's loop asks of its coordinator."""
+
+    leads: bool  # decides, publishes, scores and writes checkpoints
+    ranks: int
+    consumer_suffix: str
+    stop_scoring_s: float | None  # most wait for scoring at stop (None: the worker's own)
+    finishes_alone: bool  # on a Redis give-up at stop, checkpoint and finish (no group to wait)
+
+    def proceed(self, stop: bool, counts: Counts, busy: tuple[int, float]) -> bool: ...
+    def plan(self, decide: Decide, counts: Counts, learner: Learner) -> Plan: ...
+    def model_changed(self) -> None: ...
+    def step(self, buffered: int, tokens: int, batch_ready: bool, read: bool) -> Step | bool: ...
+    def gather(self, done: list[str]) -> list[str]: ...
+    def written(self) -> None: ...
+    def agree(self, value: bool) -> bool: ...
+    def rates(self, docs: float, tokens: float) -> tuple[float, float]: ...
+    def rank_rates(self) -> list[float]: ...
+
+
+class SoloCoordinator:
+    """One worker: it decides every iteration itself and trains a whole minibatch at a time
+    (a partial one only once the stream has nothing more to give)."""
+
+    leads = True
+    ranks = 1
+    consumer_suffix = ""
+    stop_scoring_s: float | None = None
+    finishes_alone = True
+
+    def proceed(self, stop: bool, counts: Counts, busy: tuple[int, float]) -> bool:
+        return not stop
+
+    def plan(self, decide: Decide, counts: Counts, learner: Learner) -> Plan:
+        # Alone, reading is the warm-up too: documents wait in the session until it is ready.
+        return replace(decide(counts), ready=True)
+
+    def model_changed(self) -> None:
+        pass
+
+    def step(self, buffered: int, tokens: int, batch_ready: bool, read: bool) -> Step | bool:
+        """A step when a minibatch is full or the stream ran dry with documents in hand; else
+        True to wait for more (something was read) or False to idle (nothing was)."""
+        if batch_ready or (buffered and not read):
+            return Step()
+        return read
+
+    def gather(self, done: list[str]) -> list[str]:
+        return done
+
+    def written(self) -> None:
+        pass
+
+    def agree(self, value: bool) -> bool:
+        return value
+
+    def rates(self, docs: float, tokens: float) -> tuple[float, float]:
+        return docs, tokens
+
+    def rank_rates(self) -> list[float]:
+        return []
+
+
+class GroupCoordinator:
+    """One rank of a synchronous data-parallel group: rank 0 decides and broadcasts, and every
+    rank takes each step together (a rank with nothing to read joins with no documents)."""
+
+    stop_scoring_s: float | None = GROUP_STOP_SCORING_S
+    finishes_alone = False
+
+    def __init__(self, group: Group, reducer: DistributedReducer) -> None:
+        self.group = group
+        self.reducer = reducer
+        self.leads = group.leader
+        self.ranks = group.world_size
+        self.consumer_suffix = f"-{group.rank}"
+        self.model_epoch = 0  # rank 0: bumped whenever the model is replaced
+        self.sent_epoch = 0
+        self.group_buffered = 0
+        self.group_waiting = 0
+        self.every_rate: list[float] = [0.0] * group.world_size
+
+    def proceed(self, stop: bool, counts: Counts, busy: tuple[int, float]) -> bool:
+        """Exchange every rank's counts; False once any rank was asked to stop."""
+        docs, busy_s = busy
+        mine = [float(stop), float(counts.buffered), float(counts.waiting), float(docs), busy_s]
+        every = self.reducer.exchange(mine)
+        self.group_buffered = int(sum(r[1] for r in every))
+        self.group_waiting = int(sum(r[2] for r in every))
+        self.every_rate = [r[3] / r[4] if r[4] > 0 else 0.0 for r in every]
+        return not any(r[0] for r in every)
+
+    def plan(self, decide: Decide, counts: Counts, learner: Learner) -> Plan:
+        """Rank 0 decides on the group's counts (and adds the model if the others lack it);
+        every rank gets its plan."""
+        plan: Plan | None = None
+        if self.leads:
+            plan = decide(Counts(self.group_waiting, self.group_buffered))
+            sent = learner() if self.sent_epoch < self.model_epoch else None
+            if sent is not None:
+                plan = replace(plan, model=(self.model_epoch, *sent))
+                self.sent_epoch = self.model_epoch
+        plan = self.reducer.broadcast_object(plan)
+        assert plan is not None
+        if plan.model is not None and not self.leads:
+            self.model_epoch = self.sent_epoch = plan.model[0]
+        return plan
+
+    def model_changed(self) -> None:
+        self.model_epoch += 1
+
+    def step(self, buffered: int, tokens: int, batch_ready: bool, read: bool) -> Step | bool:
+        """A step on the union of the ranks' next minibatches, or False (idle) when every
+        rank's buffer is empty."""
+        where = layout(self.reducer, buffered, tokens)
+        return Step(self.reducer, where) if where.documents else False
+
+    def gather(self, done: list[str]) -> list[str]:
+        """Every rank's entries for rank 0's checkpoint."""
+        return [entry for rank in self.reducer.gather_objects(done) for entry in rank]
+
+    def written(self) -> None:
+        """The broadcast orders every rank's acknowledgements after rank 0's write."""
+        self.reducer.broadcast_object(True)
+
+    def agree(self, value: bool) -> bool:
+        """Rank 0's ``value`` on every rank."""
+        return bool(self.reducer.broadcast_object(value))
+
+    def rates(self, docs: float, tokens: float) -> tuple[float, float]:
+        """The group's docs/s (the sum of the ranks' own rates; they step together)."""
+        scale = sum(self.every_rate) / docs if docs else 1.0
+        return docs * scale, tokens * scale
+
+    def rank_rates(self) -> list[float]:
+        return list(self.every_rate)

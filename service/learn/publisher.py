@@ -1,0 +1,232 @@
+"""What the worker shows the API: the model, snapshots, perplexity points and the heartbeat.
+
+A :class:`Publisher` writes them on the rank that publishes (a lone worker, a group's rank 0);
+:class:`NullPublisher` is the same part on the other ranks, and does nothing: the worker's loop
+calls both alike. Snapshots are throttled (see :meth:`Publisher.interval`): rendering the top
+words every minibatch cost the worker and the API CPU.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import math
+import time
+from dataclasses import dataclass
+from typing import Protocol
+
+import redis
+
+from lda.model import StreamingLDA
+from lda.vocab import Vocabulary
+from service.learn.evaluator import Scored
+from service.learn.topic_watch import TopicWatch
+from service.store.redis_retry import RedisRetry
+from service.store.snapshot import (
+    PerplexityPoint,
+    Snapshot,
+    append_perplexity,
+    beat,
+    publish_model,
+    publish_snapshot,
+    ranked_words,
+)
+
+log = logging.getLogger(__name__)
+
+# Snapshots are spaced at least this many times the last one's cost: at K = 1,000,
+# W = 100,000 one takes ~0.25 s (the top words are a pass over the chain), published every
+# second it took a quarter of the worker's time.
+PUBLISH_SHARE = 10
+# ... but never further apart than this for that reason (a first snapshot that compiled its
+# kernels took seconds, and must not hold the next one back for a minute).
+PUBLISH_MAX_GAP_S = 10.0
+
+
+@dataclass(frozen=True)
+class PublishConfig:
+    """How much a snapshot shows and how often: top words per topic, perplexity points kept,
+    the least time between snapshots while training."""
+
+    topic_words: int
+    perplexity_history: int
+    publish_every_s: float
+
+
+@dataclass(frozen=True)
+class WorkerStatus:
+    """The worker's side of a snapshot, read when one is made."""
+
+    docs_per_s: float
+    tokens_per_s: float
+    rank_docs_per_s: list[float]
+    counters: dict[str, int]
+    idle_since: float | None
+    checkpoint_at: float | None
+
+
+class Publishing(Protocol):
+    """What the worker's loop asks of its publisher (real or null)."""
+
+    def trained(self, model: StreamingLDA) -> None: ...
+    def forget_samples(self) -> None: ...
+    def beat(self) -> None: ...
+    def model(self, model: StreamingLDA, vocab: Vocabulary) -> None: ...
+    def model_due(self) -> bool: ...
+    def snapshot(self, model: StreamingLDA, vocab: Vocabulary, now: WorkerStatus) -> None: ...
+    def snapshot_due(self) -> bool: ...
+    def stale(self, model: StreamingLDA) -> bool: ...
+    def point(self, scored: Scored) -> bool: ...
+
+
+class Publisher:
+    """Writes the keys the API reads (each in one atomic command; see service.store.snapshot)."""
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        retry: RedisRetry,
+        config: PublishConfig,
+        watch: TopicWatch,
+        device: str,
+    ) -> None:
+        self.client = client
+        self.redis = retry
+        self.config = config
+        self.watch = watch  # per-topic coherence, drift and word intervals
+        self.device = device
+        self.model_published = False
+        self.published_docs = -1  # docs_seen of the last snapshot published
+        self.published_quality: int | None = None  # its per-topic figures' evaluation
+        self.published_at = -math.inf  # its time.monotonic()
+        self.publish_cost_s = 0.0  # how long the last snapshot took to make and publish
+
+    def trained(self, model: StreamingLDA) -> None:
+        """The chain's sample after a step (the word intervals' window)."""
+        self.watch.sample_from(model)
+
+    def forget_samples(self) -> None:
+        """The chain went back to a checkpoint: the samples since then are not its own."""
+        self.watch.forget_samples()
+
+    def beat(self) -> None:
+        self.redis("beating", functools.partial(beat, self.client))
+
+    def model(self, model: StreamingLDA, vocab: Vocabulary) -> None:
+        """beta_mean, the vocabulary and gamma, for /infer."""
+        gamma = model.config.gamma
+        assert gamma is not None
+        self.redis(
+            "publishing the model",
+            lambda: publish_model(
+                self.client, model.beta_mean, vocab.words, docs_seen=model.docs_seen, gamma=gamma
+            ),
+        )
+        self.model_published = True
+
+    def model_due(self) -> bool:
+        """True until a model has been published once by this process."""
+        return not self.model_published
+
+    def interval(self) -> float:
+        """``publish_every_s``, or longer where a snapshot is costly (a large model's top words
+        are a pass over K x W): publishing takes at most 1/PUBLISH_SHARE of the worker's time,
+        the gap at most PUBLISH_MAX_GAP_S."""
+        stretched = min(PUBLISH_SHARE * self.publish_cost_s, PUBLISH_MAX_GAP_S)
+        return max(self.config.publish_every_s, stretched)
+
+    def snapshot_due(self) -> bool:
+        """After a step: True once the last snapshot is older than :meth:`interval`."""
+        return time.monotonic() - self.published_at >= self.interval()
+
+    def stale(self, model: StreamingLDA) -> bool:
+        """True if the last snapshot is behind the model or its per-topic figures behind the
+        latest evaluation."""
+        return (self.published_docs, self.published_quality) != (model.docs_seen, self.watch.docs)
+
+    def snapshot(self, model: StreamingLDA, vocab: Vocabulary, now: WorkerStatus) -> None:
+        """The top words of beta_mean and of the current sample, with the worker's figures."""
+        started = time.perf_counter()
+        # Ranked without forming K x W where the chain is lazy (model.top_words).
+        served_ids, served_weights = model.top_words(self.config.topic_words)
+        sample_ids, sample_weights = model.top_words(self.config.topic_words, "sample")
+        snapshot = Snapshot(
+            docs_seen=model.docs_seen,
+            updated_at=time.time(),
+            sampler=model.config.sampler,
+            step_size=model.step_size,
+            device=self.device,
+            vocab_size=len(vocab),
+            topics=ranked_words((served_weights, served_ids), vocab.words),
+            sample_topics=ranked_words((sample_weights, sample_ids), vocab.words),
+            docs_per_s=now.docs_per_s,
+            tokens_per_s=now.tokens_per_s,
+            counters=now.counters,
+            rank_docs_per_s=now.rank_docs_per_s,
+            idle_since=now.idle_since,
+            checkpoint_at=now.checkpoint_at,
+            **self.watch.fields(served_ids),
+        )
+        self.redis(
+            "publishing the snapshot", functools.partial(publish_snapshot, self.client, snapshot)
+        )
+        self.published_docs, self.published_at = model.docs_seen, time.monotonic()
+        self.published_quality = self.watch.docs
+        self.publish_cost_s = time.perf_counter() - started
+
+    def point(self, scored: Scored) -> bool:
+        """A scored evaluation: its per-topic figures, and its perplexity point unless it is
+        non-finite (never published); True if the point was published."""
+        # Before the finiteness check: the scoring process matched this beta's topics to the
+        # previous one's whatever its perplexity.
+        self.watch.scored(scored.docs_seen, scored.topics)
+        if not (math.isfinite(scored.perplexity) and math.isfinite(scored.averaged)):
+            log.warning("non-finite perplexity at %d documents: not published", scored.docs_seen)
+            return False
+        point = PerplexityPoint(
+            scored.docs_seen,
+            scored.perplexity,
+            scored.averaged,
+            time.time(),
+            _finite_or_none(scored.coherence),
+            scored.diversity,
+        )
+        keep = self.config.perplexity_history
+        self.redis("appending perplexity", lambda: append_perplexity(self.client, point, keep=keep))
+        return True
+
+
+class NullPublisher:
+    """The publisher of a rank that does not publish (a group's ranks other than 0)."""
+
+    def trained(self, model: StreamingLDA) -> None:
+        pass
+
+    def forget_samples(self) -> None:
+        pass
+
+    def beat(self) -> None:
+        pass
+
+    def model(self, model: StreamingLDA, vocab: Vocabulary) -> None:
+        pass
+
+    def model_due(self) -> bool:
+        return False
+
+    def snapshot(self, model: StreamingLDA, vocab: Vocabulary, now: WorkerStatus) -> None:
+        pass
+
+    def snapshot_due(self) -> bool:
+        return False
+
+    def stale(self, model: StreamingLDA) -> bool:
+        return False
+
+    def point(self, scored: Scored) -> bool:
+        return False
+
+
+def _finite_or_none(value: float) -> float | None:
+    """Coherence is NaN without held-out documents: JSON and the API carry null instead."""
+    return value if math.isfinite(value) else None
