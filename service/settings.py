@@ -43,7 +43,10 @@ class Settings(BaseSettings):
     topics: int = Field(50, ge=1, description="Number of topics K")
     vocab: Path | None = Field(None, description="Vocabulary file, one word per line")
     vocab_size: int = Field(
-        7702, ge=10, description="W when the vocabulary is built from the stream"
+        50_000,
+        ge=10,
+        description="W when the vocabulary is built from the stream (50,000: one pass of SCIR "
+        "beats tomotopy's 50 at K = 50 and 200; BENCHMARKS.md)",
     )
     vocab_docs: int = Field(2000, ge=10, description="Documents read to build a vocabulary")
     alpha: float | None = Field(
