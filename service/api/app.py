@@ -15,6 +15,7 @@ from service.api import docs, errors
 from service.api.admission import ConcurrencyLimitMiddleware
 from service.api.batcher import Batcher
 from service.api.fast import FastReads
+from service.api.inference import warm_up
 from service.api.limits import BodyLimitMiddleware
 from service.api.model_cache import ModelCache
 from service.api.prometheus import LatencyMiddleware, RequestLatency
@@ -33,9 +34,11 @@ DESCRIPTION = (
 
 @asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
-    """Read Redis once before serving, refresh in the background, stop both pools at exit."""
+    """Read Redis once and compile the inference kernel before serving, refresh in the
+    background, stop both pools at exit."""
     view: View = app.state.view
     await asyncio.to_thread(view.refresh)
+    await asyncio.to_thread(warm_up)
     view.start()
     try:
         yield
