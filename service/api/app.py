@@ -34,8 +34,8 @@ DESCRIPTION = (
 
 @asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
-    """Read Redis once and compile the inference kernel before serving, refresh in the
-    background, stop both pools at exit."""
+    """Read Redis once and compile the inference kernels before serving, refresh in the
+    background, stop the inference pools at exit."""
     view: View = app.state.view
     await asyncio.to_thread(view.refresh)
     await asyncio.to_thread(warm_up)
@@ -45,6 +45,8 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     finally:
         await asyncio.to_thread(view.stop)
         app.state.infer_pool.shutdown(wait=False, cancel_futures=True)
+        if app.state.infer_helpers is not None:
+            app.state.infer_helpers.shutdown(wait=False, cancel_futures=True)
 
 
 def create_app(settings: Settings) -> FastAPI:
@@ -63,6 +65,9 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.model_cache = ModelCache()
     app.state.view = View(app.state.redis, settings)
     app.state.infer_pool = ThreadPoolExecutor(settings.infer_concurrency, "infer")
+    # Each inference thread splits its batch over infer_threads threads: itself and helpers.
+    helpers = settings.infer_concurrency * (settings.infer_threads - 1)
+    app.state.infer_helpers = ThreadPoolExecutor(helpers, "infer-help") if helpers else None
     app.state.batcher = Batcher(
         app.state.infer_pool,
         settings.infer_concurrency,
@@ -71,6 +76,7 @@ def create_app(settings: Settings) -> FastAPI:
             client=app.state.redis,
             cache=app.state.model_cache,
             settings=settings,
+            helpers=app.state.infer_helpers,
         ),
     )
     errors.install(app)

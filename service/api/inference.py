@@ -9,12 +9,14 @@ is the same bit for bit in any batch (it stops at its own first move below the t
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import chain
+from concurrent.futures import Executor
+from itertools import chain, pairwise
 
 import numpy as np
 import torch
 
 from service.api.fixed_point import fixed_points
+from service.api.tokens import WordIndex
 
 
 def word_columns(beta: torch.Tensor) -> torch.Tensor:
@@ -27,30 +29,64 @@ def word_columns(beta: torch.Tensor) -> torch.Tensor:
 
 def proportions(
     columns: torch.Tensor,
-    docs: Sequence[Sequence[int]],
+    ids: np.ndarray,
+    starts: np.ndarray,
     gamma: float,
     *,
     iterations: int = 100,
     tolerance: float = 1e-6,
+    helpers: Executor | None = None,
+    parts: int = 1,
 ) -> np.ndarray:
-    """pi (D x K float64, rows sum to 1) of documents given as word ids, under ``columns``
-    (:func:`word_columns` of beta); uniform for a document without words."""
+    """pi (D x K float64, rows sum to 1) of documents ``ids[starts[d]:starts[d + 1]]`` (word
+    ids, int64) under ``columns`` (:func:`word_columns` of beta); uniform for one without
+    words. With ``parts`` > 1 the documents are split into that many runs of about as many
+    words, all but one run on ``helpers`` (the kernel holds no GIL): answers do not change."""
+    if ids.size and not (ids.min() >= 0 and ids.max() < columns.shape[0]):
+        raise IndexError(f"word ids must lie in [0, {columns.shape[0]})")
+    out = np.empty((len(starts) - 1, int(columns.shape[1])), dtype=np.float64)
+    matrix = columns.numpy()
+    runs = list(pairwise(_split(starts, parts if helpers is not None else 1)))
+
+    def run(first: int, last: int) -> None:
+        fixed_points(
+            matrix, ids, starts[first : last + 1], gamma, iterations, tolerance, out[first:last]
+        )
+
+    others = [helpers.submit(run, *bounds) for bounds in runs[1:]] if helpers is not None else []
+    run(*runs[0])
+    for other in others:
+        other.result()
+    return out
+
+
+def _split(starts: np.ndarray, parts: int) -> list[int]:
+    """Document boundaries cutting the batch into at most ``parts`` runs of about as many
+    words (each run at least one document)."""
+    documents = len(starts) - 1
+    if parts <= 1 or documents <= 1:
+        return [0, documents]
+    targets = starts[-1] * np.arange(1, parts) / parts
+    cuts = np.searchsorted(starts, targets).tolist()
+    return sorted({0, documents, *(min(max(c, 1), documents - 1) for c in cuts)})
+
+
+def flatten(docs: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, starts) of documents given as lists of word ids, as :func:`proportions` takes
+    them."""
     lengths = np.fromiter(map(len, docs), dtype=np.int64, count=len(docs))
     starts = np.zeros(len(docs) + 1, dtype=np.int64)
     np.cumsum(lengths, out=starts[1:])
     ids = np.fromiter(chain.from_iterable(docs), dtype=np.int64, count=int(starts[-1]))
-    if ids.size and not (ids.min() >= 0 and ids.max() < columns.shape[0]):
-        raise IndexError(f"word ids must lie in [0, {columns.shape[0]})")
-    out = np.empty((len(docs), int(columns.shape[1])), dtype=np.float64)
-    fixed_points(columns.numpy(), ids, starts, gamma, iterations, tolerance, out)
-    return out
+    return ids, starts
 
 
 def warm_up() -> None:
-    """Compile (or load from numba's cache) the kernel for published (float32) and float64
-    columns, so that no request waits for it."""
+    """Compile (or load from numba's cache) the kernels: the tokeniser's and the fixed point's
+    for published (float32) and float64 columns, so that no request waits for them."""
+    ids, starts, _ = WordIndex(["word"]).encode(["a word"])
     for dtype in (torch.float32, torch.float64):
-        proportions(torch.ones(1, 1, dtype=dtype), [[0]], 0.1)
+        proportions(torch.ones(1, 1, dtype=dtype), ids, starts, 0.1)
 
 
 def infer_batch(
@@ -61,7 +97,7 @@ def infer_batch(
     iterations: int = 100,
     tolerance: float = 1e-6,
 ) -> list[list[float]]:
-    """:func:`proportions` as lists (length K, summing to 1), one per document."""
-    pi = proportions(columns, docs, gamma, iterations=iterations, tolerance=tolerance)
+    """pi (length K, sums to 1) of each document given as word ids (:func:`proportions`)."""
+    pi = proportions(columns, *flatten(docs), gamma, iterations=iterations, tolerance=tolerance)
     result: list[list[float]] = pi.tolist()
     return result

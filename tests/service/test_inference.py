@@ -1,17 +1,24 @@
-"""The API's batched inference: each document's answer is the learner's own fixed point
-(``lda.inference.infer_topics``), the same whatever batch it arrives in."""
+"""The API's batched inference: texts become the learner's word ids, each document's answer is
+the learner's own fixed point (``lda.inference.infer_topics``), the same whatever batch it
+arrives in, and is written as JSON would write it."""
 
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lda.inference import infer_topics
-from service.api.inference import infer_batch, word_columns
+from lda.vocab import Vocabulary
+from service.api.inference import flatten, infer_batch, proportions, word_columns
 from service.api.routes.infer import answers
 from service.api.schemas import InferOut
+from service.api.tokens import WordIndex
 
 K, W = 20, 400
 
@@ -104,3 +111,61 @@ def test_answers_are_written_as_json_would_write_them() -> None:
 def test_non_finite_proportions_are_refused() -> None:
     with pytest.raises(ValueError, match="non-finite"):
         answers("{", [(1, 0)], torch.tensor([[float("nan"), 1.0]]).numpy())
+
+
+WORDS = ["apple", "app", "apples", "banana", "über", "naïve", "x", "two words", "", "zebra"]
+TEXTS = [
+    "",
+    "   ",
+    "Apple apple APPLE app apples applesauce",
+    "banana-apple;zebra\tzebra\nX x y",
+    "Über naïve café — İstanbul ǅ ﬁ straße apple",
+    "two words two-words",
+    "\udcff apple surrogate",
+    "a" * 5000 + " apple",
+    "12345 !!! apple99banana",
+]
+
+
+def test_the_word_index_encodes_as_the_vocabulary_does() -> None:
+    vocabulary = Vocabulary([w for w in WORDS if w])
+    index = WordIndex([w for w in WORDS if w])
+    ids, starts, tokens = index.encode(TEXTS)
+    for d, text in enumerate(TEXTS):
+        expected, n = vocabulary.encode_counted(text)
+        assert ids[starts[d] : starts[d + 1]].tolist() == expected, text
+        assert tokens[d] == n, text
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet=st.sampled_from("abcpxlez -Ü\u0130.\t"), max_size=40), max_size=5))
+def test_any_text_encodes_as_the_vocabulary_does(texts: list[str]) -> None:
+    words = ["apple", "ab", "abc", "zz", "le", "p", "ex", "cab", "pix", "zap", "lab"]
+    vocabulary, index = Vocabulary(words), WordIndex(words)
+    ids, starts, tokens = index.encode(texts)
+    assert len(tokens) == len(texts)
+    for d, text in enumerate(texts):
+        expected, n = vocabulary.encode_counted(text)
+        assert ids[starts[d] : starts[d + 1]].tolist() == expected
+        assert tokens[d] == n
+
+
+def test_a_large_vocabulary_finds_every_word() -> None:
+    words = [
+        f"w{'abcdefghij'[i % 10]}{'abcdefghij'[i // 10 % 10]}{'klmnopqrst'[i // 100]}"
+        for i in range(1000)
+    ]
+    index = WordIndex(words)
+    ids, starts, _ = index.encode([" ".join(words), " ".join(reversed(words))])
+    assert ids[starts[0] : starts[1]].tolist() == list(range(1000))
+    assert ids[starts[1] : starts[2]].tolist() == list(range(999, -1, -1))
+
+
+@pytest.mark.parametrize("parts", [2, 3, 40])
+def test_a_batch_split_over_threads_gives_the_same_answers(parts: int) -> None:
+    columns = word_columns(word_major(random_beta()))
+    ids, starts = flatten(documents())
+    alone = proportions(columns, ids, starts, 0.1)
+    with ThreadPoolExecutor(parts - 1) as helpers:
+        split = proportions(columns, ids, starts, 0.1, helpers=helpers, parts=parts)
+    assert np.array_equal(alone, split)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from concurrent.futures import Executor
 
 import numpy as np
 import redis
@@ -55,27 +56,36 @@ ERRORS: dict[int | str, dict[str, object]] = {
 
 
 def infer_texts(
-    texts: Sequence[str], client: redis.Redis, cache: ModelCache, settings: Settings
+    texts: Sequence[str],
+    client: redis.Redis,
+    cache: ModelCache,
+    settings: Settings,
+    helpers: Executor | None = None,
 ) -> list[bytes]:
     """Each text's answer under the current model (``InferOut`` as JSON), all inferred
-    together (one batch)."""
+    together (one batch), its documents split over the settings' infer_threads threads (this
+    one and ``helpers``)."""
     loaded = cache.get(client)
     if loaded is None:
         raise HTTPException(
             status.HTTP_503_SERVICE_UNAVAILABLE,
             "no model yet: the worker has not published its first model",
         )
-    encoded = [loaded.vocabulary.encode_counted(text) for text in texts]
+    ids, starts, tokens = loaded.words.encode(texts)
     pi = proportions(
         loaded.columns,
-        [ids for ids, _ in encoded],
+        ids,
+        starts,
         loaded.model.gamma,
         iterations=settings.infer_iterations,
         tolerance=settings.infer_tolerance,
+        helpers=helpers,
+        parts=settings.infer_threads,
     )
     head = f'{{"model_version":{json.dumps(loaded.model.version)},'
     head += f'"docs_seen":{loaded.model.docs_seen},'
-    return answers(head, [(len(ids), n - len(ids)) for ids, n in encoded], pi)
+    used = np.diff(starts)
+    return answers(head, list(zip(used.tolist(), (tokens - used).tolist(), strict=True)), pi)
 
 
 def answers(head: str, tokens: Sequence[tuple[int, int]], pi: np.ndarray) -> list[bytes]:
