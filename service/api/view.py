@@ -26,6 +26,7 @@ from service.api import live, render
 from service.api.conditional import Rendered
 from service.api.errors import redis_failure, redis_failure_log
 from service.api.prometheus import render as render_metrics
+from service.api.snapshot_parse import parse_snapshot, read_raw_snapshot
 from service.settings import Settings
 from service.store.snapshot import (
     PerplexityPoint,
@@ -33,7 +34,6 @@ from service.store.snapshot import (
     perplexity_signature,
     read_perplexity,
     read_snapshot_version,
-    read_versioned_snapshot,
 )
 
 log = logging.getLogger(__name__)
@@ -145,18 +145,24 @@ class View:
         version = read_snapshot_version(self.client)
         if version is not None and self._topics is not None and self._topics.version == version:
             return self._topics
-        read = read_versioned_snapshot(self.client)
+        read = read_raw_snapshot(self.client)
         if read is None:
             self._topics = None
         elif self._topics is None or self._topics.version != read[0]:
-            self._topics = TopicsView(read[0], read[1], self.settings.render_cache)
+            # Parsed in slices and its default body rendered here, before the state that
+            # holds it is published whole: requests meanwhile are served the previous one.
+            topics = TopicsView(read[0], parse_snapshot(read[1]), self.settings.render_cache)
+            topics.all(min(render.TOPICS_TOP, self.settings.topic_words), "mean", False, "id")
+            self._topics = topics
         return self._topics
 
     def _read_perplexity(self) -> PerplexityView:
         signature = perplexity_signature(self.client)
         if self._perplexity is None or self._perplexity.signature != signature:
             points = read_perplexity(self.client)
-            self._perplexity = PerplexityView(signature, points, self.settings.render_cache)
+            perplexity = PerplexityView(signature, points, self.settings.render_cache)
+            perplexity.since(None)  # the default body, rendered off the event loop
+            self._perplexity = perplexity
         return self._perplexity
 
     def _read(self) -> State:
