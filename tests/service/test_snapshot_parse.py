@@ -11,8 +11,9 @@ import time
 import pytest
 import redis
 
+from service.api.live import Sources
 from service.api.snapshot_parse import Pacer, parse_snapshot, read_raw_snapshot
-from service.api.view import View
+from service.api.view import View, ViewConfig
 from service.settings import Settings
 from service.store.snapshot import (
     Snapshot,
@@ -96,7 +97,8 @@ def test_a_large_snapshot_leaves_the_gil_while_it_is_parsed() -> None:
 def test_readers_never_see_half_a_snapshot(
     redis_client: redis.Redis, settings: Settings, published: Published
 ) -> None:
-    view = View(redis_client, settings.model_copy(update={"api_refresh_s": 0.001}))
+    sources = Sources(settings.stream, settings.group, settings.counters_key)
+    view = View(redis_client, ViewConfig(0.001, 256, 100, settings.redis_url, sources))
     view.refresh()
     view.start()
     stop = threading.Event()

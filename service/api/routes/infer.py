@@ -32,7 +32,6 @@ from service.api.schemas import (
     InferIn,
     InferOut,
 )
-from service.settings import Settings
 
 router = APIRouter(tags=["infer"])
 
@@ -59,12 +58,15 @@ def infer_texts(
     texts: Sequence[str],
     client: redis.Redis,
     cache: ModelCache,
-    settings: Settings,
+    *,
+    iterations: int,
+    tolerance: float,
+    threads: int = 1,
     helpers: Executor | None = None,
 ) -> list[bytes]:
     """Each text's answer under the current model (``InferOut`` as JSON), all inferred
-    together (one batch), its documents split over the settings' infer_threads threads (this
-    one and ``helpers``)."""
+    together (one batch: at most ``iterations`` of the fixed point, to ``tolerance``), its
+    documents split over ``threads`` threads (this one and ``helpers``)."""
     loaded = cache.get(client)
     if loaded is None:
         raise HTTPException(
@@ -77,10 +79,10 @@ def infer_texts(
         ids,
         starts,
         loaded.model.gamma,
-        iterations=settings.infer_iterations,
-        tolerance=settings.infer_tolerance,
+        iterations=iterations,
+        tolerance=tolerance,
         helpers=helpers,
-        parts=settings.infer_threads,
+        parts=threads,
     )
     head = f'{{"model_version":{json.dumps(loaded.model.version)},'
     head += f'"docs_seen":{loaded.model.docs_seen},'
