@@ -14,6 +14,11 @@ the two windows alone (its rate drifts over a run: with one client it read 0.70x
 * ``lockstep``: every client polls at the same instant once a second (the worst case);
 * ``phase``: once a second each, at a random phase fixed per client.
 
+Then the floor: the same open loop against a server that answers fixed bytes at once (no API
+in it), while the worker still learns: what the machine's load and the generator alone make
+of the latency, to read the API's p99 against (``--no-floor`` skips it). The generator's cyclic
+collector is off during each open loop (one of its collections stopped every client for 57 ms).
+
 Last, the closed loop: ``--max-clients`` clients GET /topics back to back for ``--max-duration``
 seconds, ``--rounds`` times: the requests/s of one API process and its CPU time per request.
 With ``--compare REPO`` another checkout's API (e.g. ``git archive`` of main into a directory)
@@ -34,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import math
 import os
 import random
@@ -45,7 +51,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -205,7 +212,7 @@ async def dashboard(
     """One client: /topics and /perplexity on its schedule (``mode``), never waiting for an
     answer to schedule the next (a panel whose answer is late queues on its connection, and its
     latency still counts from the scheduled time)."""
-    tasks: list[asyncio.Task[None]] = []
+    tasks: set[asyncio.Task[None]] = set()  # in flight only: done ones are let go at once
     etags: dict[str, str] = {}
     panels = {path: Connection(host, port) for path in ("/topics", "/perplexity")}
     first, every = intervals(mode)
@@ -215,9 +222,9 @@ async def dashboard(
         await asyncio.sleep(max(0.0, scheduled - time.perf_counter()))
         for path, connection in panels.items():
             cache = etags if use_etags else {}
-            tasks.append(
-                asyncio.create_task(one_request(connection, path, scheduled, results, cache))
-            )
+            task = asyncio.create_task(one_request(connection, path, scheduled, results, cache))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
         scheduled += every if every > 0 else random.uniform(0.5, 1.5)
     await asyncio.gather(*tasks)
     for connection in panels.values():
@@ -310,10 +317,75 @@ async def open_loop(args: argparse.Namespace, target: Target, client: httpx.Asyn
         for _ in range(args.clients)
     ]
     cpu_before = (cpu_s(target.pid) if target.pid else math.nan, cpu_s(None))
-    await asyncio.gather(during.sample(client, args.duration + 1), *clients)
+    with collector_off():
+        await asyncio.gather(during.sample(client, args.duration + 1), *clients)
     api_cpu = (cpu_s(target.pid) if target.pid else math.nan) - cpu_before[0]
     load_cpu = cpu_s(None) - cpu_before[1]
     return results, during, api_cpu, load_cpu
+
+
+@contextmanager
+def collector_off() -> Iterator[None]:
+    """The load generator's cyclic collector off during an open loop: one of its collections
+    over the clients' tasks stopped every client for up to 57 ms, counted as the API's latency."""
+    gc.collect()
+    gc.freeze()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+        gc.unfreeze()
+
+
+# A server that answers every request with fixed bytes (3 kB, as /topics' size order) at once.
+FLOOR_SERVER = """
+import asyncio, sys
+REPLY = (b"HTTP/1.1 200 OK\\r\\ncontent-type: application/json\\r\\n"
+         b"content-length: 3000\\r\\n\\r\\n" + b"x" * 3000)
+async def answer(reader, writer):
+    try:
+        while True:
+            while (line := await reader.readline()) not in (b"\\r\\n", b""):
+                pass
+            if not line:
+                return
+            writer.write(REPLY)
+    finally:
+        writer.close()
+async def main():
+    await (await asyncio.start_server(answer, "127.0.0.1", int(sys.argv[1]))).serve_forever()
+asyncio.run(main())
+"""
+
+
+async def floor(args: argparse.Namespace) -> Results:
+    """The same open loop against :data:`FLOOR_SERVER`: the latency that the machine's load and
+    the generator set with no API in it (what the API's p99 is to be read against)."""
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-c", FLOOR_SERVER, str(port)])
+    try:
+        for _ in range(100):
+            try:
+                _, writer = await asyncio.open_connection("127.0.0.1", port)
+                writer.close()
+                break
+            except OSError:
+                await asyncio.sleep(0.1)
+        print(f"floor: {args.clients} clients ({args.mode}) on a server of fixed bytes for "
+              f"{args.duration:.0f} s ...", flush=True)  # fmt: skip
+        results = Results()
+        with collector_off():
+            await asyncio.gather(
+                *(
+                    dashboard("127.0.0.1", port, args.duration, results, False, args.mode)
+                    for _ in range(args.clients)
+                )
+            )
+        return results
+    finally:
+        server.terminate()
+        server.wait()
 
 
 async def closed_round(args: argparse.Namespace, target: Target) -> tuple[float, float, list]:
@@ -354,7 +426,7 @@ async def measure(
     limits = httpx.Limits(max_connections=args.clients * 2 + 8, max_keepalive_connections=None)
     timeout = httpx.Timeout(args.request_timeout)
     url = httpx.URL(base)
-    compared = None
+    compared, floored = None, None
     async with httpx.AsyncClient(base_url=base, limits=limits, timeout=timeout) as client:
         print(f"waiting for topics at {base} ...", flush=True)
         await wait_for_topics(client, up, args.ready_timeout)
@@ -373,6 +445,7 @@ async def measure(
             order = targets[::-1] if args.baseline_first else targets
             opened_by = {t.name: await open_loop(args, t, client) for t in order}
             opened = [opened_by[t.name] for t in targets]
+            floored = await floor(args) if args.floor else None
             # The worker alone again: its rate drifts over a run (longer documents, scoring), so
             # the load is judged against the mean of the windows either side of it.
             after = WorkerRate()
@@ -400,6 +473,10 @@ async def measure(
         for t, measured in zip(targets, opened, strict=True)
     ]
     results, ratio = outcomes[0]
+    if floored is not None:
+        print(f"floor: the same clients on a server of fixed bytes (the machine and the load "
+              f"generator alone): {percentiles(floored.latencies_ms)}, "
+              f"errors {sum(floored.errors.values())}")  # fmt: skip
     medians = {}
     for name, rounds in closed.items():
         rates = [r for r, _, _ in rounds]
@@ -450,6 +527,10 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         action="store_true",
         help="the compared API's open loop first (the stream may run dry during the second)",
     )
+    p.add_argument(
+        "--no-floor", dest="floor", action="store_false",
+        help="skip the floor (the same open loop on a server of fixed bytes)",
+    )  # fmt: skip
     p.add_argument("--request-timeout", type=float, default=30.0)
     p.add_argument("--ready-timeout", type=float, default=600.0, help="seconds to first topics")
     p.add_argument("--data-dir", type=Path, help="default: a temporary directory")

@@ -1,4 +1,7 @@
-"""``create_app(settings)``: the FastAPI application, wired from one Settings object."""
+"""``create_app(settings)``: the FastAPI application, wired from one Settings object.
+
+This is the edge where the settings are read: every part below it is given only the values it
+needs."""
 
 from __future__ import annotations
 
@@ -11,15 +14,16 @@ from functools import partial
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
-from service.api import docs, errors
+from service.api import docs, errors, live
 from service.api.admission import ConcurrencyLimitMiddleware
 from service.api.batcher import Batcher
 from service.api.fast import FastReads
+from service.api.inference import warm_up
 from service.api.limits import BodyLimitMiddleware
 from service.api.model_cache import ModelCache
 from service.api.prometheus import LatencyMiddleware, RequestLatency
 from service.api.routes import admin, health, infer, metrics, page, perplexity, stats, topics
-from service.api.view import View
+from service.api.view import View, ViewConfig
 from service.settings import Settings
 from service.store.redis_client import connect
 
@@ -33,15 +37,19 @@ DESCRIPTION = (
 
 @asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
-    """Read Redis once before serving, refresh in the background, stop both pools at exit."""
+    """Read Redis once and compile the inference kernels before serving, refresh in the
+    background, stop the inference pools at exit."""
     view: View = app.state.view
     await asyncio.to_thread(view.refresh)
+    await asyncio.to_thread(warm_up)
     view.start()
     try:
         yield
     finally:
         await asyncio.to_thread(view.stop)
         app.state.infer_pool.shutdown(wait=False, cancel_futures=True)
+        if app.state.infer_helpers is not None:
+            app.state.infer_helpers.shutdown(wait=False, cancel_futures=True)
 
 
 def create_app(settings: Settings) -> FastAPI:
@@ -55,11 +63,24 @@ def create_app(settings: Settings) -> FastAPI:
         redoc_url=None,
         lifespan=_lifespan,
     )
-    app.state.settings = settings
+    app.state.redis_url = settings.redis_url  # named (redacted) in errors
+    app.state.redis_timeout = settings.redis_timeout  # an admin request's wait for the view
+    app.state.admin_token = settings.admin_token
     app.state.redis = connect(settings, timeout=settings.redis_timeout)
     app.state.model_cache = ModelCache()
-    app.state.view = View(app.state.redis, settings)
+    sources = live.Sources(settings.stream, settings.group, settings.counters_key)
+    config = ViewConfig(
+        settings.api_refresh_s,
+        settings.render_cache,
+        settings.topic_words,
+        settings.redis_url,
+        sources,
+    )
+    app.state.view = View(app.state.redis, config)
     app.state.infer_pool = ThreadPoolExecutor(settings.infer_concurrency, "infer")
+    # Each inference thread splits its batch over infer_threads threads: itself and helpers.
+    helpers = settings.infer_concurrency * (settings.infer_threads - 1)
+    app.state.infer_helpers = ThreadPoolExecutor(helpers, "infer-help") if helpers else None
     app.state.batcher = Batcher(
         app.state.infer_pool,
         settings.infer_concurrency,
@@ -67,13 +88,17 @@ def create_app(settings: Settings) -> FastAPI:
             infer.infer_texts,
             client=app.state.redis,
             cache=app.state.model_cache,
-            settings=settings,
+            iterations=settings.infer_iterations,
+            tolerance=settings.infer_tolerance,
+            threads=settings.infer_threads,
+            helpers=app.state.infer_helpers,
         ),
     )
     errors.install(app)
     docs.install(app)
-    app.include_router(topics.router(settings))
-    for module in (perplexity, stats, infer, health, metrics, admin, page):
+    app.include_router(topics.router(settings.topic_words))
+    app.include_router(page.router(settings.page_refresh_s))
+    for module in (perplexity, stats, infer, health, metrics, admin):
         app.include_router(module.router)
     # The last added is the outermost: the cap on requests taken decides before the body is
     # read; the body is read (size and time limits) before the work waits for a thread.

@@ -28,8 +28,8 @@ def _process_app(settings: Settings) -> FastAPI:
 
     from service.api.app import create_app
 
-    # Each inference runs on infer_threads threads: infer_concurrency of them fit the cores
-    # instead of each spreading over all of them and fighting the others.
+    # /infer's kernels are numba's, on the threads the app gives them; torch (loading the
+    # model) keeps to as many threads as an inference uses instead of spreading over the cores.
     torch.set_num_threads(settings.infer_threads)
     app = create_app(settings)
     # Everything loaded so far (torch, FastAPI, the app) lives as long as the process: moved out

@@ -1,5 +1,5 @@
-"""Dependencies shared by the routes: settings, the Redis client, the view, the model cache,
-the inference batcher."""
+"""Dependencies shared by the routes: the admin token, the Redis client, the view, the model
+cache, the inference batcher."""
 
 from __future__ import annotations
 
@@ -11,13 +11,12 @@ from fastapi import Depends, Request
 from service.api.batcher import Batcher
 from service.api.model_cache import ModelCache
 from service.api.view import State
-from service.settings import Settings
 
 
-def get_settings(request: Request) -> Settings:
-    """The Settings the app was created with."""
-    settings: Settings = request.app.state.settings
-    return settings
+def get_admin_token(request: Request) -> str | None:
+    """The setting admin_token the app was created with (None: admin routes are off)."""
+    token: str | None = request.app.state.admin_token
+    return token
 
 
 def get_redis(request: Request) -> redis.Redis:
@@ -44,7 +43,7 @@ def get_batcher(request: Request) -> Batcher[bytes]:
     return batcher
 
 
-SettingsDep = Annotated[Settings, Depends(get_settings)]
+AdminTokenDep = Annotated[str | None, Depends(get_admin_token)]
 RedisDep = Annotated[redis.Redis, Depends(get_redis)]
 ModelCacheDep = Annotated[ModelCache, Depends(get_model_cache)]
 StateDep = Annotated[State, Depends(get_state)]

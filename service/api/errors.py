@@ -62,9 +62,9 @@ async def _redis(request: Request, exc: Exception) -> JSONResponse:
         log.warning(
             "on %s: %s",
             request.url.path,
-            redis_failure_log(request.app.state.settings.redis_url, exc),
+            redis_failure_log(request.app.state.redis_url, exc),
         )
-    detail = redis_failure(request.app.state.settings.redis_url, exc)
+    detail = redis_failure(request.app.state.redis_url, exc)
     return JSONResponse({"detail": detail}, status.HTTP_503_SERVICE_UNAVAILABLE)
 
 

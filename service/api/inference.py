@@ -1,98 +1,92 @@
 """Topic proportions of many texts at once: ``lda.inference.infer_topics``' fixed point, batched.
 
 Each document's iteration is the one it has alone, pi_k <- (pi_k sum_j w_j beta_kj / (pi . beta_j)
-+ gamma) / (n + K gamma), written as two batched matrix products over documents of similar
-length padded to the longest (padding weighs 0): a batch costs a few large torch calls per
-iteration instead of many small ones per document. A document stops where it would stop alone
-(its first move below the tolerance), so its answer does not depend on the batch it came in.
++ gamma) / (n + K gamma), run by a compiled kernel (:mod:`service.api.fixed_point`) document
+after document: a batch costs its documents' arithmetic and one call, and a document's answer
+is the same bit for bit in any batch (it stops at its own first move below the tolerance).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import Executor
+from itertools import chain, pairwise
 
+import numpy as np
 import torch
 
-TINY = torch.finfo(torch.float64).tiny
-# Padded elements (documents x distinct words x topics) of one group computed together: large
-# enough that torch's per-call cost is shared, small enough to stay in cache-sized memory.
-GROUP_ELEMENTS = 1 << 17
-
-
-def _distinct(ids: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
-    """A document's distinct word ids and their counts."""
-    if not ids:
-        empty = torch.zeros(0, dtype=torch.long)
-        return empty, empty
-    distinct, counts = torch.unique(torch.tensor(ids, dtype=torch.long), return_counts=True)
-    return distinct, counts
-
-
-def _groups(lengths: list[int], k: int) -> list[list[int]]:
-    """Documents (by index) grouped by similar length, each group within GROUP_ELEMENTS."""
-    order = sorted(range(len(lengths)), key=lengths.__getitem__)
-    groups: list[list[int]] = []
-    current: list[int] = []
-    for i in order:  # ascending: the document added is its group's longest
-        if current and (len(current) + 1) * max(lengths[i], 1) * k > GROUP_ELEMENTS:
-            groups.append(current)
-            current = []
-        current.append(i)
-    if current:
-        groups.append(current)
-    return groups
-
-
-def _fixed_point(
-    beta_t: torch.Tensor,
-    docs: list[tuple[torch.Tensor, torch.Tensor]],
-    gamma: float,
-    iterations: int,
-    tolerance: float,
-) -> torch.Tensor:
-    """pi (D x K, unnormalised) of one group of documents."""
-    k = int(beta_t.shape[1])
-    longest = max(1, max(len(distinct) for distinct, _ in docs))
-    index = torch.zeros(len(docs), longest, dtype=torch.long)
-    weights = torch.zeros(len(docs), longest, dtype=torch.float64)
-    for i, (distinct, counts) in enumerate(docs):
-        index[i, : len(distinct)] = distinct
-        weights[i, : len(distinct)] = counts.to(torch.float64)
-    columns = beta_t[index].to(torch.float64)  # D x L x K
-    # A word no topic can emit carries no information about pi (infer_topics drops it too).
-    weights = torch.where(columns.sum(2) > 0, weights, torch.zeros((), dtype=torch.float64))
-    scale = 1.0 / (weights.sum(1, keepdim=True) + k * gamma)
-    pi = torch.empty(len(docs), k, dtype=torch.float64)  # each row written once, when it stops
-    current = torch.full((len(docs), k), 1.0 / k, dtype=torch.float64)
-    rows = torch.arange(len(docs))  # the documents the tensors hold
-    live = torch.ones(len(docs), dtype=torch.bool)  # of those, the ones still moving
-    for _ in range(iterations):
-        # denominator_j = sum_k pi_k beta_kj; then pi_k sum_j w_j beta_kj / denominator_j
-        denominator = torch.bmm(columns, current[:, :, None])[:, :, 0].clamp_min_(TINY)
-        ratio = (weights / denominator)[:, None, :]
-        new = torch.bmm(ratio, columns)[:, 0, :].mul_(current).add_(gamma).mul_(scale)
-        stopped = live & ((new - current).abs_().amax(1) < tolerance)
-        current = new
-        if bool(stopped.any()):
-            pi[rows[stopped]] = new[stopped]
-            live &= ~stopped
-            remaining = int(live.sum())
-            if remaining == 0:
-                return pi
-            if 4 * remaining <= 3 * len(rows):  # drop stopped rows once they are a quarter
-                rows, columns, weights = rows[live], columns[live], weights[live]
-                scale, current = scale[live], current[live]
-                live = torch.ones(remaining, dtype=torch.bool)
-    pi[rows[live]] = current[live]
-    return pi
+from service.api.fixed_point import fixed_points
+from service.api.tokens import WordIndex
 
 
 def word_columns(beta: torch.Tensor) -> torch.Tensor:
     """beta (K x W) as :func:`infer_batch` reads it: W x K, a word's column a row, in beta's
     dtype (a view when beta is word-major, as published: no copy of a 400 MB model; the
-    columns a batch uses become float64 when gathered)."""
+    columns a document uses become float64 when the kernel reads them)."""
     columns = beta.t()
     return columns if columns.is_contiguous() else columns.contiguous()
+
+
+def proportions(
+    columns: torch.Tensor,
+    ids: np.ndarray,
+    starts: np.ndarray,
+    gamma: float,
+    *,
+    iterations: int = 100,
+    tolerance: float = 1e-6,
+    helpers: Executor | None = None,
+    parts: int = 1,
+) -> np.ndarray:
+    """pi (D x K float64, rows sum to 1) of documents ``ids[starts[d]:starts[d + 1]]`` (word
+    ids, int64) under ``columns`` (:func:`word_columns` of beta); uniform for one without
+    words. With ``parts`` > 1 the documents are split into that many runs of about as many
+    words, all but one run on ``helpers`` (the kernel holds no GIL): answers do not change."""
+    if ids.size and not (ids.min() >= 0 and ids.max() < columns.shape[0]):
+        raise IndexError(f"word ids must lie in [0, {columns.shape[0]})")
+    out = np.empty((len(starts) - 1, int(columns.shape[1])), dtype=np.float64)
+    matrix = columns.numpy()
+    runs = list(pairwise(_split(starts, parts if helpers is not None else 1)))
+
+    def run(first: int, last: int) -> None:
+        fixed_points(
+            matrix, ids, starts[first : last + 1], gamma, iterations, tolerance, out[first:last]
+        )
+
+    others = [helpers.submit(run, *bounds) for bounds in runs[1:]] if helpers is not None else []
+    run(*runs[0])
+    for other in others:
+        other.result()
+    return out
+
+
+def _split(starts: np.ndarray, parts: int) -> list[int]:
+    """Document boundaries cutting the batch into at most ``parts`` runs of about as many
+    words (each run at least one document)."""
+    documents = len(starts) - 1
+    if parts <= 1 or documents <= 1:
+        return [0, documents]
+    targets = starts[-1] * np.arange(1, parts) / parts
+    cuts = np.searchsorted(starts, targets).tolist()
+    return sorted({0, documents, *(min(max(c, 1), documents - 1) for c in cuts)})
+
+
+def flatten(docs: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, starts) of documents given as lists of word ids, as :func:`proportions` takes
+    them."""
+    lengths = np.fromiter(map(len, docs), dtype=np.int64, count=len(docs))
+    starts = np.zeros(len(docs) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=starts[1:])
+    ids = np.fromiter(chain.from_iterable(docs), dtype=np.int64, count=int(starts[-1]))
+    return ids, starts
+
+
+def warm_up() -> None:
+    """Compile (or load from numba's cache) the kernels: the tokeniser's and the fixed point's
+    for published (float32) and float64 columns, so that no request waits for them."""
+    ids, starts, _ = WordIndex(["word"]).encode(["a word"])
+    for dtype in (torch.float32, torch.float64):
+        proportions(torch.ones(1, 1, dtype=dtype), ids, starts, 0.1)
 
 
 def infer_batch(
@@ -103,12 +97,7 @@ def infer_batch(
     iterations: int = 100,
     tolerance: float = 1e-6,
 ) -> list[list[float]]:
-    """pi (length K, sums to 1) of each document given as word ids, under ``columns``
-    (:func:`word_columns` of beta); uniform for a document without words."""
-    k = int(columns.shape[1])
-    distinct = [_distinct(ids) for ids in docs]
-    pi = torch.empty(len(docs), k, dtype=torch.float64)
-    for group in _groups([len(d) for d, _ in distinct], k):
-        members = [distinct[i] for i in group]
-        pi[group] = _fixed_point(columns, members, gamma, iterations, tolerance)
-    return (pi / pi.sum(1, keepdim=True)).tolist()
+    """pi (length K, sums to 1) of each document given as word ids (:func:`proportions`)."""
+    pi = proportions(columns, *flatten(docs), gamma, iterations=iterations, tolerance=tolerance)
+    result: list[list[float]] = pi.tolist()
+    return result

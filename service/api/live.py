@@ -14,7 +14,6 @@ import redis
 from lda.drift import CHANGED_BITS
 from service.api.prometheus import Metric, metric_name
 from service.api.schemas import QueueOut, SourceOut, StatsOut, timestamp
-from service.settings import Settings
 from service.store.counters import (
     SCRAPER_SECONDS,
     SCRAPER_TOTALS,
@@ -41,6 +40,16 @@ _SCRAPER_UPDATED = "updated_at"
 
 
 @dataclass(frozen=True)
+class Sources:
+    """Where the live values are: the article stream, its consumer group, the scrapers'
+    counters hash (the settings stream, group and counters_key)."""
+
+    stream: str
+    group: str
+    counters_key: str
+
+
+@dataclass(frozen=True)
 class Live:
     """The small, fast-changing values, read at ``at`` (unix time)."""
 
@@ -53,14 +62,14 @@ class Live:
     sources: list[SourceStatus] = field(default_factory=list)  # reported unreachable
 
 
-def read_live(client: redis.Redis, settings: Settings, at: float) -> Live:
+def read_live(client: redis.Redis, sources: Sources, at: float) -> Live:
     """Every live value, read now."""
     return Live(
         at=at,
         heartbeat=read_heartbeat(client),
         control=read_control(client),
-        queue=read_queue(client, settings.stream, settings.group),
-        scraper=read_scraper_counters(client, settings.counters_key),
+        queue=read_queue(client, sources.stream, sources.group),
+        scraper=read_scraper_counters(client, sources.counters_key),
         model=read_model_summary(client),
         sources=read_source_status(client),
     )
@@ -89,7 +98,7 @@ def _source(status: SourceStatus) -> SourceOut:
     )
 
 
-def stats(snapshot: Snapshot | None, live: Live, settings: Settings) -> StatsOut:
+def stats(snapshot: Snapshot | None, live: Live, sources: Sources) -> StatsOut:
     """The body of ``/stats`` (worker fields are null before the first snapshot)."""
     s = snapshot
     return StatsOut(
@@ -112,8 +121,8 @@ def stats(snapshot: Snapshot | None, live: Live, settings: Settings) -> StatsOut
         checkpoint_seq=live.control.checkpoint_seq,
         worker={} if s is None else s.counters,
         queue=QueueOut(
-            stream=settings.stream,
-            group=settings.group,
+            stream=sources.stream,
+            group=sources.group,
             length=live.queue.length,
             pending=live.queue.pending,
         ),

@@ -8,18 +8,18 @@ from dataclasses import dataclass
 import redis
 import torch
 
-from lda.vocab import Vocabulary
 from service.api.inference import word_columns
+from service.api.tokens import WordIndex
 from service.store.snapshot import PublishedModel, read_model, read_model_version
 
 
 @dataclass(frozen=True)
 class LoadedModel:
-    """A published model with its vocabulary index ready for encoding and its beta laid out
-    for batched inference."""
+    """A published model with its vocabulary's lookup table ready for encoding and its beta
+    laid out for batched inference."""
 
     model: PublishedModel
-    vocabulary: Vocabulary
+    words: WordIndex
     columns: torch.Tensor  # word_columns(beta)
 
 
@@ -44,6 +44,6 @@ class ModelCache:
                 model = read_model(client)
                 if model is None:
                     return None
-                self._loaded = LoadedModel(model, Vocabulary(model.vocab), word_columns(model.beta))
+                self._loaded = LoadedModel(model, WordIndex(model.vocab), word_columns(model.beta))
                 self.loads += 1
             return self._loaded

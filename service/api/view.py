@@ -26,14 +26,13 @@ from service.api import live, render
 from service.api.conditional import Rendered
 from service.api.errors import redis_failure, redis_failure_log
 from service.api.prometheus import render as render_metrics
-from service.settings import Settings
+from service.api.snapshot_parse import parse_snapshot, read_raw_snapshot
 from service.store.snapshot import (
     PerplexityPoint,
     Snapshot,
     perplexity_signature,
     read_perplexity,
     read_snapshot_version,
-    read_versioned_snapshot,
 )
 
 log = logging.getLogger(__name__)
@@ -124,12 +123,24 @@ class State:
         return self.stats
 
 
-class View:
-    """Holds :class:`State` and the thread that refreshes it every ``settings.api_refresh_s``."""
+@dataclass(frozen=True)
+class ViewConfig:
+    """What the view needs of the settings: api_refresh_s, render_cache, topic_words, the Redis
+    URL (named, redacted, in errors) and where the live values are."""
 
-    def __init__(self, client: redis.Redis, settings: Settings) -> None:
+    refresh_s: float
+    render_cache: int
+    topic_words: int
+    redis_url: str | None
+    sources: live.Sources
+
+
+class View:
+    """Holds :class:`State` and the thread that refreshes it every ``config.refresh_s``."""
+
+    def __init__(self, client: redis.Redis, config: ViewConfig) -> None:
         self.client = client
-        self.settings = settings
+        self.config = config
         self.state = State(error=STARTING)
         self._topics: TopicsView | None = None
         self._perplexity: PerplexityView | None = None
@@ -145,26 +156,32 @@ class View:
         version = read_snapshot_version(self.client)
         if version is not None and self._topics is not None and self._topics.version == version:
             return self._topics
-        read = read_versioned_snapshot(self.client)
+        read = read_raw_snapshot(self.client)
         if read is None:
             self._topics = None
         elif self._topics is None or self._topics.version != read[0]:
-            self._topics = TopicsView(read[0], read[1], self.settings.render_cache)
+            # Parsed in slices and its default body rendered here, before the state that
+            # holds it is published whole: requests meanwhile are served the previous one.
+            topics = TopicsView(read[0], parse_snapshot(read[1]), self.config.render_cache)
+            topics.all(min(render.TOPICS_TOP, self.config.topic_words), "mean", False, "id")
+            self._topics = topics
         return self._topics
 
     def _read_perplexity(self) -> PerplexityView:
         signature = perplexity_signature(self.client)
         if self._perplexity is None or self._perplexity.signature != signature:
             points = read_perplexity(self.client)
-            self._perplexity = PerplexityView(signature, points, self.settings.render_cache)
+            perplexity = PerplexityView(signature, points, self.config.render_cache)
+            perplexity.since(None)  # the default body, rendered off the event loop
+            self._perplexity = perplexity
         return self._perplexity
 
     def _read(self) -> State:
         topics = self._read_topics()
         perplexity = self._read_perplexity()
-        now = live.read_live(self.client, self.settings, time.time())
+        now = live.read_live(self.client, self.config.sources, time.time())
         snapshot = None if topics is None else topics.snapshot
-        stats = live.stats(snapshot, now, self.settings).model_dump_json().encode()
+        stats = live.stats(snapshot, now, self.config.sources).model_dump_json().encode()
         families = live.metrics(snapshot, perplexity.latest, now)
         return State(
             error=None,
@@ -184,11 +201,11 @@ class View:
         except redis.RedisError as exc:
             if self.state.error in (None, STARTING):  # once per outage, not per refresh
                 log.warning(
-                    "cannot read the snapshot: %s", redis_failure_log(self.settings.redis_url, exc)
+                    "cannot read the snapshot: %s", redis_failure_log(self.config.redis_url, exc)
                 )
             self.state = State(
-                error=redis_failure(self.settings.redis_url, exc),
-                error_detail=redis_failure_log(self.settings.redis_url, exc),
+                error=redis_failure(self.config.redis_url, exc),
+                error_detail=redis_failure_log(self.config.redis_url, exc),
             )
         except Exception:  # a malformed key: keep serving the last good state, say so in logs
             log.exception("could not refresh the API's view of Redis")
@@ -201,7 +218,7 @@ class View:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self._wake.wait(self.settings.api_refresh_s)
+            self._wake.wait(self.config.refresh_s)
             self._wake.clear()
             if not self._stop.is_set():
                 self.refresh()

@@ -126,7 +126,7 @@ def test_unknown_route_and_method(api: TestClient) -> None:
 
 def test_redis_down_is_503_json(down_api: TestClient) -> None:
     """503 with a reason, and nothing of where Redis is: /readyz and the reads are public."""
-    port = down_api.app.state.settings.redis_url.rsplit(":", 1)[1].split("/")[0]  # type: ignore[attr-defined]
+    port = down_api.app.state.redis_url.rsplit(":", 1)[1].split("/")[0]  # type: ignore[attr-defined]
     answers = [down_api.get(path) for path in ("/topics", "/topics/0", "/perplexity", "/stats")]
     for response in answers:
         assert "Redis is unreachable" in detail(response, 503)

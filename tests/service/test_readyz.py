@@ -27,7 +27,7 @@ def refused_api(settings: Settings, redis_server: RedisServer) -> Iterator[TestC
 
 
 def port_of(client: TestClient) -> str:
-    url: str = client.app.state.settings.redis_url  # type: ignore[attr-defined]
+    url: str = client.app.state.redis_url  # type: ignore[attr-defined]
     return url.rsplit(":", 1)[1].split("/")[0]
 
 

@@ -12,7 +12,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, HTTPException, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from service.api.deps import RedisDep, SettingsDep
+from service.api.deps import AdminTokenDep, RedisDep
 from service.api.schemas import AdminOut, ErrorOut
 from service.store.snapshot import read_control, request_checkpoint, set_paused
 
@@ -22,17 +22,17 @@ bearer = HTTPBearer(auto_error=False, description="The setting admin_token")
 
 
 def require_admin(
-    settings: SettingsDep,
+    admin_token: AdminTokenDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
 ) -> None:
     """404 while admin is off, 401 without the right bearer token."""
-    if not settings.admin_token:
+    if not admin_token:
         raise HTTPException(
             status.HTTP_404_NOT_FOUND,
             "admin endpoints are off: set STREAMLDA_ADMIN_TOKEN to enable them",
         )
     token = "" if credentials is None else credentials.credentials
-    if not secrets.compare_digest(token.strip().encode(), settings.admin_token.encode()):
+    if not secrets.compare_digest(token.strip().encode(), admin_token.encode()):
         raise HTTPException(
             status.HTTP_401_UNAUTHORIZED,
             "admin endpoints need the header 'Authorization: Bearer <admin token>'",
@@ -54,7 +54,7 @@ router = APIRouter(
 
 def _state(client: RedisDep, request: Request) -> AdminOut:
     """The control state now, once the view has seen it (so /stats already shows it)."""
-    request.app.state.view.wait_fresh(request.app.state.settings.redis_timeout)
+    request.app.state.view.wait_fresh(request.app.state.redis_timeout)
     control = read_control(client)
     return AdminOut(paused=control.paused, checkpoint_seq=control.checkpoint_seq)
 

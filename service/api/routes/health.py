@@ -11,7 +11,7 @@ import secrets
 
 from fastapi import APIRouter, HTTPException, Request, status
 
-from service.api.deps import SettingsDep, StateDep
+from service.api.deps import AdminTokenDep, StateDep
 from service.api.schemas import ErrorOut, HealthOut, ReadyOut
 
 router = APIRouter(tags=["health"])
@@ -28,13 +28,13 @@ async def healthz() -> HealthOut:
     response_model=ReadyOut,
     responses={503: {"model": ErrorOut, "description": "Not serving topics, and why"}},
 )
-async def readyz(state: StateDep, settings: SettingsDep, request: Request) -> ReadyOut:
+async def readyz(state: StateDep, admin_token: AdminTokenDep, request: Request) -> ReadyOut:
     """200 exactly when ``/topics`` answers 200; 503 saying why otherwise (with the admin token
     as bearer, also where Redis is and what failed)."""
     reason = state.not_ready()
     if reason is not None or state.topics is None:
         detail = f"not ready: {reason}"
-        if state.error_detail and _is_admin(request, settings.admin_token):
+        if state.error_detail and _is_admin(request, admin_token):
             detail += f"; {state.error_detail}"
         raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, detail)
     return ReadyOut(

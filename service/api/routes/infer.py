@@ -12,16 +12,18 @@ and nothing else (``/healthz`` included) waits for it.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from concurrent.futures import Executor
 
+import numpy as np
 import redis
 from fastapi import APIRouter, HTTPException, Response, status
 
 from service.api.conditional import JSON
 from service.api.deps import BatcherDep
-from service.api.inference import infer_batch
+from service.api.inference import proportions
 from service.api.model_cache import ModelCache
-from service.api.render import dumps
 from service.api.schemas import (
     INVALID,
     ErrorOut,
@@ -30,7 +32,6 @@ from service.api.schemas import (
     InferIn,
     InferOut,
 )
-from service.settings import Settings
 
 router = APIRouter(tags=["infer"])
 
@@ -54,38 +55,60 @@ ERRORS: dict[int | str, dict[str, object]] = {
 
 
 def infer_texts(
-    texts: Sequence[str], client: redis.Redis, cache: ModelCache, settings: Settings
+    texts: Sequence[str],
+    client: redis.Redis,
+    cache: ModelCache,
+    *,
+    iterations: int,
+    tolerance: float,
+    threads: int = 1,
+    helpers: Executor | None = None,
 ) -> list[bytes]:
     """Each text's answer under the current model (``InferOut`` as JSON), all inferred
-    together (one batch). Rendered here, on the inference thread, without pydantic: a batch's
-    hundred answers of K topics each cost more to validate than to write."""
+    together (one batch: at most ``iterations`` of the fixed point, to ``tolerance``), its
+    documents split over ``threads`` threads (this one and ``helpers``)."""
     loaded = cache.get(client)
     if loaded is None:
         raise HTTPException(
             status.HTTP_503_SERVICE_UNAVAILABLE,
             "no model yet: the worker has not published its first model",
         )
-    encoded = [loaded.vocabulary.encode_counted(text) for text in texts]
-    proportions = infer_batch(
+    ids, starts, tokens = loaded.words.encode(texts)
+    pi = proportions(
         loaded.columns,
-        [ids for ids, _ in encoded],
+        ids,
+        starts,
         loaded.model.gamma,
-        iterations=settings.infer_iterations,
-        tolerance=settings.infer_tolerance,
+        iterations=iterations,
+        tolerance=tolerance,
+        helpers=helpers,
+        parts=threads,
     )
-    answers = []
-    for (ids, n_tokens), pi in zip(encoded, proportions, strict=True):
-        ranked = sorted(range(len(pi)), key=lambda k: -pi[k])
-        answer = {
-            "model_version": loaded.model.version,
-            "docs_seen": loaded.model.docs_seen,
-            "tokens": len(ids),
-            "ignored_tokens": n_tokens - len(ids),
-            "proportions": pi,
-            "topics": [{"id": k, "weight": pi[k]} for k in ranked],
-        }
-        answers.append(dumps(answer))
-    return answers
+    head = f'{{"model_version":{json.dumps(loaded.model.version)},'
+    head += f'"docs_seen":{loaded.model.docs_seen},'
+    used = np.diff(starts)
+    return answers(head, list(zip(used.tolist(), (tokens - used).tolist(), strict=True)), pi)
+
+
+def answers(head: str, tokens: Sequence[tuple[int, int]], pi: np.ndarray) -> list[bytes]:
+    """``InferOut`` JSON of each row of ``pi`` (its topics by weight, ties by id), written
+    here, on the inference thread, without pydantic or a dict per topic: a batch's hundred
+    answers of K topics cost more to validate and encode than to infer. ``head`` is the
+    object's opening and model fields; ``tokens`` (used, ignored) per row."""
+    if not np.isfinite(pi).all():
+        raise ValueError("non-finite topic proportions")  # as json.dumps(allow_nan=False)
+    k = pi.shape[1]
+    ids = [f'{{"id":{t},"weight":' for t in range(k)]
+    ranked = np.argsort(-pi, axis=1, kind="stable").tolist()
+    written = []
+    for (used, ignored), row, order in zip(tokens, pi.tolist(), ranked, strict=True):
+        weights = list(map(repr, row))  # a float as json writes it
+        topics = "},".join([ids[t] + weights[t] for t in order])
+        written.append(
+            f'{head}"tokens":{used},"ignored_tokens":{ignored},'
+            f'"proportions":[{",".join(weights)}],"topics":[{topics}}}]}}'.encode()
+        )
+    return written
 
 
 @router.post("/infer", response_model=InferOut, responses=ERRORS)

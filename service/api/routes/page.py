@@ -19,9 +19,6 @@ from fastapi import APIRouter
 from fastapi.responses import HTMLResponse
 
 from lda.drift import CHANGED_BITS
-from service.api.deps import SettingsDep
-
-router = APIRouter(tags=["page"])
 
 
 @cache
@@ -30,8 +27,15 @@ def _template() -> str:
     return page.replace("__CHANGED_BITS__", repr(CHANGED_BITS))
 
 
-@router.get("/", response_class=HTMLResponse, include_in_schema=False)
-def page(settings: SettingsDep) -> HTMLResponse:
-    """The dashboard page, refreshing every ``page_refresh_s`` seconds."""
-    refresh_ms = str(round(settings.page_refresh_s * 1000))
-    return HTMLResponse(_template().replace("__REFRESH_MS__", refresh_ms))
+def router(refresh_s: float) -> APIRouter:
+    """The page's route: the dashboard, refreshing every ``refresh_s`` seconds (the setting
+    page_refresh_s)."""
+    routes = APIRouter(tags=["page"])
+    refresh_ms = str(round(refresh_s * 1000))
+
+    @routes.get("/", response_class=HTMLResponse, include_in_schema=False)
+    def page() -> HTMLResponse:
+        """The dashboard page."""
+        return HTMLResponse(_template().replace("__REFRESH_MS__", refresh_ms))
+
+    return routes

@@ -28,16 +28,14 @@ from service.api.schemas import (
     OneTopicOut,
     TopicsOut,
 )
-from service.settings import Settings
 
 _TOP = "Words per topic, most probable first (at most the setting topic_words)"
 EstimateQuery = Annotated[Estimate, Query(description=ESTIMATE)]
 UncertaintyQuery = Annotated[bool, Query(description=UNCERTAINTY)]
 
 
-def router(settings: Settings) -> APIRouter:
-    """The topics routes, ``top`` bounded by ``settings.topic_words``."""
-    most = settings.topic_words
+def router(most: int) -> APIRouter:
+    """The topics routes, ``top`` bounded by ``most`` (the setting topic_words)."""
     routes = APIRouter(tags=["topics"])
 
     @routes.get(

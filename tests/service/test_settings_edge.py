@@ -1,0 +1,26 @@
+"""The API reads Settings at one edge: ``create_app(settings)`` and the ``api`` command. Every
+other module of service/api is given only the values it needs (so it can be built and tested
+from them, and a setting's use is found where the app is wired)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+API = Path(__file__).resolve().parents[2] / "service" / "api"
+EDGE = {"app.py", "command.py"}
+
+
+def imports_settings(path: Path) -> bool:
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module == "service.settings":
+            return True
+        if isinstance(node, ast.Import) and any(a.name == "service.settings" for a in node.names):
+            return True
+    return False
+
+
+def test_only_the_edge_reads_settings() -> None:
+    readers = {str(p.relative_to(API)) for p in API.rglob("*.py") if imports_settings(p)}
+    assert readers <= EDGE, f"modules reading Settings beyond the edge: {readers - EDGE}"
+    assert readers == EDGE  # the test still sees the edge
