@@ -294,14 +294,14 @@ class Settings(BaseSettings):
     infer_concurrency: int = Field(
         1,
         ge=1,
-        description="/infer inference threads per API process (each with infer_threads torch "
-        "threads); the requests waiting for one are inferred together as one batch",
+        description="/infer inference threads per API process (each splitting its batch over "
+        "infer_threads threads); the requests waiting for one are inferred together as one batch",
     )
     infer_threads: int = Field(
         1,
         ge=1,
-        description="torch threads of each inference (infer_concurrency x this should fit the "
-        "cores: more only make them compete)",
+        description="threads each batch's fixed points are split over (infer_concurrency x this "
+        "should fit the cores: more only make them compete)",
     )
     infer_queue: int = Field(
         64,
