@@ -103,6 +103,18 @@ DEFAULTS: dict[str, SamplerDefaults] = {
 assert set(get_args(SamplerName)) == set(DEFAULTS), "SamplerName names every sampler"
 
 
+def scaled_defaults(sampler: str, documents_per_step: int) -> tuple[StepSchedule, float]:
+    """The sampler's default step schedule and beta_mean decay for minibatches of
+    ``documents_per_step`` (per rank times ranks): its BatchScaling rule where it has one,
+    else the defaults as they are. The one place a default follows the minibatch."""
+    spec = DEFAULTS[sampler]
+    scaling = spec.batch_scaling
+    if scaling is None:
+        return spec.schedule, spec.mean_decay
+    n = documents_per_step
+    return scaling.schedule(spec.schedule, n), scaling.mean_decay(spec.mean_decay, n)
+
+
 @dataclass(frozen=True)
 class LearnerConfig:
     """Everything that defines the learner; the paper's values fill what is left unset."""

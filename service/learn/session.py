@@ -22,11 +22,10 @@ from typing import Any, Generic, Literal, TypeVar
 import torch
 
 from lda.batch import Batch
-from lda.config import Backend, Method, SamplerName
+from lda.config import Backend, Method, SamplerName, scaled_defaults
 from lda.model import LearnerConfig, StreamingLDA
 from lda.parallel import Layout, Reducer
 from lda.perplexity import HeldoutSet
-from lda.samplers import SAMPLERS
 from lda.schedules import StepSchedule
 from lda.vocab import Vocabulary, build_vocabulary
 
@@ -82,12 +81,7 @@ def learner_config(
     """The learner's configuration from the settings (unset values take the sampler's, which
     follow a minibatch of ``batch_size`` x ``ranks`` documents per step where the sampler has
     a rule for it), then ``overrides`` (LearnerConfig fields: a benchmark's run spec)."""
-    spec = SAMPLERS[settings.sampler]
-    default, mean_decay = spec.schedule, spec.mean_decay
-    if spec.batch_scaling is not None:
-        n = settings.batch_size * ranks
-        default = spec.batch_scaling.schedule(default, n)
-        mean_decay = spec.batch_scaling.mean_decay(mean_decay, n)
+    default, mean_decay = scaled_defaults(settings.sampler, settings.batch_size * ranks)
     if settings.mean_decay is not None:  # the user's own value stands
         mean_decay = settings.mean_decay
     schedule = StepSchedule(

@@ -51,3 +51,17 @@ def test_finiteness_check_handles_nan_inf_and_an_overflowing_sum():
     assert _all_finite(torch.zeros(3, 2, dtype=torch.float64))
     for bad in (float("nan"), float("inf"), -float("inf")):
         assert not _all_finite(torch.tensor([1.0, bad], dtype=torch.float64))
+
+
+def test_defaults_follow_the_minibatch_in_one_place():
+    """scaled_defaults: a sampler with a BatchScaling rule scales its schedule and mean decay
+    with the documents per step (none below the reference); one without keeps its defaults."""
+    from lda.config import DEFAULTS, scaled_defaults
+
+    scir = DEFAULTS["scir"]
+    schedule, decay = scaled_defaults("scir", 1000)
+    assert schedule.a == pytest.approx(10 * scir.schedule.a)
+    assert schedule.b == pytest.approx(scir.schedule.b / 10) and schedule.c == scir.schedule.c
+    assert decay == pytest.approx(scir.mean_decay**10)
+    assert scaled_defaults("scir", 50) == (scir.schedule, scir.mean_decay)
+    assert scaled_defaults("sgld", 1000) == (DEFAULTS["sgld"].schedule, DEFAULTS["sgld"].mean_decay)
