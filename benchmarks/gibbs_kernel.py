@@ -1,4 +1,5 @@
-"""Time the collapsed Gibbs kernel alone on real minibatches (BENCHMARKS.md, "Current status").
+"""Time the collapsed Gibbs kernel alone on real minibatches (BENCHMARKS.md, "Where the time
+goes, and what was kept").
 
 Trains SGRLD on the first ``--warm`` DEV documents (so beta looks like a learned one), then runs
 the kernel (50 sweeps, burn-in 25, K = 50) on the next ``--batches`` minibatches of 50 documents,

@@ -1,5 +1,5 @@
-"""How faithfully the shipped SGRHMC step keeps known laws (BENCHMARKS.md, "SGRHMC: how it is
-integrated").
+"""How faithfully the shipped SGRHMC step keeps known laws (BENCHMARKS.md, "SGRHMC's
+integrator").
 
 ``gamma``: one coordinate per chain and no data, so the target is theta ~ Gamma(alpha, 1);
 prints quantiles of the ensemble as it runs (start at the target or at theta = 1).

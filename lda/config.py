@@ -62,7 +62,7 @@ DEFAULTS: dict[str, SamplerDefaults] = {
         schedule=StepSchedule(0.03, 1000.0, 0.55),  # paper 0.01: a larger step mixes the mean
         # a ~ sqrt(n): at n = 500, 1,000 as good as n = 100 from 30k documents on; at n = 1,000
         # and 29k, a ~ n served 1,816, the unscaled step 1,956, sqrt 1,725 (BENCHMARKS.md,
-        # "Minibatches for a GPU")
+        # "Batch scaling")
         batch_scaling=BatchScaling(reference=100, power=0.5),
     ),
     "sgrhmc": SamplerDefaults(
