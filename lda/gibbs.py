@@ -196,10 +196,9 @@ def gibbs_expectations(
     if kernel == "auto":
         kernel = "sparse" if use_kernel and sparse_pays(n_topics, beta.shape[1]) else "dense"
     if kernel == "sparse" and method != "uncollapsed" and backend in ("cpu", "cuda"):
-        run_sparse = _run_sparse if use_kernel else _run_sparse_cuda
-        return run_sparse(
+        return _run_sparse(
             beta, batch, gamma, sweeps, burn_in, generator, method, init, shard,
-            need_topic_word, need_document_topic,
+            need_topic_word, need_document_topic, on_device=not use_kernel,
         )  # fmt: skip
     if init == "beta":
         compiled = use_kernel and method != "uncollapsed"
@@ -249,84 +248,61 @@ def _run_sparse(
     shard: Shard,
     need_topic_word: bool,
     need_document_topic: bool,
+    on_device: bool,
 ) -> GibbsExpectations:
-    """The collapsed methods in the sparse CPU kernel: the generator's draws as the dense
-    kernel's (the start, then the uniforms), from the minibatch's columns of beta only."""
+    """The collapsed methods in the sparse kernel, from the minibatch's columns of beta only:
+    the generator gives the start, then the CPU kernel's uniforms or (``on_device``, the CUDA
+    kernel, columns gathered on beta's device) a Philox key, whose counter is the global token
+    index so every rank of a group draws what one learner would. The CUDA kernel keeps the
+    document sums whatever ``need_document_topic`` says."""
     from lda.gibbs_sparse import gather_columns, sparse_collapsed_gibbs, topics_from_columns
 
-    device = beta.device
-    own = batch.n_tokens
-    columns = gather_columns(beta, batch.words.to(device))
-    if init == "beta":
-        u = torch.rand(shard.total, generator=generator, device=device, dtype=torch.float64)
-        z = topics_from_columns(columns, shard.take(u, own))
-    else:
-        z = shard.take(
-            torch.randint(beta.shape[0], (shard.total,), generator=generator, device=device), own
-        )
-    uniforms = torch.rand((sweeps, shard.total), generator=generator, device=device)
-    if own != shard.total:
-        uniforms = shard.take(uniforms, own).contiguous()
-    topic_word, document_topic = sparse_collapsed_gibbs(
-        columns, batch.offsets, gamma, z, uniforms, burn_in, method == "rao-blackwell",
-        need_topic_word, need_document_topic,
-    )  # fmt: skip
-    return GibbsExpectations(
-        summed=None,
-        kept=sweeps - burn_in,
-        dtype=beta.dtype,
-        batch=Batch(batch.words.to(device), batch.offsets),
-        topic_word_sums=None if topic_word is None else topic_word.to(device).T,
-        document_topic_sums=None if document_topic is None else document_topic.to(device),
-        topic_words=columns.word_ids.to(device),
-    )
-
-
-def _run_sparse_cuda(
-    beta: torch.Tensor,
-    batch: Batch,
-    gamma: float,
-    sweeps: int,
-    burn_in: int,
-    generator: torch.Generator,
-    method: Method,
-    init: Init,
-    shard: Shard,
-    need_topic_word: bool,
-    need_document_topic: bool,
-) -> GibbsExpectations:
-    """The collapsed methods in the sparse CUDA kernel, the minibatch's columns gathered on
-    beta's device (a start from beta, then a Philox key drawn from the generator; the kernel's
-    counter is the global token index, so every rank of a group draws what one learner would).
-    ``need_document_topic`` is ignored: the kernel keeps the document sums anyway."""
-    from lda.gibbs_sparse_cuda import device_columns, sparse_collapsed_gibbs_cuda
+    if on_device:  # numba's CUDA target is imported only where it runs
+        from lda.gibbs_sparse_cuda import device_columns, sparse_collapsed_gibbs_cuda
 
     device = beta.device
     own = batch.n_tokens
     words = batch.words.to(device)
-    columns = device_columns(beta, words)
+    columns = device_columns(beta, words) if on_device else gather_columns(beta, words)
     if init == "beta":
-        u = torch.rand(shard.total, generator=generator, device=device, dtype=torch.float64)
-        u = shard.take(u, own)
-        cdf = columns.cdf[columns.local]
-        target = (u * cdf[:, -1]).unsqueeze(1)
-        z = torch.searchsorted(cdf, target, right=True).squeeze(1).clamp_(max=beta.shape[0] - 1)
+        u = shard.take(
+            torch.rand(shard.total, generator=generator, device=device, dtype=torch.float64), own
+        )
+        if on_device:
+            cdf = columns.cdf[columns.local]
+            target = (u * cdf[:, -1]).unsqueeze(1)
+            z = torch.searchsorted(cdf, target, right=True).squeeze(1)
+            z = z.clamp_(max=beta.shape[0] - 1)
+        else:
+            z = topics_from_columns(columns, u)
     else:
         z = shard.take(
             torch.randint(beta.shape[0], (shard.total,), generator=generator, device=device), own
         )
-    key = torch.randint(0, 2**32, (2,), generator=generator, device=device)
-    topic_word, document_topic = sparse_collapsed_gibbs_cuda(
-        columns, batch.offsets, gamma, z, key, shard.start, sweeps, burn_in,
-        method == "rao-blackwell", word_sums=need_topic_word,
-    )  # fmt: skip
+    rao_blackwell = method == "rao-blackwell"
+    topic_word: torch.Tensor | None
+    document_topic: torch.Tensor | None
+    if on_device:
+        key = torch.randint(0, 2**32, (2,), generator=generator, device=device)
+        topic_word, document_topic = sparse_collapsed_gibbs_cuda(
+            columns, batch.offsets, gamma, z, key, shard.start, sweeps, burn_in, rao_blackwell,
+            word_sums=need_topic_word,
+        )  # fmt: skip
+    else:
+        uniforms = torch.rand((sweeps, shard.total), generator=generator, device=device)
+        if own != shard.total:
+            uniforms = shard.take(uniforms, own).contiguous()
+        topic_word, document_topic = sparse_collapsed_gibbs(
+            columns, batch.offsets, gamma, z, uniforms, burn_in, rao_blackwell,
+            need_topic_word, need_document_topic,
+        )  # fmt: skip
     return GibbsExpectations(
         summed=None,
         kept=sweeps - burn_in,
         dtype=beta.dtype,
         batch=Batch(words, batch.offsets),
         topic_word_sums=None if topic_word is None else topic_word.to(device).T,
-        document_topic_sums=document_topic.to(device),
+        document_topic_sums=None if document_topic is None else document_topic.to(device),
         topic_words=columns.word_ids.to(device),
     )
 

@@ -11,14 +11,10 @@ holds them together); text in any other form is parsed by it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from typing import Any
 
-import redis
-
-from service.keys import SNAPSHOT_KEY, SNAPSHOT_VERSION_KEY
 from service.store.snapshot import Snapshot, WordWeight
 
 SLICE_S = 0.0005
@@ -115,19 +111,3 @@ def parse_snapshot(raw: bytes, pace: Pacer | None = None) -> Snapshot:
             pace()
         data[name] = words
     return Snapshot(**data)
-
-
-def read_raw_snapshot(client: redis.Redis) -> tuple[str, bytes] | None:
-    """(version, text) of the snapshot, read together in one MULTI, as
-    ``read_versioned_snapshot`` reads them (a snapshot without a version token is named by a
-    hash of its text), or None before the first."""
-    pipe = client.pipeline(transaction=True)
-    pipe.get(SNAPSHOT_VERSION_KEY)
-    pipe.get(SNAPSHOT_KEY)
-    version, raw = pipe.execute()
-    if raw is None:
-        return None
-    text = raw if isinstance(raw, bytes) else raw.encode("utf-8")
-    if version is None:
-        return "sha256:" + hashlib.sha256(text).hexdigest(), text
-    return version.decode() if isinstance(version, bytes) else str(version), text

@@ -26,12 +26,13 @@ from service.api import live, render
 from service.api.conditional import Rendered
 from service.api.errors import redis_failure, redis_failure_log
 from service.api.prometheus import render as render_metrics
-from service.api.snapshot_parse import parse_snapshot, read_raw_snapshot
+from service.api.snapshot_parse import parse_snapshot
 from service.store.snapshot import (
     PerplexityPoint,
     Snapshot,
     perplexity_signature,
     read_perplexity,
+    read_raw_snapshot,
     read_snapshot_version,
 )
 

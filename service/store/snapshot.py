@@ -185,8 +185,9 @@ def read_snapshot_version(client: redis.Redis) -> str | None:
     return None if raw is None else _text(raw)
 
 
-def read_versioned_snapshot(client: redis.Redis) -> tuple[str, Snapshot] | None:
-    """(version, snapshot) read together in one MULTI, or None before the first update."""
+def read_raw_snapshot(client: redis.Redis) -> tuple[str, bytes] | None:
+    """(version, text) of the snapshot, read together in one MULTI (a snapshot without a
+    version token is named by a hash of its text), or None before the first update."""
     pipe = client.pipeline(transaction=True)
     pipe.get(SNAPSHOT_VERSION_KEY)
     pipe.get(SNAPSHOT_KEY)
@@ -195,7 +196,13 @@ def read_versioned_snapshot(client: redis.Redis) -> tuple[str, Snapshot] | None:
         return None
     text = raw if isinstance(raw, bytes) else raw.encode("utf-8")
     name = _text(version) if version is not None else "sha256:" + hashlib.sha256(text).hexdigest()
-    return name, Snapshot.from_json(text)
+    return name, text
+
+
+def read_versioned_snapshot(client: redis.Redis) -> tuple[str, Snapshot] | None:
+    """(version, snapshot) read together in one MULTI, or None before the first update."""
+    raw = read_raw_snapshot(client)
+    return None if raw is None else (raw[0], Snapshot.from_json(raw[1]))
 
 
 def beat(client: redis.Redis, at: float | None = None) -> None:

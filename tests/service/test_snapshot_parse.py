@@ -12,13 +12,14 @@ import pytest
 import redis
 
 from service.api.live import Sources
-from service.api.snapshot_parse import Pacer, parse_snapshot, read_raw_snapshot
+from service.api.snapshot_parse import Pacer, parse_snapshot
 from service.api.view import View, ViewConfig
 from service.settings import Settings
 from service.store.snapshot import (
     Snapshot,
     WordWeight,
     publish_snapshot,
+    read_raw_snapshot,
     read_versioned_snapshot,
 )
 from tests.service.conftest import Published
