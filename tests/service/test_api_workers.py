@@ -95,6 +95,7 @@ def test_up_with_two_api_workers_serves(tmp_path: Path) -> None:
         )
         assert up.poll() is None, log.read_text()
         wait_until(lambda: len(servers(log)) == 2, "two API processes")
+
         # Each process sees Redis every api_refresh_s: one that started before the first
         # snapshot answers 503 until its next refresh has parsed it. Once both have, every
         # answer must be 200, from either process.
