@@ -269,10 +269,7 @@ def _run_sparse(
             torch.rand(shard.total, generator=generator, device=device, dtype=torch.float64), own
         )
         if on_device:
-            cdf = columns.cdf[columns.local]
-            target = (u * cdf[:, -1]).unsqueeze(1)
-            z = torch.searchsorted(cdf, target, right=True).squeeze(1)
-            z = z.clamp_(max=beta.shape[0] - 1)
+            z = _draw_by_word_torch(columns.cdf, columns.local, u)
         else:
             z = topics_from_columns(columns, u)
     else:
@@ -342,8 +339,25 @@ def topics_from_beta(
         z_np = np.empty(words.numel(), dtype=np.int64)
         draw_by_word(words.cpu().numpy(), cdf_t.cpu().numpy(), u.cpu().numpy(), z_np)
         return torch.from_numpy(z_np).to(beta.device)
-    k = torch.searchsorted(cdf_t[words], u[:, None], right=True).squeeze(1)
-    return k.clamp_(max=beta.shape[0] - 1)
+    return _draw_by_word_torch(cdf_t, words, u)
+
+
+# Entries of the (tokens, K) running sums one chunk of a device draw gathers: 128 MB in float64.
+DRAW_CHUNK_ENTRIES = 1 << 24
+
+
+def _draw_by_word_torch(cdf_t: torch.Tensor, words: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """One topic per token from its word's row of running sums ``cdf_t`` (rows need not end at
+    1), in torch on any device, a chunk of tokens at a time so that the gathered rows stay
+    bounded (at K = 1,000 a 5,000-document minibatch would gather 19 GB at once)."""
+    n_topics = cdf_t.shape[1]
+    step = max(1, DRAW_CHUNK_ENTRIES // max(1, n_topics))
+    z = torch.empty(words.numel(), dtype=torch.int64, device=cdf_t.device)
+    for a in range(0, words.numel(), step):
+        rows = cdf_t[words[a : a + step]]
+        target = (u[a : a + step] * rows[:, -1]).unsqueeze(1)
+        z[a : a + step] = torch.searchsorted(rows, target, right=True).squeeze(1)
+    return z.clamp_(max=n_topics - 1)
 
 
 def _expectations(

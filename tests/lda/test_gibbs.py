@@ -92,3 +92,19 @@ def test_same_seed_same_result_and_bad_burn_in(problem):
     assert torch.equal(a.token_topics, b.token_topics)
     with pytest.raises(ValueError, match="burn_in"):
         gibbs_expectations(beta, batch, GAMMA, 8, 8, torch.Generator())
+
+
+def test_the_device_draw_from_beta_is_the_same_in_chunks(monkeypatch):
+    """The torch draw of a start from p(k | w) gathers its tokens' rows a chunk at a time:
+    any chunk size gives the topics one whole gather gives."""
+    import lda.gibbs as gibbs
+
+    g = torch.Generator().manual_seed(4)
+    cdf_t = torch.rand(9, 7, generator=g, dtype=torch.float64).cumsum(dim=1)
+    words = torch.randint(9, (50,), generator=g)
+    u = torch.rand(50, generator=g, dtype=torch.float64)
+    whole = gibbs._draw_by_word_torch(cdf_t, words, u)
+    monkeypatch.setattr(gibbs, "DRAW_CHUNK_ENTRIES", 7 * 3)  # 3 tokens a chunk
+    assert torch.equal(gibbs._draw_by_word_torch(cdf_t, words, u), whole)
+    expected = (cdf_t[words] <= (u * cdf_t[words, -1])[:, None]).sum(dim=1).clamp(max=6)
+    assert torch.equal(whole, expected)
