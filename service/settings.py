@@ -7,6 +7,7 @@ README in step).
 
 from __future__ import annotations
 
+import os
 from dataclasses import fields
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -297,11 +298,12 @@ class Settings(BaseSettings):
         description="/infer inference threads per API process (each splitting its batch over "
         "infer_threads threads); the requests waiting for one are inferred together as one batch",
     )
-    infer_threads: int = Field(
-        1,
+    infer_threads: int | None = Field(
+        None,
         ge=1,
-        description="threads each batch's fixed points are split over (infer_concurrency x this "
-        "should fit the cores: more only make them compete)",
+        description="threads each batch's fixed points are split over (unset: the cores this "
+        "process may use over infer_concurrency; their product should fit the cores: more only "
+        "make them compete)",
     )
     infer_queue: int = Field(
         64,
@@ -364,6 +366,16 @@ class Settings(BaseSettings):
         if self.burn_in is not None and self.burn_in >= sweeps:
             raise ValueError(f"burn_in ({self.burn_in}) must be below sweeps ({sweeps})")
         return self
+
+    @property
+    def inference_threads(self) -> int:
+        """Threads each /infer batch is split over: the setting, else this process's cores
+        shared by the infer_concurrency inference threads (a single text is never split)."""
+        if self.infer_threads is not None:
+            return self.infer_threads
+        usable = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+        cores = len(usable) if usable else (os.cpu_count() or 1)
+        return max(1, cores // self.infer_concurrency)
 
     @property
     def learner_sweeps(self) -> int:

@@ -79,7 +79,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.view = View(app.state.redis, config)
     app.state.infer_pool = ThreadPoolExecutor(settings.infer_concurrency, "infer")
     # Each inference thread splits its batch over infer_threads threads: itself and helpers.
-    helpers = settings.infer_concurrency * (settings.infer_threads - 1)
+    helpers = settings.infer_concurrency * (settings.inference_threads - 1)
     app.state.infer_helpers = ThreadPoolExecutor(helpers, "infer-help") if helpers else None
     app.state.batcher = Batcher(
         app.state.infer_pool,
@@ -90,7 +90,7 @@ def create_app(settings: Settings) -> FastAPI:
             cache=app.state.model_cache,
             iterations=settings.infer_iterations,
             tolerance=settings.infer_tolerance,
-            threads=settings.infer_threads,
+            threads=settings.inference_threads,
             helpers=app.state.infer_helpers,
         ),
     )

@@ -30,7 +30,7 @@ def _process_app(settings: Settings) -> FastAPI:
 
     # /infer's kernels are numba's, on the threads the app gives them; torch (loading the
     # model) keeps to as many threads as an inference uses instead of spreading over the cores.
-    torch.set_num_threads(settings.infer_threads)
+    torch.set_num_threads(settings.inference_threads)
     app = create_app(settings)
     # Everything loaded so far (torch, FastAPI, the app) lives as long as the process: moved out
     # of the collector's sight, a full collection scans only what requests and refreshes made,

@@ -86,12 +86,17 @@ def test_columns_in_float64_give_the_same_answers() -> None:
     assert single == double  # float32 columns are widened before any arithmetic
 
 
-def test_answers_are_written_as_json_would_write_them() -> None:
+def test_answers_hold_the_same_floats_json_would_write() -> None:
     pi = torch.tensor(
-        [[0.5, 0.25, 0.25], [1 / 3, 1 / 3, 1 / 3], [1e-300, 0.1 + 0.2, 0.7 - 1e-300]],
+        [
+            [0.5, 0.25, 0.25],
+            [1 / 3, 1 / 3, 1 / 3],
+            [1e-300, 0.1 + 0.2, 0.7 - 1e-300],
+            [1e-05, 2.5e-07, 1 - 1e-05 - 2.5e-07],
+        ],
         dtype=torch.float64,
     ).numpy()
-    tokens = [(4, 1), (0, 0), (12, 30)]
+    tokens = [(4, 1), (0, 0), (12, 30), (1, 0)]
     head = '{"model_version":' + json.dumps('v"1') + ',"docs_seen":7,'
     written = answers(head, tokens, pi)
     for body, (used, ignored), row in zip(written, tokens, pi.tolist(), strict=True):
@@ -104,7 +109,8 @@ def test_answers_are_written_as_json_would_write_them() -> None:
             "proportions": row,
             "topics": [{"id": k, "weight": row[k]} for k in ranked],
         }
-        assert body == json.dumps(expected, separators=(",", ":")).encode()
+        assert json.loads(body) == expected  # every float round-trips exactly
+        assert list(json.loads(body)) == list(expected)  # and the fields in the schema's order
         InferOut.model_validate_json(body)
 
 

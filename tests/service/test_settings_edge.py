@@ -5,6 +5,7 @@ from them, and a setting's use is found where the app is wired)."""
 from __future__ import annotations
 
 import ast
+import os
 from pathlib import Path
 
 API = Path(__file__).resolve().parents[2] / "service" / "api"
@@ -24,3 +25,13 @@ def test_only_the_edge_reads_settings() -> None:
     readers = {str(p.relative_to(API)) for p in API.rglob("*.py") if imports_settings(p)}
     assert readers <= EDGE, f"modules reading Settings beyond the edge: {readers - EDGE}"
     assert readers == EDGE  # the test still sees the edge
+
+
+def test_an_infer_batch_is_split_over_the_cores_unless_set(monkeypatch) -> None:
+    from service.settings import Settings
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    assert Settings(infer_concurrency=1).inference_threads == 4
+    assert Settings(infer_concurrency=2).inference_threads == 2  # the threads fit the cores
+    assert Settings(infer_concurrency=8).inference_threads == 1
+    assert Settings(infer_threads=3).inference_threads == 3

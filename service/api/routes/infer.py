@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from concurrent.futures import Executor
 
 import numpy as np
+import orjson
 import redis
 from fastapi import APIRouter, HTTPException, Response, status
 
@@ -34,6 +35,7 @@ from service.api.schemas import (
 )
 
 router = APIRouter(tags=["infer"])
+NUMPY = orjson.OPT_SERIALIZE_NUMPY
 
 ERRORS: dict[int | str, dict[str, object]] = {
     400: {
@@ -93,20 +95,27 @@ def infer_texts(
 def answers(head: str, tokens: Sequence[tuple[int, int]], pi: np.ndarray) -> list[bytes]:
     """``InferOut`` JSON of each row of ``pi`` (its topics by weight, ties by id), written
     here, on the inference thread, without pydantic or a dict per topic: a batch's hundred
-    answers of K topics cost more to validate and encode than to infer. ``head`` is the
-    object's opening and model fields; ``tokens`` (used, ignored) per row."""
+    answers of K topics cost more to validate and encode than to infer. Every float is
+    orjson's shortest round-trip text, written once for the whole matrix (~3x faster than a
+    ``repr`` each) and reused in the ranked list. ``head`` is the object's opening and model
+    fields; ``tokens`` (used, ignored) per row."""
     if not np.isfinite(pi).all():
         raise ValueError("non-finite topic proportions")  # as json.dumps(allow_nan=False)
+    if pi.shape[0] == 0:
+        return []
     k = pi.shape[1]
-    ids = [f'{{"id":{t},"weight":' for t in range(k)]
+    ids = [b'{"id":%d,"weight":' % t for t in range(k)]
     ranked = np.argsort(-pi, axis=1, kind="stable").tolist()
+    matrix = orjson.dumps(np.ascontiguousarray(pi, dtype=np.float64), option=NUMPY)
+    rows = matrix[2:-2].split(b"],[")  # "[[a,b],[c,d]]": each row's "a,b"
+    opening = head.encode()
     written = []
-    for (used, ignored), row, order in zip(tokens, pi.tolist(), ranked, strict=True):
-        weights = list(map(repr, row))  # a float as json writes it
-        topics = "},".join([ids[t] + weights[t] for t in order])
+    for (used, ignored), row, order in zip(tokens, rows, ranked, strict=True):
+        weights = row.split(b",")
+        topics = b"},".join([ids[t] + weights[t] for t in order])
         written.append(
-            f'{head}"tokens":{used},"ignored_tokens":{ignored},'
-            f'"proportions":[{",".join(weights)}],"topics":[{topics}}}]}}'.encode()
+            b'%s"tokens":%d,"ignored_tokens":%d,"proportions":[%s],"topics":[%s}]}'
+            % (opening, used, ignored, row, topics)
         )
     return written
 
