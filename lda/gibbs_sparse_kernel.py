@@ -99,18 +99,17 @@ def _draw_sparse(
     weights: np.ndarray,
     topics: np.ndarray,
     n: int,
-    by_topic: bool,
 ) -> int:
-    """The sparse part's inverse CDF at u, the token's current topic first (most tokens keep
-    theirs: one comparison), then the others in list (or topic) order; rounding past the end
-    falls back to the last topic with weight."""
+    """The sparse part's inverse CDF at u over the document's list of n topics, the token's
+    current topic first (most tokens keep theirs: one comparison), then the others in list
+    order; rounding past the end falls back to the last topic with weight."""
     if u < w_old:
         return k_old
     u -= w_old
     running = 0.0
     pick = k_old
     for i in range(n):
-        k = i if by_topic else topics[i]
+        k = topics[i]
         weight = weights[i]
         if k != k_old and weight > 0.0:
             pick = k
@@ -118,6 +117,56 @@ def _draw_sparse(
             if running > u:
                 break
     return pick
+
+
+# Topics per block of a crowded document's conditional: the draw walks block sums, then one
+# block, ~K/32 + 32 steps instead of ~K/2 (K = 1,000: the walk was most of a token's time).
+BLOCK = 32
+
+
+@numba.njit(cache=True, inline="always")
+def _block_sums(weights: np.ndarray, blocks: np.ndarray) -> float:
+    """blocks[b] = the sum of weights over block b (vectorised within a block); their total."""
+    n = weights.shape[0]
+    total = 0.0
+    for b in range(blocks.shape[0]):
+        lo = b * BLOCK
+        s = _total(weights[lo : min(n, lo + BLOCK)])
+        blocks[b] = s
+        total += s
+    return total
+
+
+@numba.njit(cache=True, inline="always")
+def _draw_blocked(
+    u: float, w_old: float, k_old: int, weights: np.ndarray, blocks: np.ndarray
+) -> int:
+    """:func:`_draw_sparse` in topic order over all K, walking block sums first: the current
+    topic first, then the first other topic whose running sum exceeds the rest of u. A block
+    whose sum (rounded otherwise than the walk's) crossed without its walk crossing hands its
+    running sum on; rounding past the end falls back to the last topic with weight."""
+    if u < w_old:
+        return k_old
+    u -= w_old
+    n = weights.shape[0]
+    b_old = k_old // BLOCK
+    running = 0.0
+    for b in range(blocks.shape[0]):
+        s = blocks[b] - w_old if b == b_old else blocks[b]
+        if running + s <= u:
+            running += s
+            continue
+        lo = b * BLOCK
+        for k in range(lo, min(n, lo + BLOCK)):
+            weight = weights[k]
+            if k != k_old and weight > 0.0:
+                running += weight
+                if running > u:
+                    return k
+    for k in range(n - 1, -1, -1):
+        if k != k_old and weights[k] > 0.0:
+            return k
+    return k_old
 
 
 @numba.njit(parallel=True, cache=True, fastmath=False)
@@ -154,6 +203,7 @@ def sparse_gibbs(
         topics = np.empty(n_topics, dtype=np.int64)  # topics in use, first n_used valid
         where = np.empty(n_topics, dtype=np.int64)  # position of a topic in ``topics``
         weights = np.empty(n_topics, dtype=np.float64)  # sparse weights by list position (or topic)
+        blocks = np.empty((n_topics + BLOCK - 1) // BLOCK, dtype=np.float64)  # by topic: their sums
         inv_z = np.zeros(n_local, dtype=np.float64)  # a document's sum of 1/Z by word
         seen = np.empty(n_local, dtype=np.int64)  # the words with inv_z set
         base = slot_start[b]
@@ -188,7 +238,7 @@ def sparse_gibbs(
                     if by_topic:
                         for k in range(n_topics):
                             weights[k] = counts[k] * row[k]
-                        sparse = _total(weights)
+                        sparse = _block_sums(weights, blocks)
                     else:
                         sparse = 0.0
                         for i_k in range(n_used):
@@ -205,8 +255,10 @@ def sparse_gibbs(
                         pass  # nothing to draw from (a word beta gives no mass): keep the topic
                     elif u < sparse:
                         w_old = counts[k_old] * row[k_old]
-                        n_walk = n_topics if by_topic else n_used
-                        k_new = _draw_sparse(u, w_old, k_old, weights, topics, n_walk, by_topic)
+                        if by_topic:
+                            k_new = _draw_blocked(u, w_old, k_old, weights, blocks)
+                        else:
+                            k_new = _draw_sparse(u, w_old, k_old, weights, topics, n_used)
                     else:
                         # The first k whose running sum of beta exceeds (u - sparse) / gamma,
                         # as torch.searchsorted(right=True); rounding past the end falls back

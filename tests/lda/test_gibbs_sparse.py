@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from lda import gibbs_sparse_kernel as kernel
 from lda.batch import Batch
 from lda.gibbs import (
     SPARSE_MIN_CELLS,
@@ -457,3 +458,35 @@ def test_empty_documents_and_empty_batch():
         r = gibbs_expectations(beta, batch, GAMMA, 3, 1, torch.Generator(), kernel="sparse")
         torch.testing.assert_close(r.document_topic().sum(1), batch.lengths.double())
         assert r.topic_word(40).sum() == batch.n_tokens
+
+
+def _walk(u: float, k_old: int, weights: np.ndarray) -> int:
+    """The inverse CDF in topic order with the current topic first, one topic at a time."""
+    if u < weights[k_old]:
+        return k_old
+    u -= weights[k_old]
+    running, pick = 0.0, k_old
+    for k, weight in enumerate(weights):
+        if k != k_old and weight > 0.0:
+            pick = k
+            running += weight
+            if running > u:
+                break
+    return pick
+
+
+def test_block_sums_draw_the_topic_a_walk_over_every_topic_draws():
+    """A crowded document's draw walks block sums, then one block: the same topic as a walk
+    topic by topic, wherever the current topic is and whatever weights are zero."""
+    rng = np.random.default_rng(3)
+    n_topics = 3 * kernel.BLOCK + 5  # blocks of the kernel's size and a short last one
+    blocks = np.empty(-(-n_topics // kernel.BLOCK))
+    for _ in range(4_000):
+        weights = rng.gamma(0.3, size=n_topics) * (rng.random(n_topics) < 0.7)
+        k_old = int(rng.integers(n_topics))
+        total = kernel._block_sums(weights, blocks)
+        assert total == pytest.approx(weights.sum(), rel=1e-12)
+        u = float(rng.random()) * total
+        assert kernel._draw_blocked(u, weights[k_old], k_old, weights, blocks) == _walk(
+            u, k_old, weights
+        )
