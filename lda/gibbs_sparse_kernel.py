@@ -169,6 +169,13 @@ def _draw_blocked(
     return k_old
 
 
+@numba.njit(cache=True, inline="always")
+def _add_scaled(out: np.ndarray, weights: np.ndarray, scale: float) -> None:
+    """out += weights * scale (out a row of its own array: no aliasing with weights)."""
+    for k in range(out.shape[0]):
+        out[k] += weights[k] * scale
+
+
 @numba.njit(parallel=True, cache=True, fastmath=False)
 def sparse_gibbs(
     local: np.ndarray,  # (T,) int64 local word ids
@@ -292,14 +299,11 @@ def sparse_gibbs(
                             # The sparse part now; the dense part's gamma * beta_kw / Z needs
                             # only 1/Z per word here (beta_kw applied at the document's end).
                             scale = 1.0 / total
-                            if by_topic:
-                                r = base + slot[b, w]
-                                for k in range(n_topics):
-                                    p = weights[k] * scale
-                                    if document_sums:
-                                        document_topic[d, k] += p
-                                    if word_sums:
-                                        acc[r, k] += p
+                            if by_topic:  # one contiguous loop per sum (each vectorises)
+                                if document_sums:
+                                    _add_scaled(document_topic[d], weights, scale)
+                                if word_sums:
+                                    _add_scaled(acc[base + slot[b, w]], weights, scale)
                             for i_k in range(0 if by_topic else n_sparse):
                                 k = topics[i_k]
                                 p = weights[i_k] * scale
