@@ -38,17 +38,17 @@ from lda.parallel import Shard
 # The CPU kernel of the collapsed methods: dense is O(K) per token-sweep, transposes all of beta
 # and keeps a (T, K) array; sparse (lda.gibbs_sparse) is O(K_d), the topics a document uses,
 # reads the minibatch's columns of beta and keeps sums by word and by document only; auto: sparse
-# from SPARSE_MIN_TOPICS topics or SPARSE_MIN_CELLS entries of beta on. Measured (learner calls,
-# 100 DEV articles, 2 threads, benchmarks/gibbs_sparse.py): at W = 7,702 dense was faster at
-# K = 200 (500 against 561 ns per token-sweep), sparse at K = 300 (691 against 751) and 1,000
-# (2,967 against 5,261); at W = 50,000 dense at K = 50 (371 against 419), at W = 100,000 a tie
-# at K = 50 (399, 401; a second sitting 261 against 302) and sparse 2x faster at K = 100 (228
-# against 455).
+# from SPARSE_MIN_TOPICS topics or SPARSE_MIN_CELLS entries of beta on. Measured with the block
+# draw for crowded documents (benchmarks/gibbs_sparse.py --threads 2 --topics 50,100,200 --words
+# 7702,50000, learner calls on 100 DEV articles, ns per token-sweep, dense / sparse): W = 7,702,
+# K = 50 57.9 / 57.6 (a tie), K = 100 116 / 84, K = 200 316 / 151; W = 50,000, K = 50 94 / 80,
+# K = 100 250 / 125, K = 200 560 / 269. The scorer's calls (--scorer) favour sparse at every one
+# of these sizes (K = 50, W = 7,702: 47.9 / 43.8).
 # On a CUDA device "auto" keeps the dense CUDA kernel: the sparse one (lda.gibbs_sparse_cuda)
 # runs when asked for ("sparse") until a GPU has measured where it pays
 # (benchmarks/gpu_gibbs.py --kernels dense,sparse).
-SPARSE_MIN_TOPICS = 256
-SPARSE_MIN_CELLS = 8_000_000
+SPARSE_MIN_TOPICS = 64
+SPARSE_MIN_CELLS = 2_000_000
 
 
 def sparse_pays(n_topics: int, n_words: int) -> bool:
