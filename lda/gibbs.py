@@ -104,6 +104,15 @@ class GibbsExpectations:
         out = torch.zeros(n, k, dtype=token_topics.dtype, device=token_topics.device)
         return out.index_add_(0, self.batch.document_index(), token_topics)
 
+    def topic_word_kept_sums(self, n_words: int) -> tuple[torch.Tensor, int]:
+        """(the K x n_words sum over documents of E[n_dkw], times d; d): d = the kept sweeps
+        when the sparse kernel's sums cover every column as they are (the caller divides, e.g.
+        folded into a step's scale: no pass over K x W_b to divide), else 1."""
+        sums, words = self.topic_word_sums, self.topic_words
+        if sums is not None and words is not None and words.numel() == n_words:
+            return sums, self.kept
+        return self.topic_word(n_words), 1
+
     def topic_word(self, n_words: int) -> torch.Tensor:
         """(K, W) sum over documents of E[n_dkw]."""
         if self.summed is None:

@@ -19,7 +19,7 @@ import torch
 from lda.averaging import ExponentialMean
 from lda.batch import Batch
 from lda.config import LearnerConfig  # its home: lda.config (no torch); imported from here too
-from lda.gibbs import gibbs_expectations
+from lda.gibbs import GibbsExpectations, gibbs_expectations
 from lda.gradient import MinibatchStatistics
 from lda.lazy import LazyChain
 from lda.lazy_kernel import columns_of
@@ -197,10 +197,20 @@ class StreamingLDA:
     ) -> torch.Tensor:
         """(K, beta's columns) sum over the minibatch's documents (every rank's, in a group) of
         E[n_dkw]: this rank's Gibbs expectations on ``beta``, in ``dtype``, summed over ranks."""
+        topic_word = self._expectations(beta, batch, where).topic_word(beta.shape[1])
+        if dtype is not None:
+            topic_word = topic_word.to(dtype)
+        if group is not None:
+            # In place on the storage, whichever way round it is laid out.
+            group.sum_(topic_word if topic_word.is_contiguous() else topic_word.T)
+        return topic_word
+
+    def _expectations(self, beta: torch.Tensor, batch: Batch, where: Layout) -> GibbsExpectations:
+        """This rank's Gibbs expectations of ``batch`` on ``beta`` (the learner's sweeps)."""
         cfg = self.config
         assert cfg.gamma is not None and cfg.burn_in is not None and cfg.sweeps is not None
         assert cfg.gibbs is not None and cfg.gibbs_init is not None
-        expected = gibbs_expectations(
+        return gibbs_expectations(
             beta,
             batch,
             cfg.gamma,
@@ -214,13 +224,6 @@ class StreamingLDA:
             kernel=cfg.gibbs_kernel,
             need_document_topic=False,
         )
-        topic_word = expected.topic_word(beta.shape[1])
-        if dtype is not None:
-            topic_word = topic_word.to(dtype)
-        if group is not None:
-            # In place on the storage, whichever way round it is laid out.
-            group.sum_(topic_word if topic_word.is_contiguous() else topic_word.T)
-        return topic_word
 
     def _lazy_update(self, batch: Batch, where: Layout, reducer: Reducer | None) -> StepInfo:
         """SCIR's step on the minibatch's words only: bring their columns up to date, Gibbs on
@@ -244,10 +247,17 @@ class StreamingLDA:
             columns, local = torch.from_numpy(columns_np), torch.from_numpy(local_np)
         chain.catch_up(columns, self.generator)
         beta = chain.beta_columns(columns)
-        # A group sums the counts in the chain's dtype: float32 halves what crosses the wire.
-        dtype = getattr(torch, cfg.dtype) if group is not None else None
-        topic_word = self._expected_counts(beta, Batch(local, batch.offsets), where, group, dtype)
-        scale = self.corpus_size(where.documents) / where.documents
+        mine = Batch(local, batch.offsets)
+        if group is None:
+            # The kernel's kept-sweep sums as they are, 1/kept folded into the scale.
+            topic_word, kept = self._expectations(beta, mine, where).topic_word_kept_sums(
+                int(columns.numel())
+            )
+        else:
+            # A group sums the counts in the chain's dtype: float32 halves what crosses the wire.
+            dtype = getattr(torch, cfg.dtype)
+            topic_word, kept = self._expected_counts(beta, mine, where, group, dtype), 1
+        scale = self.corpus_size(where.documents) / where.documents / kept
         if not chain.advance(columns, topic_word, scale, self.step_size, self.generator):
             raise NonFiniteError(f"non-finite theta after step {self.state.step + 1}")
         if chain.due_for_sync():

@@ -490,3 +490,18 @@ def test_block_sums_draw_the_topic_a_walk_over_every_topic_draws():
         assert kernel._draw_blocked(u, weights[k_old], k_old, weights, blocks) == _walk(
             u, k_old, weights
         )
+
+
+@pytest.mark.parametrize(("kernel", "n_words"), [("sparse", 10), ("sparse", 12), ("dense", 10)])
+def test_kept_sums_divided_by_their_count_are_the_expected_counts(kernel, n_words):
+    """Undivided only where the sparse kernel's sums are every column (the lazy chain's
+    renumbered words): words 10 and 11 are in no document."""
+    g = torch.Generator().manual_seed(4)
+    batch = Batch.from_ids([[0, 1, 2, 3, 4, 1, 0], [5, 6, 7, 0], [], [8, 9, 2, 2]])
+    beta = torch._sample_dirichlet(torch.full((5, n_words), 0.3, dtype=torch.float64), generator=g)
+    r = gibbs_expectations(
+        beta, batch, GAMMA, 6, 2, torch.Generator(), "rao-blackwell", "cpu", kernel=kernel
+    )
+    sums, kept = r.topic_word_kept_sums(n_words)
+    assert kept == (4 if (kernel, n_words) == ("sparse", 10) else 1)
+    torch.testing.assert_close(sums / kept, r.topic_word(n_words), rtol=1e-15, atol=0)
