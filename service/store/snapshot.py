@@ -306,7 +306,7 @@ def publish_model(
     # it needs), and the lazy chain's beta_mean is laid out so already (no copy).
     words = beta.detach().to("cpu", torch.float32).T.contiguous()
     array = words.numpy().astype("<f4", copy=False)
-    if not bool(torch.isfinite(torch.from_numpy(array)).all()):
+    if not _all_finite(array):
         raise ValueError("beta has non-finite entries: never publish NaN")
     if any("\n" in w for w in vocab):
         raise ValueError("vocabulary words must not contain newlines")
@@ -327,6 +327,14 @@ def publish_model(
         },
     )
     return version
+
+
+def _all_finite(array: np.ndarray) -> bool:
+    """Every entry of a float32 array finite, with nothing of its size allocated (isfinite's
+    masks were 670 MB at K = 1,000, W = 100,000): a float64 sum of float32 values cannot
+    overflow, and NaN and infinities carry through it, so it is finite exactly when they all
+    are."""
+    return bool(np.isfinite(array.sum(dtype=np.float64)))
 
 
 def read_model_version(client: redis.Redis) -> str | None:

@@ -191,3 +191,21 @@ def test_a_snapshot_from_before_beta_mean_serves_its_sample_as_both() -> None:
         == snapshot.words("mean")
         == [[WordWeight("a", 0.75), WordWeight("b", 0.25)]]
     )
+
+
+def test_publishing_a_large_model_adds_no_copy_of_it(redis_client: redis.Redis) -> None:
+    """The lazy chain's beta_mean (word-major) goes to Redis from its own memory, and the
+    finiteness check allocates nothing of its size: at K = 1,000, W = 100,000 each copy is
+    400 MB of the worker's peak."""
+    from support.memory import peak_growth
+
+    k, w = 200, 50_000
+    beta = torch.rand(w, k, dtype=torch.float32).T  # (K, W), stored word-major
+    vocab = [f"w{i}" for i in range(w)]
+    _, grew = peak_growth(lambda: publish_model(redis_client, beta, vocab, docs_seen=1, gamma=0.1))
+    assert grew < beta.numel() * beta.element_size() // 4, grew
+    model = read_model(redis_client)
+    assert model is not None and torch.equal(model.beta, beta)
+    beta[3, 7] = math.inf
+    with pytest.raises(ValueError, match="NaN"):
+        publish_model(redis_client, beta, vocab, docs_seen=2, gamma=0.1)
