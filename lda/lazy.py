@@ -21,7 +21,7 @@ would leave float64's range), so a long stream never overflows.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -66,15 +66,20 @@ class LazyChain:
     column_step: torch.Tensor = field(init=False)  # (W,) int64
     column_mark: torch.Tensor = field(init=False)  # (W,) float64
     row_stale: torch.Tensor = field(init=False)  # (K,) float64: sum_w (theta_kw - alpha) e^t_w
+    # A restored chain's running total (K, W), taken as it is when word-major; None: zeros.
+    restored_total: InitVar[torch.Tensor | None] = None
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, restored_total: torch.Tensor | None) -> None:
         if self.theta.device.type != "cpu":
             raise ValueError("the lazy SCIR chain runs on the CPU")
         if not 0.0 <= self.decay < 1.0:
             raise ValueError(f"decay must be in [0, 1), got {self.decay}")
         n_words = self.theta.shape[1]
         self.theta = _word_major(self.theta)
-        self.total = torch.zeros_like(self.theta.T).T
+        if restored_total is None:
+            self.total = torch.zeros_like(self.theta.T).T
+        else:
+            self.total = _word_major(restored_total)
         self.column_time = torch.zeros(n_words, dtype=torch.float64)
         self.column_step = torch.zeros(n_words, dtype=torch.int64)
         self.column_mark = torch.zeros(n_words, dtype=torch.float64)
@@ -291,9 +296,15 @@ class LazyChain:
 
     @classmethod
     def from_state_dict(cls, state: dict[str, Any]) -> LazyChain:
-        chain = cls(state["theta"], float(state["alpha"]), float(state["decay"]))
+        """The chain of :meth:`state_dict`, its matrices the state's own storage (a loaded
+        checkpoint's; copied only if not word-major): no (K, W) zeros made to be replaced."""
+        chain = cls(
+            state["theta"],
+            float(state["alpha"]),
+            float(state["decay"]),
+            restored_total=state["total"],
+        )
         for name, value in state.items():
-            if name == "theta":
-                continue
-            setattr(chain, name, _word_major(value) if name == "total" else value)
+            if name not in ("theta", "total"):
+                setattr(chain, name, value)
         return chain

@@ -64,15 +64,11 @@ class SampleWindow:
         values = self.values[: self.kept]
         wanted = word_ids.to(torch.int64).cpu()
         if self.word_ids is None:  # whole rows: every word is in every sample
-            ids = wanted[None].expand(self.kept, -1, -1)
-            values = values.gather(2, ids)
+            found = values.gather(2, wanted[None].expand(self.kept, -1, -1)).to(torch.float64)
+            held = torch.ones(found.shape, dtype=torch.bool)
         else:
-            ids = self.word_ids[: self.kept]
-        # (S, K, N, M): sample s holds word wanted[k, i] at position m.
-        match = ids[:, :, None, :] == wanted[None, :, :, None]
-        held = match.any(dim=3)  # (S, K, N)
-        at = match.to(torch.int64).argmax(dim=3)  # (S, K, N) its position (0 if not held)
-        found = values.to(torch.float64).gather(2, at)  # (S, K, N)
+            held, at = _positions(self.word_ids[: self.kept], wanted)
+            found = values.gather(2, at).to(torch.float64)  # (S, K, N)
         found = torch.where(held, found, torch.tensor(float("nan"), dtype=torch.float64))
         # (K, N, S) contiguous: quantiles along a strided first dimension were ~50x slower.
         found = found.permute(1, 2, 0).contiguous()
@@ -82,3 +78,15 @@ class SampleWindow:
             bound = torch.nanquantile(found, q, dim=2) if found.numel() else found.sum(dim=2)
             bounds.append(bound.masked_fill(too_few, float("nan")))
         return bounds[0], bounds[1]
+
+
+def _positions(ids: torch.Tensor, wanted: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(held, at), each (S, K, N): whether sample s holds word wanted[k, i] among its words
+    ids[s, k] (S, K, M), and at which position (the first; 0 if not held). A binary search in
+    each sample's sorted words: comparing every pair formed S x K x N x M arrays (1.8 GB at
+    K = 1,000 with 20 samples of 100 words)."""
+    order = torch.argsort(ids, dim=2, stable=True)
+    ordered = ids.gather(2, order)
+    asked = wanted[None].expand(ids.shape[0], -1, -1).contiguous()
+    slot = torch.searchsorted(ordered, asked).clamp_(max=ids.shape[2] - 1)
+    return ordered.gather(2, slot) == asked, order.gather(2, slot)

@@ -31,7 +31,7 @@ from service.learn.publisher import NullPublisher, PublishConfig, Publisher, Pub
 from service.learn.runtime import set_threads
 from service.learn.session import LearningSession, SessionConfig
 from service.learn.topic_watch import TopicWatch
-from service.learn.worker import CannotLearn, Entry, Worker, WorkerConfig
+from service.learn.worker import CannotLearn, Worker, WorkerConfig
 from service.learner_flags import add_learner_flags
 from service.process import lower_priority
 from service.redact import configure_logging
@@ -161,7 +161,7 @@ def build_worker(
         settings.checkpoint_every_s, settings.checkpoint_max_unacked, settings.stop_ack_wait_s
     )
     path = Path(settings.data_dir) / CHECKPOINT_NAME
-    session: LearningSession[Entry] = LearningSession(
+    session: LearningSession[str] = LearningSession(
         settings.part(SessionConfig), device, holds_out=coordinator.leads, ranks=coordinator.ranks
     )
     config = WorkerConfig(

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+
 import torch
 
 
@@ -18,3 +21,14 @@ def set_threads(threads: int | None) -> None:
     if threads is not None:
         limit = numba.config.NUMBA_NUM_THREADS  # type: ignore[attr-defined]
         numba.set_num_threads(min(threads, limit))
+
+
+def release_freed_memory() -> None:
+    """Give the C heap's free pages back to the system (glibc's ``malloc_trim``; nothing
+    elsewhere). Memory Python frees in the middle of the heap (strings, small arrays) otherwise
+    stays in the process's resident set; large tensors are mapped and returned at once."""
+    try:
+        trim = ctypes.CDLL(ctypes.util.find_library("c")).malloc_trim
+    except (OSError, AttributeError):
+        return
+    trim(0)

@@ -74,6 +74,7 @@ from service.learn.coordinator import Coordinator, Counts, Plan, Step
 from service.learn.evaluator import Evaluator
 from service.learn.heldout_store import HeldoutStore
 from service.learn.publisher import Publishing, WorkerStatus
+from service.learn.runtime import release_freed_memory
 from service.learn.session import LearningSession, ModelTooLarge, VocabularyError
 from service.store.counters import WORKER_COUNTERS
 from service.store.redis_retry import RedisGaveUp, RedisRetry
@@ -117,7 +118,7 @@ class Worker:
         client: redis.Redis,
         queue: ArticleQueue,
         retry: RedisRetry,
-        session: LearningSession[Entry],
+        session: LearningSession[str],
         checkpointer: Checkpointer,
         publisher: Publishing,
         coordinator: Coordinator,
@@ -139,6 +140,9 @@ class Worker:
         self.consumer = config.consumer
         self.evaluator: Evaluator | None = None  # where this process scores (it leads)
         self.trained: list[str] = []  # entries to acknowledge with the next checkpoint
+        # Articles offered to the session and not yet placed (those waiting for the
+        # vocabulary): the session holds entry ids, so a buffered document keeps no text.
+        self.unplaced: dict[str, Article] = {}
         self.counters: Counter[str] = Counter(dict.fromkeys(COUNTERS, 0))
         self.checkpoint_seq = 0
         self.empty_since: float | None = None  # when reads began finding the stream empty
@@ -272,11 +276,8 @@ class Worker:
                 self._beat()
                 self.stop.wait(self.config.read_block_ms / 1000)
             return
-        entries = self._read() if self.session.wanted else []
-        if entries:
-            self.empty_since = self.idle_since = None
-            self._ingest(entries)
-        self._train_or_idle(read=bool(entries))
+        read = self._read_in() if self.session.wanted else False
+        self._train_or_idle(read=read)
 
     def _decide(self, counts: Counts) -> Plan:
         """The deciding process's plan: the operator's control, the checkpoint due (the
@@ -305,11 +306,26 @@ class Worker:
 
     def _warm_up(self) -> None:
         """A group's rank 0, before training: read for the vocabulary and the held-out set."""
+        if not self._read_in():
+            self._beat()
+
+    def _read_in(self) -> bool:
+        """Read entries and hand them to the session; True if any came. The read that
+        completes the vocabulary's documents (all 30,000 of them at the defaults) then gives
+        the heap pages their articles and the count held back to the system: they are freed
+        with :meth:`_read_entries`' frame, and only small allocations would reuse them."""
+        begun = self.model is not None
+        read = self._read_entries()
+        if not begun and self.model is not None:
+            release_freed_memory()
+        return read
+
+    def _read_entries(self) -> bool:
         entries = self._read()
         if entries:
+            self.empty_since = self.idle_since = None
             self._ingest(entries)
-        else:
-            self._beat()
+        return bool(entries)
 
     def _train_or_idle(self, *, read: bool) -> None:
         """One step when the coordinator says so; else, with nothing read, show the latest
@@ -353,11 +369,13 @@ class Worker:
     # --- documents -------------------------------------------------------------------------
     def _ingest(self, entries: list[Entry]) -> None:
         """Hand the entries to the session; store and acknowledge the held-out ones, queue the
-        empty ones for acknowledgement. The first vocab_docs entries wait for the vocabulary."""
+        empty ones for acknowledgement. The first vocab_docs entries wait for the vocabulary.
+        The session keeps entry ids and word ids: an article's text is dropped once placed."""
         begun = self.model is not None
         had_heldout = self.session.heldout is not None
+        self.unplaced.update(entries)
         try:
-            placed = self.session.offer((entry, entry[1].text) for entry in entries)
+            placed = self.session.offer((entry_id, article.text) for entry_id, article in entries)
         except (VocabularyError, ModelTooLarge) as exc:
             raise CannotLearn(str(exc)) from exc
         if not begun and self.model is not None:
@@ -365,11 +383,12 @@ class Worker:
             self._new_model(self.vocab, self.model)  # tells the evaluator of a held-out set
             had_heldout = self.session.heldout is not None
         for where in placed:
-            entry_id, article = where.item
+            entry_id = where.item
+            article = self.unplaced.pop(entry_id, None)  # None: a duplicate, placed already
             if where.kind == "empty":
                 self.counters["empty_docs"] += 1
                 self.trained.append(entry_id)  # nothing to learn: acknowledged with the rest
-            elif where.kind == "heldout":
+            elif where.kind == "heldout" and article is not None:
                 self._hold_out(entry_id, article)
         if not had_heldout and self.session.heldout is not None:
             self._heldout_complete()
@@ -446,8 +465,7 @@ class Worker:
 
     def _train_next(self, step: Step) -> None:
         self.idle_since = None  # (a group's other ranks may have read what this one did not)
-        items, batch = self.session.take()
-        entries = [entry_id for entry_id, _ in items]
+        entries, batch = self.session.take()
         try:
             self.session.learn(batch, step.reducer, step.where)  # checks theta is finite
         except NonFiniteError as exc:

@@ -4,10 +4,11 @@ Its keys (names and who reads what: :mod:`service.keys`) are the snapshot (the t
 beta_mean and of the current sample), its version token, the heartbeat, the perplexity history,
 the model for ``/infer`` (hash: version, docs_seen, topics, vocab_size, gamma, published_at,
 beta (the worker's beta_mean) as W×K float32 little-endian bytes (``layout`` "words", a word's
-column contiguous; a hash without ``layout`` holds K×W), vocab joined by newlines;
-the API reloads it only when ``version`` changes) and the control hash the API writes
-(``paused`` "1"/"0", and ``checkpoint_seq``, a counter the worker answers by checkpointing when
-it grows).
+column contiguous; a hash without ``layout`` holds K×W) in ``beta_parts`` fields ``beta:0``,
+``beta:1``, ... of whole words (a hash from before the parts holds it in one field, ``beta``),
+vocab joined by newlines; the API reloads it only when ``version`` changes) and the control
+hash the API writes (``paused`` "1"/"0", and ``checkpoint_seq``, a counter the worker answers by
+checkpointing when it grows).
 
 Each writer is one atomic Redis command or one MULTI/EXEC, so a reader never sees half an
 update. Readers accept clients with or without ``decode_responses`` except :func:`read_model`,
@@ -306,27 +307,49 @@ def publish_model(
     # it needs), and the lazy chain's beta_mean is laid out so already (no copy).
     words = beta.detach().to("cpu", torch.float32).T.contiguous()
     array = words.numpy().astype("<f4", copy=False)
-    if not bool(torch.isfinite(torch.from_numpy(array)).all()):
+    if not _all_finite(array):
         raise ValueError("beta has non-finite entries: never publish NaN")
     if any("\n" in w for w in vocab):
         raise ValueError("vocabulary words must not contain newlines")
     version = uuid.uuid4().hex
-    client.hset(
-        MODEL_KEY,
-        mapping={
-            "version": version,
-            "docs_seen": docs_seen,
-            "topics": array.shape[1],
-            "vocab_size": array.shape[0],
-            "layout": "words",
-            "gamma": repr(_finite(gamma, "gamma")),
-            "published_at": repr(time.time() if at is None else at),
-            # The array's own bytes, not a copy: 400 MB at K = 1,000, W = 100,000.
-            "beta": memoryview(array.data).cast("B"),
-            "vocab": "\n".join(vocab),
-        },
-    )
+    # Views of the array's own bytes, not copies (400 MB at K = 1,000, W = 100,000), in parts
+    # a reader copies one at a time (see read_model).
+    rows = max(1, MODEL_PART_BYTES // (4 * array.shape[1]))
+    parts: dict[str, Any] = {
+        f"beta:{i}": array[start : start + rows].data.cast("B")
+        for i, start in enumerate(range(0, array.shape[0], rows))
+    }
+    pipe = client.pipeline(transaction=True)
+    pipe.delete(MODEL_KEY)  # no part of an earlier, larger model stays behind
+    fields: dict[Any, Any] = {
+        "version": version,
+        "docs_seen": docs_seen,
+        "topics": array.shape[1],
+        "vocab_size": array.shape[0],
+        "layout": "words",
+        "gamma": repr(_finite(gamma, "gamma")),
+        "published_at": repr(time.time() if at is None else at),
+        "beta_parts": len(parts),
+        **parts,
+        "vocab": "\n".join(vocab),
+    }
+    pipe.hset(MODEL_KEY, mapping=fields)
+    pipe.execute()
     return version
+
+
+# beta goes to Redis in parts of at most this many bytes (whole words each).
+MODEL_PART_BYTES = 16 * 2**20
+# Reads of the model in parts before one whole, atomic read (see read_model).
+MODEL_READ_TRIES = 3
+
+
+def _all_finite(array: np.ndarray) -> bool:
+    """Every entry of a float32 array finite, with nothing of its size allocated (isfinite's
+    masks were 670 MB at K = 1,000, W = 100,000): a float64 sum of float32 values cannot
+    overflow, and NaN and infinities carry through it, so it is finite exactly when they all
+    are."""
+    return bool(np.isfinite(array.sum(dtype=np.float64)))
 
 
 def read_model_version(client: redis.Redis) -> str | None:
@@ -344,26 +367,79 @@ def read_model_summary(client: redis.Redis) -> tuple[str, int] | None:
 
 
 def read_model(client: redis.Redis) -> PublishedModel | None:
-    """The whole published model, or None before the first (needs a bytes client)."""
+    """The whole published model, or None before the first (needs a bytes client).
+
+    beta's parts are read one at a time, each copied into one array, and the version read again
+    after them (a model published meanwhile: read again). The whole hash in one reply went
+    through redis-py's buffer, its bytes and a trimmed copy: 1.1 GB at the peak of an API
+    process for a 400 MB model; this holds the array and one part. The last try (a worker
+    republishing faster than the reads) reads the hash whole, atomically."""
+    for _ in range(MODEL_READ_TRIES - 1):
+        values: list[Any] = client.hmget(MODEL_KEY, list(_MODEL_HEAD))
+        head = dict(zip(_MODEL_HEAD, values, strict=True))
+        if head["version"] is None:
+            return None
+        if head["beta_parts"] is None:
+            break  # written whole, by a worker from before the parts
+        k, w = int(_text(head["topics"])), int(_text(head["vocab_size"]))
+        flat = np.empty(k * w, dtype="<f4")
+        if _read_parts(client, int(_text(head["beta_parts"])), flat.view(np.uint8)):
+            vocab = client.hget(MODEL_KEY, "vocab")
+            if vocab is not None and client.hget(MODEL_KEY, "version") == head["version"]:
+                return _published({**head, "vocab": vocab}, flat)
     raw: Mapping[bytes | str, bytes | str] = client.hgetall(MODEL_KEY)
     if not raw:
         return None
     fields = {_text(k): v for k, v in raw.items()}
-    blob = fields["beta"]
-    if not isinstance(blob, bytes):
+    if "beta" in fields:
+        blob = _bytes(fields["beta"])
+    else:
+        blob = b"".join(
+            _bytes(fields[f"beta:{i}"]) for i in range(int(_text(fields["beta_parts"])))
+        )
+    with warnings.catch_warnings():
+        # A view of the reply's bytes, not a copy: read-only, which its readers respect
+        # (inference gathers columns of it).
+        warnings.filterwarnings("ignore", "The given NumPy array is not writable")
+        return _published(fields, np.frombuffer(blob, dtype="<f4"))
+
+
+# The model's fields but beta and the vocabulary, read first.
+_MODEL_HEAD = (
+    "version", "docs_seen", "topics", "vocab_size", "layout", "gamma", "published_at",
+    "beta_parts",
+)  # fmt: skip
+
+
+def _read_parts(client: redis.Redis, parts: int, into: np.ndarray) -> bool:
+    """Copy beta's ``parts`` into ``into`` (bytes) one at a time; False if they do not fill it
+    exactly (a model published meanwhile)."""
+    at = 0
+    for i in range(parts):
+        part = client.hget(MODEL_KEY, f"beta:{i}")
+        if part is None or at + len(part) > into.size:
+            return False
+        into[at : at + len(part)] = np.frombuffer(_bytes(part), dtype=np.uint8)
+        at += len(part)
+    return at == into.size
+
+
+def _bytes(value: Any) -> bytes:
+    if not isinstance(value, bytes):
         raise TypeError(
             "read_model needs a client without decode_responses "
             "(see service.store.redis_client.connect)"
         )
+    return value
+
+
+def _published(fields: Mapping[str, Any], flat: np.ndarray) -> PublishedModel:
+    """The model of ``fields`` (the hash's, decoded names) with beta's float32 values."""
     k, w = int(_text(fields["topics"])), int(_text(fields["vocab_size"]))
-    with warnings.catch_warnings():
-        # A view of the reply's bytes, not a copy (the model can be 400 MB): read-only, which
-        # its readers respect (inference gathers columns of it).
-        warnings.filterwarnings("ignore", "The given NumPy array is not writable")
-        flat = torch.from_numpy(np.frombuffer(blob, dtype="<f4"))
+    values = torch.from_numpy(flat)
     # (K, W) either way; word-major storage unless the worker predates it.
-    words = _text(fields.get("layout", b"topics")) == "words"
-    beta = flat.reshape(w, k).T if words else flat.reshape(k, w)
+    words = _text(fields.get("layout") or b"topics") == "words"
+    beta = values.reshape(w, k).T if words else values.reshape(k, w)
     return PublishedModel(
         version=_text(fields["version"]),
         docs_seen=int(_text(fields["docs_seen"])),

@@ -109,3 +109,59 @@ def test_drift_in_row_blocks_equals_the_whole_computation(monkeypatch):
         m = 0.5 * (p + q)
         direct = 0.5 * (p * torch.log2(p / m)).sum(1) + 0.5 * (q * torch.log2(q / m)).sum(1)
         torch.testing.assert_close(drift.divergence, direct, rtol=1e-9, atol=1e-12)
+
+
+def _reference_intervals(window: SampleWindow, wanted: torch.Tensor) -> tuple[np.ndarray, ...]:
+    """The intervals by their definition: per (k, i), the quantiles of the kept samples that
+    hold word wanted[k, i] (NaN with fewer than two)."""
+    assert window.values is not None and window.word_ids is not None
+    kept = window.kept
+    low = np.full(tuple(wanted.shape), np.nan)
+    high = np.full(tuple(wanted.shape), np.nan)
+    for k in range(wanted.shape[0]):
+        for i in range(wanted.shape[1]):
+            found = [
+                float(window.values[s, k, m])
+                for s in range(kept)
+                for m in range(window.word_ids.shape[2])
+                if window.word_ids[s, k, m] == wanted[k, i]
+            ]
+            if len(found) >= 2:
+                low[k, i], high[k, i] = np.quantile(found, [0.05, 0.95])
+    return low, high
+
+
+def test_the_windows_intervals_at_chosen_words_equal_their_definition():
+    """Words that moved in and out of the top words between samples, and words no sample
+    held: each interval is that of the samples holding the word."""
+    g = torch.Generator().manual_seed(5)
+    window = SampleWindow(6)
+    for _ in range(9):
+        ids = torch.stack([torch.randperm(30, generator=g)[:8] for _ in range(4)])
+        window.add(ids, torch.rand(4, 8, generator=g))
+    wanted = torch.stack([torch.randperm(30, generator=g)[:10] for _ in range(4)])
+    bounds = window.intervals(wanted)
+    assert bounds is not None
+    low, high = _reference_intervals(window, wanted)
+    np.testing.assert_allclose(bounds[0].numpy(), low, rtol=1e-12)
+    np.testing.assert_allclose(bounds[1].numpy(), high, rtol=1e-12)
+    assert np.isnan(low).any() and not np.isnan(low).all()
+
+
+def test_the_windows_intervals_at_chosen_words_form_no_s_k_n_m_array():
+    """A large model's window (S = 20 samples at the M = 100 words last published of each
+    topic, N = 100 words asked): matching the words asked to those held must not form an
+    S x K x N x M array (at K = 1,000 its int64 copy was 1.6 GB of the worker's peak at every
+    snapshot)."""
+    from support.memory import peak_growth
+
+    s, k, n = 20, 200, 100
+    g = torch.Generator().manual_seed(0)
+    window = SampleWindow(s)
+    for _ in range(s):
+        ids = torch.stack([torch.randperm(150, generator=g)[:n] for _ in range(k)])
+        window.add(ids, torch.rand(k, n, generator=g))
+    wanted = window.word_ids[-1].clone()  # the words last published
+    bounds, grew = peak_growth(lambda: window.intervals(wanted))
+    assert bounds is not None and not torch.isnan(bounds[0]).all()
+    assert grew < s * k * n * n // 2, grew  # half the boolean S x K x N x M alone

@@ -144,6 +144,29 @@ def test_state_dict_round_trip_continues_identically():
     torch.testing.assert_close(chain.mean_theta(), copy.mean_theta(), rtol=0, atol=0)
 
 
+def test_a_restored_chain_takes_the_state_dicts_matrices_without_a_copy():
+    """theta and the mean's running total come back as the very storage the state dict (a
+    loaded checkpoint) holds: no (K, W) matrix is allocated to be thrown away (at K = 1,000,
+    W = 100,000 each is 400 MB of a resuming worker's peak)."""
+    from support.memory import peak_growth
+
+    g = torch.Generator().manual_seed(12)
+    chain = LazyChain(torch.rand(200, 50_000, generator=g, dtype=torch.float32), ALPHA, 0.9)
+    columns = torch.arange(0, 50_000, 7)
+    chain.catch_up(columns, g)
+    chain.advance(columns, torch.rand(200, columns.numel(), dtype=torch.float64), 2.0, 0.1, g)
+    state = {
+        k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in chain.state_dict().items()
+    }
+    restored, grew = peak_growth(lambda: LazyChain.from_state_dict(state))
+    assert restored.theta.data_ptr() == state["theta"].data_ptr()
+    assert restored.total.data_ptr() == state["total"].data_ptr()
+    assert grew < chain.theta.numel() * chain.theta.element_size() // 4, grew
+    for name, value in chain.state_dict().items():
+        mine = getattr(restored, name)
+        assert torch.equal(mine, value) if isinstance(value, torch.Tensor) else mine == value
+
+
 def test_the_learner_steps_only_the_minibatch_columns_and_reads_do_not_move_it():
     from lda.batch import Batch
     from lda.model import LearnerConfig, StreamingLDA

@@ -97,7 +97,8 @@ def test_model_is_stored_word_major_and_a_row_major_one_still_reads(
 
     raw = redis_client.hgetall(MODEL_KEY)
     k, w = published.beta.shape
-    words = np.frombuffer(raw[b"beta"], dtype="<f4").reshape(w, k)
+    parts = [raw[f"beta:{i}".encode()] for i in range(int(raw[b"beta_parts"]))]
+    words = np.frombuffer(b"".join(parts), dtype="<f4").reshape(w, k)
     assert raw[b"layout"] == b"words"
     assert np.array_equal(words[2], published.beta.float()[:, 2].numpy())
     model = read_model(redis_client)
@@ -105,8 +106,8 @@ def test_model_is_stored_word_major_and_a_row_major_one_still_reads(
     columns = word_columns(model.beta)
     assert columns.data_ptr() == model.beta.data_ptr() and columns.is_contiguous()
     row_major = published.beta.float().contiguous().numpy().astype("<f4").tobytes()
-    redis_client.hset(MODEL_KEY, "beta", row_major)
-    redis_client.hdel(MODEL_KEY, "layout")
+    redis_client.hset(MODEL_KEY, "beta", row_major)  # one field: before the parts
+    redis_client.hdel(MODEL_KEY, "layout", "beta_parts", *(f"beta:{i}" for i in range(len(parts))))
     old = read_model(redis_client)
     assert old is not None and torch.equal(old.beta, published.beta.float())
 
@@ -191,3 +192,76 @@ def test_a_snapshot_from_before_beta_mean_serves_its_sample_as_both() -> None:
         == snapshot.words("mean")
         == [[WordWeight("a", 0.75), WordWeight("b", 0.25)]]
     )
+
+
+def test_publishing_a_large_model_adds_no_copy_of_it(redis_client: redis.Redis) -> None:
+    """The lazy chain's beta_mean (word-major) goes to Redis from its own memory, and the
+    finiteness check allocates nothing of its size: at K = 1,000, W = 100,000 each copy is
+    400 MB of the worker's peak."""
+    from support.memory import peak_growth
+
+    k, w = 200, 50_000
+    beta = torch.rand(w, k, dtype=torch.float32).T  # (K, W), stored word-major
+    vocab = [f"w{i}" for i in range(w)]
+    _, grew = peak_growth(lambda: publish_model(redis_client, beta, vocab, docs_seen=1, gamma=0.1))
+    assert grew < beta.numel() * beta.element_size() // 4, grew
+    model = read_model(redis_client)
+    assert model is not None and torch.equal(model.beta, beta)
+    beta[3, 7] = math.inf
+    with pytest.raises(ValueError, match="NaN"):
+        publish_model(redis_client, beta, vocab, docs_seen=2, gamma=0.1)
+
+
+def test_reading_a_large_model_holds_about_one_copy_of_it(
+    redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The API loads the model in parts copied into one array: the whole reply read at once
+    went through redis-py's buffer, its bytes and a trimmed copy (1.1 GB at the peak of an
+    API process for a 400 MB model). Parts of 1 MB here, as 16 MB are to 400 MB."""
+    from support.memory import peak_growth
+
+    import service.store.snapshot as schema
+
+    monkeypatch.setattr(schema, "MODEL_PART_BYTES", 2**20)
+    k, w = 200, 50_000
+    beta = torch.rand(w, k, dtype=torch.float32).T
+    vocab = [f"w{i}" for i in range(w)]
+    publish_model(redis_client, beta, vocab, docs_seen=1, gamma=0.1)
+    model, grew = peak_growth(lambda: read_model(redis_client))
+    assert model is not None and torch.equal(model.beta, beta) and model.vocab == vocab
+    assert grew < 1.25 * beta.numel() * beta.element_size(), grew
+
+
+@pytest.mark.parametrize("every_try", [False, True])
+def test_a_model_republished_while_it_is_read_in_parts_is_read_whole(
+    redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch, every_try: bool
+) -> None:
+    """A model published between the parts of a read is never mixed with the one before: the
+    read starts again (once here), or, when the worker keeps republishing (every try here), the
+    last try reads the hash in one atomic reply. A smaller model leaves no parts behind."""
+    import service.store.snapshot as schema
+
+    monkeypatch.setattr(schema, "MODEL_PART_BYTES", 4 * 3 * 2)  # 2 words a part
+    republished = schema.MODEL_READ_TRIES - 1 if every_try else 1
+    vocab = [f"w{i}" for i in range(9)]
+    betas = [torch.rand(3, 9) for _ in range(republished + 1)]
+    publish_model(redis_client, betas[0], vocab, docs_seen=1, gamma=0.1)
+    read_parts = schema._read_parts
+    calls = 0
+
+    def republishing(*args):  # type: ignore[no-untyped-def]
+        nonlocal calls
+        calls += 1
+        if calls <= republished:
+            publish_model(redis_client, betas[calls], vocab, docs_seen=1 + calls, gamma=0.1)
+        return read_parts(*args)
+
+    monkeypatch.setattr(schema, "_read_parts", republishing)
+    model = read_model(redis_client)
+    assert calls == schema.MODEL_READ_TRIES - 1 if every_try else calls == 2
+    assert model is not None and model.docs_seen == 1 + republished
+    assert torch.equal(model.beta, betas[-1]) and model.vocab == vocab
+    publish_model(redis_client, betas[0][:, :3], vocab[:3], docs_seen=9, gamma=0.1)
+    head = [b"version", b"docs_seen", b"topics", b"vocab_size", b"layout", b"gamma"]
+    rest = [b"published_at", b"beta_parts", b"beta:0", b"beta:1", b"vocab"]
+    assert sorted(redis_client.hkeys(schema.MODEL_KEY)) == sorted([*head, *rest])
