@@ -67,15 +67,28 @@ def _group(reducer: Reducer | None) -> Reducer | None:
 class StreamingLDA:
     """Expanded-mean LDA learned online from minibatches with an SG-MCMC sampler."""
 
-    def __init__(self, config: LearnerConfig, device: torch.device | str = "cpu", seed: int = 0):
+    def __init__(
+        self,
+        config: LearnerConfig,
+        device: torch.device | str = "cpu",
+        seed: int = 0,
+        *,
+        state: SamplerState | None = None,
+        chain: LazyChain | None = None,
+    ):
+        """A learner drawn afresh from the prior, or one that goes on from ``state`` (and, for
+        SCIR on the CPU, its lazy ``chain``) as :meth:`from_state_dict` restores them: no fresh
+        K x W draw made only to be replaced."""
         self.config = config
         self.device = torch.device(device)
         self.seed = seed
         self.generator = torch.Generator(device=self.device).manual_seed(seed)
         self.eval_generator = torch.Generator(device=self.device).manual_seed(seed + 1)
         dtype = getattr(torch, config.dtype)
-        self.state: SamplerState = init_state(
-            config.sampler, config.n_topics, config.n_words, self.generator, dtype
+        self.state: SamplerState = (
+            init_state(config.sampler, config.n_topics, config.n_words, self.generator, dtype)
+            if state is None
+            else state
         )
         self.posterior_average = PosteriorAverage()
         assert config.mean_decay is not None
@@ -85,10 +98,11 @@ class StreamingLDA:
         self._beta: tuple[SamplerState, torch.Tensor] | None = None  # (state, its beta)
         # SCIR on the CPU keeps its columns lazily (lda.lazy): a step costs O(K x the
         # minibatch's words). Its theta is updated in place, so reads are cached by step.
-        self.chain: LazyChain | None = None
-        if SAMPLERS[config.sampler].lazy and self.device.type == "cpu":
+        self.chain: LazyChain | None = chain
+        if chain is None and SAMPLERS[config.sampler].lazy and self.device.type == "cpu":
             assert config.alpha is not None
             self.chain = LazyChain(self.state.theta, config.alpha, config.mean_decay)
+        if self.chain is not None:
             self.state = replace(self.state, theta=self.chain.theta)
         self._lazy_reads: dict[str, object] = {}
 
@@ -333,6 +347,7 @@ class StreamingLDA:
         """Everything needed to continue exactly: chain, counters, RNG states, averages."""
         return {
             "config": self.config.to_dict(),
+            "seed": self.seed,  # keys the lazy chain's reads (absent from older checkpoints: 0)
             "theta": self.state.theta,
             "momentum": self.state.momentum,
             "step": self.state.step,
@@ -349,14 +364,18 @@ class StreamingLDA:
     def from_state_dict(
         cls, state: dict[str, Any], device: torch.device | str = "cpu"
     ) -> StreamingLDA:
-        """Rebuild a learner saved with :meth:`state_dict`, on ``device``."""
-        model = cls(LearnerConfig.from_dict(state["config"]), device)
+        """Rebuild a learner saved with :meth:`state_dict`, on ``device``, around the state's
+        own matrices (a lazy chain's are taken as they are)."""
         momentum = state["momentum"]
-        model.state = SamplerState(
-            theta=state["theta"].to(model.device),
-            momentum=None if momentum is None else momentum.to(model.device),
+        lazy = state.get("lazy")
+        chain = None if lazy is None else LazyChain.from_state_dict(lazy)
+        restored = SamplerState(
+            theta=state["theta"].to(device) if chain is None else chain.theta,
+            momentum=None if momentum is None else momentum.to(device),
             step=int(state["step"]),
         )
+        config = LearnerConfig.from_dict(state["config"])
+        model = cls(config, device, int(state.get("seed", 0)), state=restored, chain=chain)
         model.docs_seen = int(state["docs_seen"])
         model.tokens_seen = int(state["tokens_seen"])
         model.generator.set_state(state["generator"])
@@ -365,10 +384,6 @@ class StreamingLDA:
         if isinstance(average.get("total"), torch.Tensor):
             average["total"] = average["total"].to(model.device)
         model.posterior_average.load_state_dict(average)
-        lazy = state.get("lazy")
-        if lazy is not None:
-            model.chain = LazyChain.from_state_dict(lazy)
-            model.state = replace(model.state, theta=model.chain.theta)
         mean = state.get("mean")  # absent from checkpoints older than beta_mean: start afresh
         if mean is not None and mean["total"] is not None:
             model.mean.load_state_dict({**mean, "total": mean["total"].to(model.device)})
