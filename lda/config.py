@@ -34,6 +34,12 @@ def default_burn_in(sweeps: int) -> int:
     return sweeps // 2
 
 
+# Which estimate of beta a reader asks for: the served exponential mean or the current sample.
+Estimate = Literal["mean", "sample"]
+# A topic whose divergence (bits) since the last evaluation exceeds this changed (lda.drift).
+CHANGED_BITS = 0.05
+
+
 @dataclass(frozen=True)
 class SamplerDefaults:
     """A sampler's default settings."""

@@ -13,8 +13,6 @@ from dataclasses import dataclass
 import torch
 from scipy.optimize import linear_sum_assignment
 
-CHANGED_BITS = 0.05  # a topic whose divergence exceeds this since the last evaluation changed
-
 
 @dataclass(frozen=True)
 class Drift:

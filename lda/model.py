@@ -12,13 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, Literal, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import torch
 
 from lda.averaging import ExponentialMean
 from lda.batch import Batch
-from lda.config import LearnerConfig  # its home: lda.config (no torch); imported from here too
+from lda.config import (  # their home: lda.config (no torch); imported from here too
+    Estimate,
+    LearnerConfig,
+)
 from lda.gibbs import GibbsExpectations, gibbs_expectations
 from lda.gradient import MinibatchStatistics
 from lda.lazy import LazyChain
@@ -34,7 +37,6 @@ _Read = TypeVar("_Read")
 SAMPLE_CANDIDATES = 4
 
 # Which topics: "mean" is StreamingLDA.beta_mean, "sample" StreamingLDA.beta (the chain's state).
-Estimate = Literal["mean", "sample"]
 
 
 class NonFiniteError(ArithmeticError):

@@ -24,15 +24,12 @@ from service.store.redis_client import (
 
 def _process_app(settings: Settings) -> FastAPI:
     """The app for this process, and the process set up to serve it."""
-    import torch
-
     from service.api.app import create_app
 
-    # /infer's kernels are numba's, on the threads the app gives them; torch (loading the
-    # model) keeps to as many threads as an inference uses instead of spreading over the cores.
-    torch.set_num_threads(settings.inference_threads)
+    # /infer's kernels are numba's, on the threads the app gives them; the API imports no torch
+    # (its model is a numpy array: ~0.25 GB less per process).
     app = create_app(settings)
-    # Everything loaded so far (torch, FastAPI, the app) lives as long as the process: moved out
+    # Everything loaded so far (FastAPI, numba, the app) lives as long as the process: moved out
     # of the collector's sight, a full collection scans only what requests and refreshes made,
     # not hundreds of thousands of module objects (it paused requests for 150+ ms).
     gc.freeze()

@@ -13,22 +13,23 @@ from concurrent.futures import Executor
 from itertools import chain, pairwise
 
 import numpy as np
-import torch
+from numpy.typing import ArrayLike
 
 from service.api.fixed_point import fixed_points
 from service.api.tokens import WordIndex
 
 
-def word_columns(beta: torch.Tensor) -> torch.Tensor:
-    """beta (K x W) as :func:`infer_batch` reads it: W x K, a word's column a row, in beta's
-    dtype (a view when beta is word-major, as published: no copy of a 400 MB model; the
-    columns a document uses become float64 when the kernel reads them)."""
-    columns = beta.t()
-    return columns if columns.is_contiguous() else columns.contiguous()
+def word_columns(beta: ArrayLike) -> np.ndarray:
+    """beta (K x W; a CPU tensor is read in place) as :func:`infer_batch` reads it: W x K, a
+    word's column a row, in beta's dtype (a view when beta is word-major, as published: no copy
+    of a 400 MB model; the columns a document uses become float64 when the kernel reads
+    them)."""
+    columns = np.asarray(beta).T
+    return columns if columns.flags.c_contiguous else np.ascontiguousarray(columns)
 
 
 def proportions(
-    columns: torch.Tensor,
+    columns: ArrayLike,
     ids: np.ndarray,
     starts: np.ndarray,
     gamma: float,
@@ -42,10 +43,10 @@ def proportions(
     ids, int64) under ``columns`` (:func:`word_columns` of beta); uniform for one without
     words. With ``parts`` > 1 the documents are split into that many runs of about as many
     words, all but one run on ``helpers`` (the kernel holds no GIL): answers do not change."""
-    if ids.size and not (ids.min() >= 0 and ids.max() < columns.shape[0]):
-        raise IndexError(f"word ids must lie in [0, {columns.shape[0]})")
-    out = np.empty((len(starts) - 1, int(columns.shape[1])), dtype=np.float64)
-    matrix = columns.numpy()
+    matrix = np.asarray(columns)
+    if ids.size and not (ids.min() >= 0 and ids.max() < matrix.shape[0]):
+        raise IndexError(f"word ids must lie in [0, {matrix.shape[0]})")
+    out = np.empty((len(starts) - 1, int(matrix.shape[1])), dtype=np.float64)
     runs = list(pairwise(_split(starts, parts if helpers is not None else 1)))
 
     def run(first: int, last: int) -> None:
@@ -85,12 +86,12 @@ def warm_up() -> None:
     """Compile (or load from numba's cache) the kernels: the tokeniser's and the fixed point's
     for published (float32) and float64 columns, so that no request waits for them."""
     ids, starts, _ = WordIndex(["word"]).encode(["a word"])
-    for dtype in (torch.float32, torch.float64):
-        proportions(torch.ones(1, 1, dtype=dtype), ids, starts, 0.1)
+    for dtype in (np.float32, np.float64):
+        proportions(np.ones((1, 1), dtype=dtype), ids, starts, 0.1)
 
 
 def infer_batch(
-    columns: torch.Tensor,
+    columns: ArrayLike,
     docs: Sequence[Sequence[int]],
     gamma: float,
     *,

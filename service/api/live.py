@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 import redis
 
-from lda.drift import CHANGED_BITS
+from lda.config import CHANGED_BITS
 from service.api.prometheus import Metric, metric_name
 from service.api.schemas import QueueOut, SourceOut, StatsOut, timestamp
 from service.store.counters import (

@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
+import numpy as np
 import redis
-import torch
 
 from service.api.inference import word_columns
 from service.api.tokens import WordIndex
@@ -20,7 +20,7 @@ class LoadedModel:
 
     model: PublishedModel
     words: WordIndex
-    columns: torch.Tensor  # word_columns(beta)
+    columns: np.ndarray  # word_columns(beta)
 
 
 class ModelCache:

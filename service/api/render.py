@@ -9,7 +9,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from lda.model import Estimate
+from lda.config import Estimate
 from service.store.snapshot import PerplexityPoint, Snapshot
 
 TopicOrder = Literal["id", "coherence"]

@@ -7,7 +7,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
-from lda.model import Estimate
+from lda.config import Estimate
 
 ESTIMATE = (
     "Which estimate of the topics: mean (beta_mean, the exponential mean of the chain's recent "

@@ -21,7 +21,7 @@ from functools import lru_cache
 import redis
 from fastapi import HTTPException, status
 
-from lda.model import Estimate
+from lda.config import Estimate
 from service.api import live, render
 from service.api.conditional import Rendered
 from service.api.errors import redis_failure, redis_failure_log

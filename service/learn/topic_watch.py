@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from lda.drift import CHANGED_BITS
+from lda.config import CHANGED_BITS
 from lda.model import StreamingLDA
 from lda.uncertainty import SampleWindow
 

@@ -22,16 +22,14 @@ import json
 import math
 import time
 import uuid
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import redis
-import torch
 
-from lda.model import Estimate
+from lda.config import Estimate
 from service.keys import (
     CONTROL_KEY,
     DEFAULT_COUNTERS_KEY,
@@ -87,7 +85,7 @@ class Snapshot:
     # Per topic of ``topics`` (absent from older workers' snapshots): as of the
     # evaluation at ``quality_docs``, NPMI coherence (None without held-out documents), JS
     # divergence in bits since the evaluation before (None for the first) and the documents
-    # seen when it last moved more than lda.drift.CHANGED_BITS; and for each of its words the
+    # seen when it last moved more than lda.config.CHANGED_BITS; and for each of its words the
     # 5-95% interval of its weight over the chain's recent samples (None until two samples
     # held the word).
     checkpoint_at: float | None = None  # unix time of the last checkpoint written
@@ -127,11 +125,16 @@ class Snapshot:
         return cls(**data)
 
 
-Ranked = tuple[torch.Tensor, torch.Tensor]  # (K, n) weights and word ids, most probable first
+if TYPE_CHECKING:  # the worker's side hands torch tensors; the API reads without torch
+    import torch
+
+    Ranked = tuple[torch.Tensor, torch.Tensor]  # (K, n) weights and ids, most probable first
 
 
 def ranked(beta: torch.Tensor, n: int) -> Ranked:
     """Each topic's ``n`` most probable words (row of ``beta``): weights and ids."""
+    import torch
+
     return torch.topk(beta.detach().float().cpu(), min(n, beta.shape[1]), dim=1)
 
 
@@ -140,6 +143,8 @@ def top_words(
 ) -> list[list[WordWeight]]:
     """The ``n`` most probable words of each topic (row of ``beta``), most probable first
     (``ranks``: :func:`ranked` of the same beta and n, when the caller has it already)."""
+    import torch
+
     if beta.dim() != 2 or beta.shape[1] != len(vocab):
         raise ValueError(f"beta is {tuple(beta.shape)}, expected (K, {len(vocab)})")
     if not bool(torch.isfinite(beta).all()):
@@ -150,6 +155,8 @@ def top_words(
 def ranked_words(ranks: Ranked, vocab: Sequence[str]) -> list[list[WordWeight]]:
     """The words and weights of ``ranks`` ((K, n) weights and word ids, most probable first),
     as the snapshot carries them; non-finite weights are refused."""
+    import torch
+
     values, indices = ranks
     if not bool(torch.isfinite(values).all()):
         raise ValueError("beta has non-finite entries: never publish NaN")
@@ -282,7 +289,7 @@ class PublishedModel:
     version: str
     docs_seen: int
     gamma: float
-    beta: torch.Tensor
+    beta: np.ndarray  # (K, W) float32, a view of the word-major values read
     vocab: list[str]
     published_at: float
 
@@ -301,6 +308,8 @@ def publish_model(
     at: float | None = None,
 ) -> str:
     """Store beta (K×W) with its vocabulary in one atomic HSET; returns the new version."""
+    import torch
+
     if beta.dim() != 2 or beta.shape[1] != len(vocab):
         raise ValueError(f"beta is {tuple(beta.shape)}, expected (K, {len(vocab)})")
     # Word-major (W x K): a word's column is one run of bytes (a reader can take the columns
@@ -397,11 +406,9 @@ def read_model(client: redis.Redis) -> PublishedModel | None:
         blob = b"".join(
             _bytes(fields[f"beta:{i}"]) for i in range(int(_text(fields["beta_parts"])))
         )
-    with warnings.catch_warnings():
-        # A view of the reply's bytes, not a copy: read-only, which its readers respect
-        # (inference gathers columns of it).
-        warnings.filterwarnings("ignore", "The given NumPy array is not writable")
-        return _published(fields, np.frombuffer(blob, dtype="<f4"))
+    # A view of the reply's bytes, not a copy: read-only, which its readers respect (inference
+    # gathers columns of it).
+    return _published(fields, np.frombuffer(blob, dtype="<f4"))
 
 
 # The model's fields but beta and the vocabulary, read first.
@@ -436,7 +443,7 @@ def _bytes(value: Any) -> bytes:
 def _published(fields: Mapping[str, Any], flat: np.ndarray) -> PublishedModel:
     """The model of ``fields`` (the hash's, decoded names) with beta's float32 values."""
     k, w = int(_text(fields["topics"])), int(_text(fields["vocab_size"]))
-    values = torch.from_numpy(flat)
+    values = flat
     # (K, W) either way; word-major storage unless the worker predates it.
     words = _text(fields.get("layout") or b"topics") == "words"
     beta = values.reshape(w, k).T if words else values.reshape(k, w)

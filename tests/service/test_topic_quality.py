@@ -9,7 +9,7 @@ import redis
 import torch
 from fastapi.testclient import TestClient
 
-from lda.drift import CHANGED_BITS
+from lda.config import CHANGED_BITS
 from service.api.schemas import OneTopicOut, TopicsOut
 from service.learn.topic_watch import TopicWatch, significant
 from service.store.snapshot import publish_snapshot

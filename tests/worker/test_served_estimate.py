@@ -94,7 +94,7 @@ def test_api_serves_the_workers_beta_mean_and_its_sample_on_request(
 
     published = read_model(client)  # what /infer uses
     assert published is not None and published.docs_seen == model.docs_seen
-    torch.testing.assert_close(published.beta, model.beta_mean.float())
+    torch.testing.assert_close(torch.from_numpy(published.beta), model.beta_mean.float())
     got_points = [(p.docs_seen, p.perplexity, p.perplexity_avg) for p in read_perplexity(client)]
     assert [p[0] for p in got_points] == [p[0] for p in points] and len(points) >= 2
     for point, wanted_point in zip(got_points, points, strict=True):

@@ -18,7 +18,7 @@ from importlib.resources import files
 from fastapi import APIRouter
 from fastapi.responses import HTMLResponse
 
-from lda.drift import CHANGED_BITS
+from lda.config import CHANGED_BITS
 
 
 @cache
