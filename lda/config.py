@@ -34,7 +34,8 @@ def default_burn_in(sweeps: int) -> int:
     return sweeps // 2
 
 
-# Which estimate of beta a reader asks for: the served exponential mean or the current sample.
+# Which topics: "mean" is StreamingLDA.beta_mean (served), "sample" StreamingLDA.beta (the
+# chain's state).
 Estimate = Literal["mean", "sample"]
 # A topic whose divergence (bits) since the last evaluation exceeds this changed (lda.drift).
 CHANGED_BITS = 0.05

@@ -108,10 +108,14 @@ class GibbsExpectations:
         """(the K x n_words sum over documents of E[n_dkw], times d; d): d = the kept sweeps
         when the sparse kernel's sums cover every column as they are (the caller divides, e.g.
         folded into a step's scale: no pass over K x W_b to divide), else 1."""
-        sums, words = self.topic_word_sums, self.topic_words
-        if sums is not None and words is not None and words.numel() == n_words:
-            return sums, self.kept
+        if self.topic_word_sums is not None and self._every_column(n_words):
+            return self.topic_word_sums, self.kept
         return self.topic_word(n_words), 1
+
+    def _every_column(self, n_words: int) -> bool:
+        """Whether the sparse kernel's word sums are the n_words columns themselves (a caller
+        that renumbered the minibatch's words, as the lazy SCIR chain does): no scatter."""
+        return self.topic_words is not None and self.topic_words.numel() == n_words
 
     def topic_word(self, n_words: int) -> torch.Tensor:
         """(K, W) sum over documents of E[n_dkw]."""
@@ -119,10 +123,7 @@ class GibbsExpectations:
             sums = self.topic_word_sums
             if sums is None:
                 raise ValueError("topic_word was not accumulated (need_topic_word=False)")
-            if self.topic_words is not None and self.topic_words.numel() == n_words:
-                # Every word is a column (a caller that renumbered the minibatch's words, as
-                # the lazy SCIR chain does): the sums as they are, in the kernel's word-major
-                # layout, with no scatter.
+            if self._every_column(n_words):  # in the kernel's word-major layout
                 return (sums / self.kept).to(self.dtype)
             if self.topic_words is not None:
                 from lda.gibbs_sparse import scatter_topic_word

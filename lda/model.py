@@ -36,8 +36,6 @@ _Read = TypeVar("_Read")
 # The lazy chain's sample is ranked among this many times n of the mean's top words.
 SAMPLE_CANDIDATES = 4
 
-# Which topics: "mean" is StreamingLDA.beta_mean, "sample" StreamingLDA.beta (the chain's state).
-
 
 class NonFiniteError(ArithmeticError):
     """A step produced a non-finite theta; the state was left unchanged."""
