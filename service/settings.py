@@ -355,10 +355,15 @@ class Settings(BaseSettings):
         that may carry a password), since checkpoints get copied around."""
         return self.model_dump(mode="json", exclude=SECRET_FIELDS)
 
-    def part(self, kind: type[Part]) -> Part:
+    def part(self, kind: type[Part], **given: Any) -> Part:
         """The frozen config dataclass ``kind`` of one part, from the settings of the same
-        names: the commands hand each part only what it reads, never the whole."""
-        return kind(**{f.name: getattr(self, f.name) for f in fields(kind)})  # type: ignore[arg-type]
+        names (and ``given``, the fields that are not settings as they are, e.g. a rank's
+        consumer name): the commands hand each part only what it reads, never the whole."""
+        names = {f.name for f in fields(kind)}  # type: ignore[arg-type]
+        if not given.keys() <= names:
+            raise TypeError(f"{kind.__name__} has no field {sorted(given.keys() - names)}")
+        values = {name: given[name] if name in given else getattr(self, name) for name in names}
+        return kind(**values)
 
     @model_validator(mode="after")
     def _check(self) -> Settings:

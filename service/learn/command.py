@@ -164,15 +164,8 @@ def build_worker(
     session: LearningSession[str] = LearningSession(
         settings.part(SessionConfig), device, holds_out=coordinator.leads, ranks=coordinator.ranks
     )
-    config = WorkerConfig(
-        consumer=settings.consumer_name + coordinator.consumer_suffix,
-        read_block_ms=settings.read_block_ms,
-        checkpoint_idle_s=settings.checkpoint_idle_s,
-        eval_stop_wait_s=settings.eval_stop_wait_s,
-        eval_backlog=settings.eval_backlog,
-        threads=settings.threads,
-        heldout=settings.heldout,
-        vocab=settings.vocab,
+    config = settings.part(
+        WorkerConfig, consumer=settings.consumer_name + coordinator.consumer_suffix
     )
     return Worker(
         config,

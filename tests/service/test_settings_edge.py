@@ -35,3 +35,16 @@ def test_an_infer_batch_is_split_over_the_cores_unless_set(monkeypatch) -> None:
     assert Settings(infer_concurrency=2).inference_threads == 2  # the threads fit the cores
     assert Settings(infer_concurrency=8).inference_threads == 1
     assert Settings(infer_threads=3).inference_threads == 3
+
+
+def test_a_part_takes_its_settings_and_the_fields_given_that_are_not_settings() -> None:
+    import pytest
+
+    from service.learn.worker import WorkerConfig
+    from service.settings import Settings
+
+    settings = Settings(read_block_ms=250, heldout=7)
+    config = settings.part(WorkerConfig, consumer="worker-1-rank-2")
+    assert (config.consumer, config.read_block_ms, config.heldout) == ("worker-1-rank-2", 250, 7)
+    with pytest.raises(TypeError, match="no field"):
+        settings.part(WorkerConfig, consumer="w", colour="blue")
