@@ -56,8 +56,8 @@ def run_streamlda(args: argparse.Namespace, n_topics: int, n_words: int, run: st
     """One learner cell: docs/s, the Gibbs/step split, peak RSS and held-out perplexity."""
     from lda import model as model_module
     from lda.batch import Batch
+    from lda.evaluation.perplexity import HeldoutSet
     from lda.model import LearnerConfig, StreamingLDA
-    from lda.perplexity import HeldoutSet
 
     vocab, corpus = _corpus(args, n_words)
     sampler, *fields = run.split(":")

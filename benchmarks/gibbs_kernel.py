@@ -24,7 +24,7 @@ import torch
 
 from lda.batch import Batch
 from lda.config import default_burn_in
-from lda.gibbs_kernel import balanced_schedule, collapsed_gibbs
+from lda.gibbs.dense import balanced_schedule, collapsed_gibbs
 from lda.model import LearnerConfig, StreamingLDA
 from lda.vocab import Vocabulary
 

@@ -29,9 +29,9 @@ import numba
 import torch
 
 from lda.batch import Batch
-from lda.gibbs import gibbs_expectations
+from lda.evaluation.scorer import BURN_IN_SHARE
+from lda.gibbs.expectations import gibbs_expectations
 from lda.model import LearnerConfig, StreamingLDA
-from lda.scorer import BURN_IN_SHARE
 from lda.vocab import Vocabulary, build_vocabulary
 
 HERE = Path(__file__).resolve().parent

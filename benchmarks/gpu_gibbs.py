@@ -33,7 +33,7 @@ import torch
 
 from lda.batch import Batch
 from lda.config import Method, default_burn_in
-from lda.gibbs import gibbs_expectations
+from lda.gibbs.expectations import gibbs_expectations
 from lda.model import LearnerConfig, StreamingLDA
 from lda.vocab import Vocabulary
 
@@ -57,9 +57,9 @@ def require_cuda(device: str) -> torch.device:
     if not torch.cuda.is_available():
         raise SystemExit(
             "error: no CUDA device: this benchmark times the CUDA Gibbs kernel on a GPU "
-            "(tests/lda/test_gibbs_cuda.py checks it under the simulator without one)"
+            "(tests/lda/gibbs/test_dense_cuda.py checks it under the simulator without one)"
         )
-    from lda.gibbs_cuda import available
+    from lda.gibbs.dense_cuda import available
 
     if not available():
         raise SystemExit(
@@ -197,7 +197,7 @@ def variants(
 ) -> None:
     """The raw kernel (no start draw, no division) with each scan and block size, then the
     default block size under each register cap."""
-    from lda.gibbs_cuda import Scan, collapsed_gibbs_cuda, default_threads
+    from lda.gibbs.dense_cuda import Scan, collapsed_gibbs_cuda, default_threads
 
     g = torch.Generator(device=device).manual_seed(2)
     z = torch.randint(beta.shape[0], (batch.n_tokens,), generator=g, device=device)

@@ -22,7 +22,8 @@ all encoding (minibatches, bags of words, CSR matrices) happens before any timin
 corpus holds (a stream that sees each article again; the DEV corpus has ~29,000).
 
 At each checkpoint every model's K x W topic matrix is scored by the same document-completion
-estimator (:mod:`lda.perplexity`) on the same held-out set with the same random numbers and the
+estimator (:mod:`lda.evaluation.perplexity`) on the same held-out set with the same random numbers
+and the
 same document prior gamma (``--eval-gamma``); ``ppl_own`` scores each model with its own prior.
 Prints a detail table, a time-to-quality table (perplexity and learner seconds at each
 checkpoint) and the speed and peer goals; ``--plot`` draws perplexity against learner seconds.
@@ -61,17 +62,17 @@ import numba
 import torch
 
 from lda.batch import Batch
-from lda.coherence import topic_quality
 from lda.config import Method, default_burn_in
-from lda.model import LearnerConfig, NonFiniteError, StreamingLDA, resolve_device
-from lda.perplexity import (
+from lda.evaluation.coherence import topic_quality
+from lda.evaluation.perplexity import (
     HeldoutSet,
     PosteriorAverage,
     perplexity_from_probabilities,
     test_token_probabilities,
 )
-from lda.samplers import SAMPLERS
-from lda.schedules import StepSchedule
+from lda.model import LearnerConfig, NonFiniteError, StreamingLDA, resolve_device
+from lda.sgmcmc.samplers import SAMPLERS
+from lda.sgmcmc.schedules import StepSchedule
 from lda.vocab import Vocabulary, build_vocabulary
 from service.learn.session import LearningSession, learner_config
 from service.settings import Settings

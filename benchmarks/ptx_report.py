@@ -1,6 +1,6 @@
 """The CUDA Gibbs kernel's resource report without a GPU: registers, spills and shared memory.
 
-Compiles both scans of ``lda/gibbs_cuda.py`` to PTX for ``--cc`` (default sm_90, the H100)
+Compiles both scans of ``lda/gibbs/dense_cuda.py`` to PTX for ``--cc`` (default sm_90, the H100)
 with numba's CUDA target and assembles them with ``ptxas -v`` (the ``cuda`` extra's nvcc wheel
 ships it; else ``ptxas`` on PATH or under CUDA_HOME), then again under each ``--caps``
 register cap, printing registers per thread, spill bytes, the blocks per SM the registers allow
@@ -54,7 +54,7 @@ def compile_ptx(cc: tuple[int, int]) -> dict[str, str]:
     from numba import cuda
     from numba.cuda import dispatcher
 
-    from lda import gibbs_cuda
+    from lda.gibbs import dense_cuda as gibbs_cuda
 
     # Device functions compile for the current device's compute capability: name ``cc``.
     device = type("Device", (), {"compute_capability": cc})
@@ -94,7 +94,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = p.parse_args(argv)
     major, minor = (int(x) for x in args.cc.split("."))
     cc = (major, minor)
-    from lda import gibbs_cuda
+    from lda.gibbs import dense_cuda as gibbs_cuda
 
     threads = args.threads or gibbs_cuda.default_threads(args.topics)
     ptxas = find_ptxas()

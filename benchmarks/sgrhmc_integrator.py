@@ -19,8 +19,8 @@ from collections.abc import Sequence
 
 import torch
 
-from lda.gradient import MinibatchStatistics
-from lda.samplers import Hyper, SamplerState, step
+from lda.sgmcmc.gradient import MinibatchStatistics
+from lda.sgmcmc.samplers import Hyper, SamplerState, step
 
 QUANTILES = (0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.99, 0.999)
 ROW_STATISTICS = (2.0, 0.5, 0.0)

@@ -2,7 +2,7 @@
 
 What a learner is (:class:`LearnerConfig`) and the defaults it takes from its sampler
 (:data:`DEFAULTS`: the paper's values, except where the benchmark found better) live here, apart
-from the samplers' steps (:mod:`lda.samplers`), so that a process that only reads settings (a
+from the samplers' steps (:mod:`lda.sgmcmc.samplers`), so that a process that only reads settings (a
 scraper, ``--help``) does not load torch and numba.
 """
 
@@ -11,17 +11,18 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, get_args
 
-from lda.hyper import Hyper
-from lda.schedules import BatchScaling, StepSchedule
+from lda.sgmcmc.hyper import Hyper
+from lda.sgmcmc.schedules import BatchScaling, StepSchedule
 
 SamplerName = Literal["sgld", "sghmc", "sgrld", "sgrhmc", "scir"]
-# How the Gibbs expectations are taken (lda.gibbs).
+# How the Gibbs expectations are taken (lda.gibbs.expectations).
 Method = Literal["exact", "rao-blackwell", "uncollapsed"]
 # auto: the CUDA kernel when beta is on a CUDA device numba can compile for, else the CPU kernel;
 # cpu: the compiled CPU kernel whatever the device; torch: its per-position twin (tests);
 # cuda: the CUDA kernel (CPU tensors: under numba's simulator, or on a device if present).
 Backend = Literal["auto", "cpu", "torch", "cuda"]
-# The kernel of the collapsed methods (lda.gibbs): dense is O(K) per token-sweep, sparse O(K_d),
+# The kernel of the collapsed methods (lda.gibbs.expectations): dense is O(K) per token-sweep,
+# sparse O(K_d),
 # the topics a document uses; auto picks by K and W on the CPU and dense on a CUDA device.
 Kernel = Literal["auto", "dense", "sparse"]
 # Each minibatch's fresh start: every token's topic uniform, or drawn from p(k | w) ∝ beta_kw.
@@ -30,14 +31,15 @@ Init = Literal["uniform", "beta"]
 
 def default_burn_in(sweeps: int) -> int:
     """Sweeps discarded when none is given: the first half (the learner's and the held-out
-    perplexity function's default; the held-out scorer's is lda.scorer.BURN_IN_SHARE)."""
+    perplexity function's default; the held-out scorer's is lda.evaluation.scorer.BURN_IN_SHARE)."""
     return sweeps // 2
 
 
 # Which topics: "mean" is StreamingLDA.beta_mean (served), "sample" StreamingLDA.beta (the
 # chain's state).
 Estimate = Literal["mean", "sample"]
-# A topic whose divergence (bits) since the last evaluation exceeds this changed (lda.drift).
+# A topic whose divergence (bits) since the last evaluation exceeds this changed
+# (lda.evaluation.drift).
 CHANGED_BITS = 0.05
 
 
@@ -141,7 +143,8 @@ class LearnerConfig:
     # Each minibatch's fresh start: every token's topic uniform, or drawn from p(k | w) ∝ beta_kw
     # (fewer topics per document from the first sweep: the sparse kernel's cost); the sampler's.
     gibbs_init: Init | None = None
-    # Where the training Gibbs sweeps run (lda.gibbs.Backend): "auto" is the compiled CPU kernel
+    # Where the training Gibbs sweeps run (lda.gibbs.expectations.Backend): "auto" is the compiled
+    # CPU kernel
     # on the CPU and the CUDA kernel when the model is on a CUDA device; "cpu" keeps them in
     # the CPU kernel whatever the device.
     gibbs_backend: Backend = "auto"

@@ -16,21 +16,21 @@ from typing import Any, TypeVar, cast
 
 import torch
 
-from lda.averaging import ExponentialMean
 from lda.batch import Batch
 from lda.config import (  # their home: lda.config (no torch); imported from here too
     Estimate,
     LearnerConfig,
 )
-from lda.gibbs import GibbsExpectations, gibbs_expectations
-from lda.gradient import MinibatchStatistics
-from lda.lazy import LazyChain
-from lda.lazy_kernel import columns_of
+from lda.evaluation.perplexity import HeldoutSet, PosteriorAverage
+from lda.evaluation.perplexity import test_token_probabilities as _test_token_probabilities
+from lda.evaluation.scorer import HeldoutScorer, ScorerConfig
+from lda.gibbs.expectations import GibbsExpectations, gibbs_expectations
 from lda.parallel import Layout, Reducer, layout
-from lda.perplexity import HeldoutSet, PosteriorAverage
-from lda.perplexity import test_token_probabilities as _test_token_probabilities
-from lda.samplers import SAMPLERS, SamplerState, StepInfo, init_state, step
-from lda.scorer import HeldoutScorer, ScorerConfig
+from lda.sgmcmc.averaging import ExponentialMean
+from lda.sgmcmc.gradient import MinibatchStatistics
+from lda.sgmcmc.samplers import SAMPLERS, SamplerState, StepInfo, init_state, step
+from lda.sgmcmc.scir.lazy import LazyChain
+from lda.sgmcmc.scir.lazy_kernel import columns_of
 
 _Read = TypeVar("_Read")
 # The lazy chain's sample is ranked among this many times n of the mean's top words.
@@ -96,7 +96,7 @@ class StreamingLDA:
         self.docs_seen = 0
         self.tokens_seen = 0
         self._beta: tuple[SamplerState, torch.Tensor] | None = None  # (state, its beta)
-        # SCIR on the CPU keeps its columns lazily (lda.lazy): a step costs O(K x the
+        # SCIR on the CPU keeps its columns lazily (lda.sgmcmc.scir.lazy): a step costs O(K x the
         # minibatch's words). Its theta is updated in place, so reads are cached by step.
         self.chain: LazyChain | None = chain
         if chain is None and SAMPLERS[config.sampler].lazy and self.device.type == "cpu":
@@ -147,7 +147,7 @@ class StreamingLDA:
         return self.chain.sample_beta(self._peek(), getattr(torch, self.config.dtype))
 
     def _lazy_beta_mean(self) -> torch.Tensor:
-        """The exponential mean of theta over the steps, rows normalised (lda.lazy)."""
+        """The exponential mean of theta over the steps, rows normalised (lda.sgmcmc.scir.lazy)."""
         assert self.chain is not None
         return self.chain.mean_beta(getattr(torch, self.config.dtype))
 
@@ -338,7 +338,8 @@ class StreamingLDA:
 
     def sample_at(self, word_ids: torch.Tensor) -> torch.Tensor:
         """(K, M) the chain's current sample of beta at (k, word_ids[k, i]): for the lazy
-        chain without drawing the other columns (see :meth:`lda.lazy.LazyChain.sample_at`)."""
+        chain without drawing the other columns (see
+        :meth:`lda.sgmcmc.scir.lazy.LazyChain.sample_at`)."""
         if self.chain is not None:
             return self.chain.sample_at(word_ids, self._peek(), getattr(torch, self.config.dtype))
         return self.beta.gather(1, word_ids.to(self.device))

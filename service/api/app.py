@@ -14,16 +14,17 @@ from functools import partial
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
-from service.api import docs, errors, live
-from service.api.admission import ConcurrencyLimitMiddleware
-from service.api.batcher import Batcher
-from service.api.fast import FastReads
-from service.api.inference import warm_up
-from service.api.limits import BodyLimitMiddleware
-from service.api.model_cache import ModelCache
-from service.api.prometheus import LatencyMiddleware, RequestLatency
+from service.api.http import errors, openapi_docs
+from service.api.http.body_limits import BodyLimitMiddleware
+from service.api.http.prometheus import LatencyMiddleware, RequestLatency
+from service.api.infer.admission import ConcurrencyLimitMiddleware
+from service.api.infer.batcher import Batcher
+from service.api.infer.model_cache import ModelCache
+from service.api.infer.proportions import warm_up
+from service.api.reads import pipeline_status
+from service.api.reads.prerendered import FastReads
+from service.api.reads.refresher import View, ViewConfig
 from service.api.routes import admin, health, infer, metrics, page, perplexity, stats, topics
-from service.api.view import View, ViewConfig
 from service.settings import Settings
 from service.store.redis_client import connect
 
@@ -68,7 +69,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.admin_token = settings.admin_token
     app.state.redis = connect(settings, timeout=settings.redis_timeout)
     app.state.model_cache = ModelCache()
-    sources = live.Sources(settings.stream, settings.group, settings.counters_key)
+    sources = pipeline_status.StreamKeys(settings.stream, settings.group, settings.counters_key)
     config = ViewConfig(
         settings.api_refresh_s,
         settings.render_cache,
@@ -95,7 +96,7 @@ def create_app(settings: Settings) -> FastAPI:
         ),
     )
     errors.install(app)
-    docs.install(app)
+    openapi_docs.install(app)
     app.include_router(topics.router(settings.topic_words))
     app.include_router(page.router(settings.page_refresh_s))
     for module in (perplexity, stats, infer, health, metrics, admin):

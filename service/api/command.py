@@ -59,7 +59,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     # Imported here: FastAPI and uvicorn cost ~0.3 s that every other command would pay at start.
     import uvicorn
 
-    from service.api.protocol import HTTP
+    from service.api.http.protocol import HTTP
 
     if not settings.redis_url:
         raise CommandError("no Redis to read: pass --redis URL or set STREAMLDA_REDIS_URL")
@@ -115,8 +115,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--host", help="bind address (default from STREAMLDA_HOST)")
     parser.add_argument("--port", type=int, help="port (default from STREAMLDA_PORT)")
     parser.add_argument(
-        "--workers",
-        dest="api_workers",
+        "--api-workers",
         type=int,
         help="API processes on the port (default from STREAMLDA_API_WORKERS)",
     )

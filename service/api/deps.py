@@ -8,9 +8,9 @@ from typing import Annotated
 import redis
 from fastapi import Depends, Request
 
-from service.api.batcher import Batcher
-from service.api.model_cache import ModelCache
-from service.api.view import State
+from service.api.infer.batcher import Batcher
+from service.api.infer.model_cache import ModelCache
+from service.api.reads.refresher import State
 
 
 def get_admin_token(request: Request) -> str | None:

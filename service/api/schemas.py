@@ -31,7 +31,7 @@ class ValidationItemOut(BaseModel):
 
 
 class ValidationErrorOut(BaseModel):
-    """The body of every 422 (service/api/errors.py)."""
+    """The body of every 422 (service/api/http/errors.py)."""
 
     detail: str = Field(description="Every problem in one sentence, for a person")
     errors: list[ValidationItemOut]

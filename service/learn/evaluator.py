@@ -2,7 +2,8 @@
 
 At each multiple of ``eval_every`` the worker hands a copy of its beta_mean (the topics it
 serves) to :class:`Evaluator`, which queues it to a child process (spawned once, see
-:mod:`service.learn.scoring_process`) owning a :class:`~lda.scorer.HeldoutScorer`. The child scores
+:mod:`service.learn.scoring_process`) owning a :class:`~lda.evaluation.scorer.HeldoutScorer`. The
+child scores
 betas in order and sends back each point with the scorer's state after it. The worker publishes
 a point, then :meth:`Evaluator.commit`\\ s it: the committed state (as of the last published
 point) and the betas not yet scored are what a checkpoint holds, so a restart scores the rest and
@@ -24,7 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from lda.scorer import ScorerConfig
+from lda.evaluation.scorer import ScorerConfig
 from service.learn.scoring_channel import Receiver, Sender
 from service.learn.scoring_messages import pack_state, unpack_state
 

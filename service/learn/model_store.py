@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from lda.checkpoint import load_checkpoint, save_checkpoint
 from lda.model import StreamingLDA
 from lda.vocab import Vocabulary
+from service.learn.checkpoint_file import load_checkpoint, save_checkpoint
 
 CHECKPOINT_NAME = "checkpoint.pt"
 

@@ -4,7 +4,7 @@ Messages in (see :mod:`service.learn.scoring_messages`): ``("reset", epoch, (gam
 method), packed scorer state, held-out documents)``, ``("score", epoch, docs_seen, beta)`` and
 ``None`` (exit). Out: ``("scored", epoch, docs_seen, perplexity, averaged, coherence,
 diversity, topics, packed state)``, ``topics`` each topic's NPMI coherence and, from the second
-beta of an epoch on, how far it moved since the previous one (:mod:`lda.drift`).
+beta of an epoch on, how far it moved since the previous one (:mod:`lda.evaluation.drift`).
 Betas of an older epoch than the last reset are ignored. No Redis, no files: the worker
 publishes and checkpoints.
 """
@@ -19,10 +19,10 @@ from typing import Any
 
 import torch
 
-from lda.coherence import topic_quality
-from lda.drift import topic_drift
-from lda.perplexity import HeldoutSet
-from lda.scorer import HeldoutScorer, ScorerConfig
+from lda.evaluation.coherence import topic_quality
+from lda.evaluation.drift import topic_drift
+from lda.evaluation.perplexity import HeldoutSet
+from lda.evaluation.scorer import HeldoutScorer, ScorerConfig
 from service.learn.runtime import set_threads
 from service.learn.scoring_channel import Receiver, Sender
 from service.learn.scoring_messages import pack_state, unpack_state

@@ -23,10 +23,10 @@ import torch
 
 from lda.batch import Batch
 from lda.config import Backend, Method, SamplerName, scaled_defaults
+from lda.evaluation.perplexity import HeldoutSet
 from lda.model import LearnerConfig, StreamingLDA
 from lda.parallel import Layout, Reducer
-from lda.perplexity import HeldoutSet
-from lda.schedules import StepSchedule
+from lda.sgmcmc.schedules import StepSchedule
 from lda.vocab import Vocabulary, build_vocabulary
 
 log = logging.getLogger(__name__)

@@ -2,7 +2,8 @@
 
 Per topic: NPMI coherence and drift from the latest scored evaluation (the scoring process
 computes both, :mod:`service.learn.scoring_process`), the documents seen when the topic last moved
-more than ``CHANGED_BITS`` (its label followed through the matching of :mod:`lda.drift`), and
+more than ``CHANGED_BITS`` (its label followed through the matching of
+:mod:`lda.evaluation.drift`), and
 the 5-95% interval of each top word's weight over the chain's last ``uncertainty_samples``
 samples (kept whole for a small model, at the words last published for a large one).
 Nothing here is checkpointed: after a restart drift and intervals start over.
@@ -16,8 +17,8 @@ from typing import Any
 import torch
 
 from lda.config import CHANGED_BITS
+from lda.evaluation.uncertainty import SampleWindow
 from lda.model import StreamingLDA
-from lda.uncertainty import SampleWindow
 
 INTERVAL_DIGITS = 3  # significant digits of a published interval bound
 # The uncertainty window keeps whole samples up to this size (S x K x W float32): 20 samples of

@@ -25,7 +25,7 @@ unread entries only (see :mod:`service.ingest.queue`), so those triggers are wha
 held here: the vocabulary's
 documents, or fewer than ``checkpoint_max_unacked`` plus two minibatches.
 
-The topics published are ``beta_mean`` (:mod:`lda.averaging`), the better estimate: the
+The topics published are ``beta_mean`` (:mod:`lda.sgmcmc.averaging`), the better estimate: the
 snapshot's ``topics`` (its ``sample_topics`` are the chain's current sample) and the model
 ``/infer`` uses. A snapshot (top words rendered for the API) goes out at most every
 ``publish_every_s`` while training (or ten times as long as the last one took, if longer: a

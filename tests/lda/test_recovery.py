@@ -30,9 +30,9 @@ import torch
 from scipy.optimize import linear_sum_assignment
 
 from lda.batch import Batch
+from lda.evaluation.perplexity import HeldoutSet, perplexity
 from lda.model import LearnerConfig, StreamingLDA
-from lda.perplexity import HeldoutSet, perplexity
-from lda.schedules import StepSchedule
+from lda.sgmcmc.schedules import StepSchedule
 
 K, W, DOCS, HELD, LENGTH, GAMMA = 10, 1000, 5000, 500, 100, 0.1
 

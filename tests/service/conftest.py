@@ -20,7 +20,7 @@ import uvicorn
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from lda.drift import topic_drift
+from lda.evaluation.drift import topic_drift
 from service.api.app import create_app
 from service.learn.topic_watch import TopicWatch
 from service.settings import Settings
@@ -75,7 +75,7 @@ class FreshClient(TestClient):
     """A client whose every request first waits for one refresh of the API's view.
 
     The API serves from memory, refreshed every ``api_refresh_s``; waiting for a refresh that
-    began after the test's writes makes each request see them (tests/service/test_view.py
+    began after the test's writes makes each request see them (tests/service/api/test_view.py
     checks the refresh itself).
     """
 

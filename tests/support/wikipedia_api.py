@@ -40,7 +40,7 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from support.corpora import RawPage
+from tests.support.corpora import RawPage
 
 FAULTS = ("429", "503", "maxlag", "reset", "slow", "malformed", "empty_revisions")
 API_PATH = "/w/api.php"
@@ -353,7 +353,7 @@ def _handler_class(api: FakeWikipediaAPI) -> type[BaseHTTPRequestHandler]:
 def default_pool(plain_articles: int = 402) -> list[RawPage]:
     """Every page of the raw dump sample (98 articles, 99 redirects, 8 disambiguation pages,
     1 non-article) plus ``plain_articles`` plain-text articles of shard 0: 500 good by default."""
-    from support.corpora import dump_pages, plain_records
+    from tests.support.corpora import dump_pages, plain_records
 
     pool = list(dump_pages())
     pool += [

@@ -1,11 +1,13 @@
 """``POST /infer`` and ``POST /infer/batch``: topic proportions of new texts under the published
 beta.
 
-A batch is inferred together (one batched fixed point, :mod:`service.api.inference`), and each
+A batch is inferred together (one batched fixed point, :mod:`service.api.infer.proportions`), and
+each
 of its answers is the one ``/infer`` gives that text alone. The body is read (within the
-settings max_infer_bytes and body_timeout_s, :mod:`service.api.limits`) before the work waits for
+settings max_infer_bytes and body_timeout_s, :mod:`service.api.http.body_limits`) before the work
+waits for
 one of the app's ``infer_concurrency`` threads, which takes every request waiting then as one
-batch (:mod:`service.api.batcher`); :mod:`service.api.admission` refuses requests
+batch (:mod:`service.api.infer.batcher`); :mod:`service.api.infer.admission` refuses requests
 beyond ``infer_queue`` (503, Retry-After) before reading their bodies, so memory stays bounded
 and nothing else (``/healthz`` included) waits for it.
 """
@@ -21,10 +23,10 @@ import orjson
 import redis
 from fastapi import APIRouter, HTTPException, Response, status
 
-from service.api.conditional import JSON
 from service.api.deps import BatcherDep
-from service.api.inference import proportions
-from service.api.model_cache import ModelCache
+from service.api.http.etags import JSON
+from service.api.infer.model_cache import ModelCache
+from service.api.infer.proportions import proportions
 from service.api.schemas import (
     INVALID,
     ErrorOut,

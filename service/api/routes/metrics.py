@@ -1,7 +1,8 @@
 """``GET /metrics``: Prometheus text, every name prefixed ``streamlda_``.
 
 The state is rendered by the view's refresher (at most ``api_refresh_s`` old; families in
-:mod:`service.api.live`); request-latency histograms per route (:mod:`service.api.prometheus`)
+:mod:`service.api.reads.pipeline_status`); request-latency histograms per route
+(:mod:`service.api.http.prometheus`)
 are appended as they stand. Answers 200 even when Redis is down (``streamlda_redis_up 0``), so
 dashboards see the outage instead of a failed scrape.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 
 from service.api.deps import StateDep
-from service.api.prometheus import CONTENT_TYPE
+from service.api.http.prometheus import CONTENT_TYPE
 
 router = APIRouter(tags=["metrics"])
 

@@ -6,8 +6,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
 
-from service.api.conditional import IF_NONE_MATCH, NOT_MODIFIED, respond
 from service.api.deps import StateDep
+from service.api.http.etags import IF_NONE_MATCH, NOT_MODIFIED, respond
 from service.api.schemas import INVALID, UNAVAILABLE, PerplexityOut
 
 router = APIRouter(tags=["perplexity"])

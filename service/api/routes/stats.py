@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
-from service.api.conditional import IF_NONE_MATCH, NOT_MODIFIED, respond
 from service.api.deps import StateDep
+from service.api.http.etags import IF_NONE_MATCH, NOT_MODIFIED, respond
 from service.api.schemas import UNAVAILABLE, StatsOut
 
 router = APIRouter(tags=["stats"])

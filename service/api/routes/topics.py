@@ -15,9 +15,9 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Path, Query, Request, Response, status
 
 from lda.config import Estimate
-from service.api.conditional import IF_NONE_MATCH, NOT_MODIFIED, respond
 from service.api.deps import StateDep
-from service.api.render import ONE_TOPIC_TOP, TOPICS_TOP, TopicOrder
+from service.api.http.etags import IF_NONE_MATCH, NOT_MODIFIED, respond
+from service.api.reads.bodies import ONE_TOPIC_TOP, TOPICS_TOP, TopicOrder
 from service.api.schemas import (
     ESTIMATE,
     INVALID,

@@ -1,0 +1,310 @@
+"""SCIR with lazy columns: a step costs O(K x the minibatch's words), not O(K x W).
+
+A word the minibatch does not contain has a_kw = alpha, and CIR transitions of one a compose
+(times add), so its column can be left alone and brought up to date in one exact draw when it
+is next touched or read (docs/samplers.md, "Lazy columns"). What is exact and what is not:
+
+* theta: exact in law. A column's value after any sequence of steps, touched or not, has the
+  law the dense SCIR step gives it.
+* The row sums theta_k. that normalise beta for the Gibbs sweeps between syncs: the columns
+  brought up to date count exactly, the stale ones by their conditional mean given their last
+  value (alpha + (theta_0 - alpha) e^-elapsed), tracked in O(K) per step. Exact after a sync.
+* The served mean: the exponential mean of theta over steps (rows normalised when read), where
+  a stale column contributes its conditional mean path instead of its unobserved values (a
+  Rao-Blackwellised average of the same quantity).
+
+Times, step counts and the mean's accumulator are kept relative to the last sync, which brings
+every column up to date and re-bases them (every ``sync_every`` steps, or when the exponentials
+would leave float64's range), so a long stream never overflows.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import InitVar, dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from lda.sgmcmc.scir import lazy_kernel
+from lda.sgmcmc.scir.transition import beta_floor
+
+# Re-base before e^T or decay^-s could reach e^LIMIT (float64 holds e^709).
+_EXPONENT_LIMIT = 200.0
+SYNC_EVERY = 1000  # steps between syncs at most (each is one O(K x W) pass)
+
+
+def _word_major(matrix: torch.Tensor) -> torch.Tensor:
+    """A (K, W) matrix as a view of contiguous (W, K) storage (a copy only if it is not)."""
+    return matrix.T.contiguous().T
+
+
+def _key(generator: torch.Generator) -> np.uint64:
+    """A 64-bit key for the counter-based draws, from the caller's generator."""
+    value = int(torch.randint(0, 2**62, (1,), generator=generator, device=generator.device))
+    return np.uint64(value)
+
+
+@dataclass
+class LazyChain:
+    """SCIR's chain with per-column clocks. Column w of ``theta`` holds its value at time
+    ``column_time[w]`` (since the last sync); ``total`` the exponential mean's running total as
+    of step ``column_step[w]``. Both are (K, W) views of word-major (W, K) storage, so that a
+    word's K values are contiguous for the column kernels (lda.sgmcmc.scir.lazy_kernel)."""
+
+    theta: torch.Tensor  # (K, W), CPU, float64 or float32; stored word-major
+    alpha: float
+    decay: float  # the mean's decay per step, in [0, 1)
+    total: torch.Tensor = field(init=False)
+    weight: float = 0.0  # the mean's total weight, 1 - decay^steps
+    steps_total: int = 0  # steps since the chain began (the mean's count)
+    time: float = 0.0  # T since the last sync
+    steps: int = 0  # steps since the last sync
+    mark: float = 0.0  # A_s = (1 - decay) sum_{j <= s} decay^-j e^-T_j since the last sync
+    column_time: torch.Tensor = field(init=False)  # (W,) float64
+    column_step: torch.Tensor = field(init=False)  # (W,) int64
+    column_mark: torch.Tensor = field(init=False)  # (W,) float64
+    row_stale: torch.Tensor = field(init=False)  # (K,) float64: sum_w (theta_kw - alpha) e^t_w
+    # A restored chain's running total (K, W), taken as it is when word-major; None: zeros.
+    restored_total: InitVar[torch.Tensor | None] = None
+
+    def __post_init__(self, restored_total: torch.Tensor | None) -> None:
+        if self.theta.device.type != "cpu":
+            raise ValueError("the lazy SCIR chain runs on the CPU")
+        if not 0.0 <= self.decay < 1.0:
+            raise ValueError(f"decay must be in [0, 1), got {self.decay}")
+        n_words = self.theta.shape[1]
+        self.theta = _word_major(self.theta)
+        if restored_total is None:
+            self.total = torch.zeros_like(self.theta.T).T
+        else:
+            self.total = _word_major(restored_total)
+        self.column_time = torch.zeros(n_words, dtype=torch.float64)
+        self.column_step = torch.zeros(n_words, dtype=torch.int64)
+        self.column_mark = torch.zeros(n_words, dtype=torch.float64)
+        self.row_stale = self._stale_sums()
+
+    def _stale_sums(self) -> torch.Tensor:
+        """(K,) float64 sum_w (theta_kw - alpha): the stale part with every clock at 0."""
+        out = torch.zeros(self.theta.shape[0], dtype=torch.float64)
+        lazy_kernel.row_sums(self._stored(self.theta), -self.alpha, out.numpy())
+        return out
+
+    # --- reads ---------------------------------------------------------------------------
+
+    def row_sums(self) -> torch.Tensor:
+        """(K,) float64 theta_k.: exact for up-to-date columns, conditional means for stale."""
+        n_words = self.theta.shape[1]
+        return self.alpha * n_words + math.exp(-self.time) * self.row_stale
+
+    def beta_columns(self, columns: torch.Tensor) -> torch.Tensor:
+        """(K, m) float64 beta on ``columns`` (brought up to date first by the caller), a view
+        of (m, K) contiguous rows: the sparse Gibbs kernel's layout, taken without a gather."""
+        out = torch.empty(columns.numel(), self.theta.shape[0], dtype=torch.float64)
+        lazy_kernel.beta_columns(
+            self._stored(self.theta),
+            columns.numpy(),
+            self.row_sums().numpy(),
+            beta_floor(torch.float64),
+            out.numpy(),
+        )
+        return out.T
+
+    def mean_theta(self) -> torch.Tensor:
+        """(K, W) float64 the exponential mean of theta over the steps (stale columns by their
+        conditional mean path), rows not normalised; the state is not changed."""
+        if self.steps_total == 0:
+            return self.theta.double()
+        return self._mean(torch.float64, normalise=False)
+
+    def mean_beta(self, dtype: torch.dtype) -> torch.Tensor:
+        """(K, W) the served mean, rows normalised, in ``dtype``; the state is not changed."""
+        if self.steps_total == 0:
+            theta = self.theta.to(dtype)
+            return theta / theta.sum(dim=1, keepdim=True)
+        return self._mean(dtype, normalise=True)
+
+    def _mean(self, dtype: torch.dtype, normalise: bool) -> torch.Tensor:
+        """(K, W), a view of word-major storage like the chain's own (no transposed copy)."""
+        out = torch.empty(self.theta.shape[1], self.theta.shape[0], dtype=dtype)
+        lazy_kernel.mean_beta(
+            self._stored(self.total),
+            self._stored(self.theta),
+            *self._clocks(),
+            self.alpha,
+            self.weight,
+            normalise,
+            beta_floor(dtype),
+            out.numpy(),
+        )
+        return out.T
+
+    def sample_beta(self, generator: torch.Generator, dtype: torch.dtype) -> torch.Tensor:
+        """(K, W) a draw of beta now: the stale columns drawn into the result only."""
+        out = torch.empty(self.theta.shape, dtype=dtype)
+        lazy_kernel.sample_beta(
+            self._stored(self.theta),
+            self.column_time.numpy(),
+            self.time,
+            self.alpha,
+            _key(generator),
+            beta_floor(dtype),
+            out.numpy(),
+        )
+        return out
+
+    @staticmethod
+    def _stored(matrix: torch.Tensor) -> np.ndarray:
+        """The (W, K) storage of a (K, W) word-major view, for the kernels."""
+        return matrix.T.numpy()
+
+    def top_mean(self, n: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        """((K, n) word ids, their weights in the served mean) of each topic's n most probable
+        words, largest first (equal weights: smaller id first), in one read of the chain: the
+        (K, W) mean is never formed. A topic whose mean is not finite gets NaN weights."""
+        n_topics, n_words = self.theta.shape
+        n = min(n, n_words)
+        if self.steps_total == 0:
+            theta = self.theta.double()
+            values, ids = torch.topk(theta, n, dim=1)
+            rows = theta.sum(dim=1)
+        else:
+            values_np = np.empty((n_topics, n))
+            ids_np = np.empty((n_topics, n), dtype=np.int64)
+            rows_np = np.empty(n_topics)
+            lazy_kernel.mean_top(
+                self._stored(self.total), self._stored(self.theta), *self._clocks(),
+                self.alpha, self.weight, values_np, ids_np, rows_np,
+            )  # fmt: skip
+            order = np.lexsort((ids_np, -values_np), axis=-1)
+            values = torch.from_numpy(np.take_along_axis(values_np, order, axis=-1))
+            ids = torch.from_numpy(np.take_along_axis(ids_np, order, axis=-1))
+            rows = torch.from_numpy(rows_np)
+        weights = (values / rows[:, None]).clamp(min=beta_floor(dtype))
+        weights[~torch.isfinite(rows)] = float("nan")  # a topic whose mean is not finite
+        return ids, weights.to(dtype)
+
+    def sample_at(
+        self, word_ids: torch.Tensor, generator: torch.Generator, dtype: torch.dtype
+    ) -> torch.Tensor:
+        """(K, M) a draw of beta now at (k, word_ids[k, i]): the values :meth:`sample_beta`
+        would draw there from the same generator state, normalised by :meth:`row_sums` (the
+        stale columns by their conditional mean: the normaliser the Gibbs sweeps use between
+        syncs) instead of by a draw of every column. O(K M), not O(K W)."""
+        out = np.empty(tuple(word_ids.shape))
+        lazy_kernel.sample_at(
+            self._stored(self.theta), self.column_time.numpy(), self.time, self.alpha,
+            _key(generator), word_ids.to(torch.int64).contiguous().numpy(),
+            self.row_sums().numpy(), beta_floor(dtype), out,
+        )  # fmt: skip
+        return torch.from_numpy(out).to(dtype)
+
+    def _clocks(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, int, float, float]:
+        """The per-column and current clocks, as the kernels take them."""
+        return (
+            self.column_time.numpy(),
+            self.column_step.numpy(),
+            self.column_mark.numpy(),
+            self.time,
+            self.steps,
+            self.mark,
+            self.decay,
+        )
+
+    # --- moves ---------------------------------------------------------------------------
+
+    def catch_up(self, columns: torch.Tensor | None, generator: torch.Generator) -> None:
+        """Bring ``columns`` (sorted word ids; None: all) to the current time, exactly."""
+        ids = torch.arange(self.theta.shape[1]) if columns is None else columns
+        lazy_kernel.catch_up_columns(
+            self._stored(self.theta),
+            self._stored(self.total),
+            self.row_stale.numpy(),
+            ids.numpy(),
+            *self._clocks()[:-1],
+            self.decay,
+            self.alpha,
+            _key(generator),
+        )
+
+    def advance(
+        self,
+        columns: torch.Tensor,
+        topic_word: torch.Tensor,
+        scale: float,
+        h: float,
+        generator: torch.Generator,
+    ) -> bool:
+        """One SCIR step of time ``h`` on ``columns`` (up to date: :meth:`catch_up` first),
+        with the minibatch's (K, m) expected counts on them and the scale N/n. Returns whether
+        everything stayed finite."""
+        if h <= 0.0:
+            raise ValueError(f"SCIR's step size must be positive, got {h}")
+        before = self.time
+        bad = lazy_kernel.advance_columns(
+            self._stored(self.theta),
+            self._stored(self.total),
+            self.row_stale.numpy(),
+            columns.numpy(),
+            topic_word.T.to(torch.float64).contiguous().numpy(),
+            scale,
+            self.alpha,
+            h,
+            self.decay,
+            math.exp(before),
+            math.exp(before + h),
+            _key(generator),
+        )
+        self.time += h
+        self.steps += 1
+        self.steps_total += 1
+        if self.decay > 0.0:
+            self.mark += (1.0 - self.decay) * self.decay ** (-self.steps) * math.exp(-self.time)
+        self.weight = self.decay * self.weight + (1.0 - self.decay)
+        lazy_kernel.stamp(columns.numpy(), *self._clocks()[:-1])
+        return bad == 0
+
+    def due_for_sync(self) -> bool:
+        """Whether the clocks should be re-based now (range of e^T and decay^-s, or count)."""
+        decay_exponent = 0.0 if self.decay == 0.0 else -self.steps * math.log(self.decay)
+        return (
+            self.time > _EXPONENT_LIMIT
+            or decay_exponent > _EXPONENT_LIMIT
+            or self.steps >= SYNC_EVERY
+        )
+
+    def sync(self, generator: torch.Generator) -> None:
+        """Bring every column up to date and re-base the clocks at the current time."""
+        self.catch_up(None, generator)
+        self.time, self.steps, self.mark = 0.0, 0, 0.0
+        self.column_time.zero_()
+        self.column_step.zero_()
+        self.column_mark.zero_()
+        self.row_stale = self._stale_sums()
+
+    # --- checkpoints ---------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            name: getattr(self, name)
+            for name in (
+                "theta", "alpha", "decay", "total", "weight", "steps_total", "time", "steps",
+                "mark", "column_time", "column_step", "column_mark", "row_stale",
+            )
+        }  # fmt: skip
+
+    @classmethod
+    def from_state_dict(cls, state: dict[str, Any]) -> LazyChain:
+        """The chain of :meth:`state_dict`, its matrices the state's own storage (a loaded
+        checkpoint's; copied only if not word-major): no (K, W) zeros made to be replaced."""
+        chain = cls(
+            state["theta"],
+            float(state["alpha"]),
+            float(state["decay"]),
+            restored_total=state["total"],
+        )
+        for name, value in state.items():
+            if name not in ("theta", "total"):
+                setattr(chain, name, value)
+        return chain

@@ -1,0 +1,58 @@
+"""Caps the requests to some paths taken at once: past the cap, 503 with Retry-After.
+
+Decided when the request arrives, before its body is read, so a burst of large bodies costs no
+memory; the count covers a request until its response is sent (reading its body, waiting for an
+inference thread, running). The refusal is prepared once and sent without touching the body:
+refused clients that retry at once cost the event loop little.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from fastapi import status
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from service.api.reads.bodies import dumps
+
+
+class ConcurrencyLimitMiddleware:
+    """ASGI middleware admitting at most ``limit`` requests to ``paths`` at once."""
+
+    def __init__(
+        self, app: ASGIApp, *, limit: int, retry_after_s: int, paths: Collection[str]
+    ) -> None:
+        self.app = app
+        self.limit = limit
+        self.paths = frozenset(paths)
+        self.in_progress = 0  # one event loop: no lock needed
+        body = dumps(
+            {
+                "detail": f"busy: {limit} /infer requests are taken (STREAMLDA_INFER_QUEUE); "
+                f"retry in {retry_after_s} s"
+            }
+        )
+        self._start = {
+            "type": "http.response.start",
+            "status": status.HTTP_503_SERVICE_UNAVAILABLE,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"retry-after", str(retry_after_s).encode()),
+            ],
+        }
+        self._body = {"type": "http.response.body", "body": body}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] not in self.paths:
+            await self.app(scope, receive, send)
+            return
+        if self.in_progress >= self.limit:
+            await send(self._start)
+            await send(self._body)
+            return
+        self.in_progress += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.in_progress -= 1

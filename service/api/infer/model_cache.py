@@ -1,0 +1,49 @@
+"""The published model, loaded once per version and shared by every request of a process."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+import redis
+
+from lda.tokens import WordIndex
+from service.api.infer.proportions import word_columns
+from service.store.snapshot import PublishedModel, read_model, read_model_version
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    """A published model with its vocabulary's lookup table ready for encoding and its beta
+    laid out for batched inference."""
+
+    model: PublishedModel
+    words: WordIndex
+    columns: np.ndarray  # word_columns(beta)
+
+
+class ModelCache:
+    """Holds the latest model; each call costs one HGET unless the version changed."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loaded: LoadedModel | None = None
+        self.loads = 0
+
+    def get(self, client: redis.Redis) -> LoadedModel | None:
+        """The current model, reloading it only when the worker published a new version."""
+        version = read_model_version(client)
+        if version is None:
+            return None
+        with self._lock:
+            if self._loaded is None or self._loaded.model.version != version:
+                # Let the old model go before the new one arrives (requests that hold it
+                # keep it until they finish): two K x W models never sit in the cache at once.
+                self._loaded = None
+                model = read_model(client)
+                if model is None:
+                    return None
+                self._loaded = LoadedModel(model, WordIndex(model.vocab), word_columns(model.beta))
+                self.loads += 1
+            return self._loaded

@@ -1,0 +1,247 @@
+"""The API's in-memory view of Redis, kept current by one background thread.
+
+Requests read :attr:`View.state` (replaced whole, never half an update) and touch neither Redis
+nor a thread pool. Every ``api_refresh_s`` the refresher reads a few small keys (the snapshot's
+version token, the perplexity signature, the live values of
+:mod:`service.api.reads.pipeline_status`) and reads and parses the snapshot or the
+perplexity history only when they changed. The JSON of a
+snapshot is rendered on first request, once per distinct query (``top``, topic id, ``estimate``),
+into a bounded LRU cache.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from bisect import bisect_right
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+
+import redis
+from fastapi import HTTPException, status
+
+from lda.config import Estimate
+from service.api.http.errors import redis_failure, redis_failure_log
+from service.api.http.etags import Rendered
+from service.api.http.prometheus import render as render_metrics
+from service.api.reads import bodies, pipeline_status
+from service.api.reads.snapshot_parse import parse_snapshot
+from service.store.snapshot import (
+    PerplexityPoint,
+    Snapshot,
+    perplexity_signature,
+    read_perplexity,
+    read_raw_snapshot,
+    read_snapshot_version,
+)
+
+log = logging.getLogger(__name__)
+
+NO_SNAPSHOT = "no topics yet: the worker has not published its first snapshot"
+STARTING = "the API has not read Redis yet"
+
+
+class TopicsView:
+    """One snapshot version and its bodies, each rendered on its first request."""
+
+    def __init__(self, version: str, snapshot: Snapshot, cache_size: int) -> None:
+        self.version = version
+        self.snapshot = snapshot
+
+        # Closures over the snapshot, not bound methods: a cache holding ``self`` would make a
+        # cycle, and every replaced view (tens of thousands of objects) would wait for a full
+        # garbage collection, which stalled every request for 150-270 ms.
+        def all_topics(
+            top: int, estimate: Estimate, uncertainty: bool, sort: bodies.TopicOrder
+        ) -> Rendered:
+            return Rendered.of(bodies.topics(snapshot, top, estimate, uncertainty, sort))
+
+        def one_topic(topic_id: int, top: int, estimate: Estimate, uncertainty: bool) -> Rendered:
+            return Rendered.of(bodies.one_topic(snapshot, topic_id, top, estimate, uncertainty))
+
+        self.all: Callable[[int, Estimate, bool, bodies.TopicOrder], Rendered] = lru_cache(
+            maxsize=cache_size
+        )(all_topics)
+        self.one: Callable[[int, int, Estimate, bool], Rendered] = lru_cache(maxsize=cache_size)(
+            one_topic
+        )
+
+
+class PerplexityView:
+    """The perplexity history, each point rendered once; a ``since`` body joins the tail."""
+
+    def __init__(self, signature: object, points: list[PerplexityPoint], cache_size: int) -> None:
+        self.signature = signature
+        self.latest = points[-1] if points else None
+        scores = [p.docs_seen for p in points]
+        rendered = [bodies.point(p) for p in points]
+
+        def since(after: int | None) -> Rendered:  # a closure, not a method: see TopicsView
+            start = 0 if after is None else bisect_right(scores, after)
+            latest = rendered[-1] if rendered else None
+            return Rendered.of(bodies.perplexity(latest, rendered[start:]))
+
+        self.since: Callable[[int | None], Rendered] = lru_cache(maxsize=cache_size)(since)
+
+
+@dataclass(frozen=True)
+class State:
+    """What the API serves now. ``error`` says why Redis could not be read (then only
+    ``/metrics`` and ``/healthz`` answer 200)."""
+
+    error: str | None
+    error_detail: str | None = None  # where and why, for the operator (admin token, logs)
+    topics: TopicsView | None = None
+    perplexity: PerplexityView | None = None
+    stats: Rendered | None = None
+    metrics: bytes = render_metrics([pipeline_status.redis_up(False)]).encode()
+    model: tuple[str, int] | None = None
+
+    def not_ready(self) -> str | None:
+        """Why ``/topics`` would not answer 200 (None when it would)."""
+        return self.error or (NO_SNAPSHOT if self.topics is None else None)
+
+    def _unavailable(self, reason: str) -> HTTPException:
+        return HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, reason)
+
+    def require_topics(self) -> TopicsView:
+        """The snapshot being served, or 503 saying why there is none."""
+        if self.error is not None or self.topics is None:
+            raise self._unavailable(self.error or NO_SNAPSHOT)
+        return self.topics
+
+    def require_perplexity(self) -> PerplexityView:
+        """The perplexity history, or 503 when Redis could not be read."""
+        if self.error is not None or self.perplexity is None:
+            raise self._unavailable(self.error or STARTING)
+        return self.perplexity
+
+    def require_stats(self) -> Rendered:
+        """The ``/stats`` body of the last refresh, or 503 when Redis could not be read."""
+        if self.error is not None or self.stats is None:
+            raise self._unavailable(self.error or STARTING)
+        return self.stats
+
+
+@dataclass(frozen=True)
+class ViewConfig:
+    """What the view needs of the settings: api_refresh_s, render_cache, topic_words, the Redis
+    URL (named, redacted, in errors) and where the live values are."""
+
+    refresh_s: float
+    render_cache: int
+    topic_words: int
+    redis_url: str | None
+    sources: pipeline_status.StreamKeys
+
+
+class View:
+    """Holds :class:`State` and the thread that refreshes it every ``config.refresh_s``."""
+
+    def __init__(self, client: redis.Redis, config: ViewConfig) -> None:
+        self.client = client
+        self.config = config
+        self.state = State(error=STARTING)
+        self._topics: TopicsView | None = None
+        self._perplexity: PerplexityView | None = None
+        self._cycles = threading.Condition()
+        self._started = self._finished = 0
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # --- reading Redis -------------------------------------------------------------------
+
+    def _read_topics(self) -> TopicsView | None:
+        version = read_snapshot_version(self.client)
+        if version is not None and self._topics is not None and self._topics.version == version:
+            return self._topics
+        read = read_raw_snapshot(self.client)
+        if read is None:
+            self._topics = None
+        elif self._topics is None or self._topics.version != read[0]:
+            # Parsed in slices and its default body rendered here, before the state that
+            # holds it is published whole: requests meanwhile are served the previous one.
+            topics = TopicsView(read[0], parse_snapshot(read[1]), self.config.render_cache)
+            topics.all(min(bodies.TOPICS_TOP, self.config.topic_words), "mean", False, "id")
+            self._topics = topics
+        return self._topics
+
+    def _read_perplexity(self) -> PerplexityView:
+        signature = perplexity_signature(self.client)
+        if self._perplexity is None or self._perplexity.signature != signature:
+            points = read_perplexity(self.client)
+            perplexity = PerplexityView(signature, points, self.config.render_cache)
+            perplexity.since(None)  # the default body, rendered off the event loop
+            self._perplexity = perplexity
+        return self._perplexity
+
+    def _read(self) -> State:
+        topics = self._read_topics()
+        perplexity = self._read_perplexity()
+        now = pipeline_status.read_live_values(self.client, self.config.sources, time.time())
+        snapshot = None if topics is None else topics.snapshot
+        stats = pipeline_status.stats(snapshot, now, self.config.sources).model_dump_json().encode()
+        families = pipeline_status.metrics(snapshot, perplexity.latest, now)
+        return State(
+            error=None,
+            topics=topics,
+            perplexity=perplexity,
+            stats=Rendered.of(stats),
+            metrics=render_metrics(families).encode(),
+            model=now.model,
+        )
+
+    def refresh(self) -> None:
+        """One refresh: read what changed and publish the new state (or the failure)."""
+        with self._cycles:
+            self._started += 1
+        try:
+            self.state = self._read()
+        except redis.RedisError as exc:
+            if self.state.error in (None, STARTING):  # once per outage, not per refresh
+                log.warning(
+                    "cannot read the snapshot: %s", redis_failure_log(self.config.redis_url, exc)
+                )
+            self.state = State(
+                error=redis_failure(self.config.redis_url, exc),
+                error_detail=redis_failure_log(self.config.redis_url, exc),
+            )
+        except Exception:  # a malformed key: keep serving the last good state, say so in logs
+            log.exception("could not refresh the API's view of Redis")
+        finally:
+            with self._cycles:
+                self._finished += 1
+                self._cycles.notify_all()
+
+    # --- the refresher thread -------------------------------------------------------------
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(self.config.refresh_s)
+            self._wake.clear()
+            if not self._stop.is_set():
+                self.refresh()
+
+    def start(self) -> None:
+        """Start refreshing in the background (call :meth:`refresh` once first)."""
+        self._thread = threading.Thread(target=self._run, name="api-view", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop the refresher and wait for its current cycle."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def wait_fresh(self, timeout: float) -> bool:
+        """Refresh now and wait for a cycle that began after this call (so it saw every write
+        made before it); False if none finished within ``timeout`` seconds."""
+        with self._cycles:
+            target = self._started + 1
+        self._wake.set()
+        with self._cycles:
+            return self._cycles.wait_for(lambda: self._finished >= target, timeout)
