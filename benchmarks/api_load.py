@@ -239,7 +239,7 @@ async def closed_loop(host: str, port: int, duration: float) -> tuple[int, list[
     answers, latencies = 0, []
     end = time.perf_counter() + duration
     while (now := time.perf_counter()) < end:
-        status, _fields = await connection.get("/topics", {})
+        status, _ = await connection.get("/topics", {})
         latencies.append((time.perf_counter() - now) * 1000)
         answers += status == 200
     return answers, latencies

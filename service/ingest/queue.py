@@ -285,7 +285,7 @@ class ArticleQueue:
             reply: Any = self.client.xreadgroup(
                 self.group, consumer, {self.stream: ">"}, count=n - len(raw), block=block
             )
-            for _stream, entries in reply or []:
+            for _, entries in reply or []:
                 raw += entries
         delivered = []
         for entry_id, fields in raw:
@@ -393,7 +393,7 @@ class ArticleQueue:
         pipe = self.client.pipeline(transaction=True)
         pipe.xack(self.stream, self.group, *ids)
         pipe.xdel(self.stream, *ids)
-        acked, _deleted = pipe.execute()
+        acked, _ = pipe.execute()
         for in_flight in self._in_flight.values():
             in_flight.difference_update(ids)
         return int(acked)

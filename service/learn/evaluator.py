@@ -166,7 +166,7 @@ class Evaluator:
             except (queue.Empty, EOFError):  # EOF: the child died (revived below)
                 break
             wait = None
-            _kind, epoch, docs, perplexity, averaged, coherence, diversity, topics, state = message
+            _, epoch, docs, perplexity, averaged, coherence, diversity, topics, state = message
             if epoch != self._epoch:
                 continue  # scored before a reset: scored again after it
             expected = self.pending[len(results)][0] if len(results) < len(self.pending) else None
@@ -180,7 +180,7 @@ class Evaluator:
 
     def commit(self, scored: Scored) -> None:
         """``scored`` is published: it becomes the state a checkpoint holds."""
-        docs, _beta = self.pending.pop(0)
+        docs, _ = self.pending.pop(0)
         assert docs == scored.docs_seen, (docs, scored.docs_seen)
         self.state = scored.state
         self.scored_docs = docs

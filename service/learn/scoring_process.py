@@ -77,14 +77,14 @@ def serve(
     previous: torch.Tensor | None = None  # the last beta scored in this epoch
     while (message := _next(inbox, parent)) is not None:
         if message[0] == "reset":
-            _kind, epoch, (gamma, sweeps, method), state, documents = message
+            _, epoch, (gamma, sweeps, method), state, documents = message
             config = ScorerConfig(gamma=gamma, sweeps=sweeps, method=method)
             scorer = HeldoutScorer(config, torch.Generator(device=device))
             scorer.load_state_dict(unpack_state(state))
             heldout = HeldoutSet.from_documents(documents, device)
             previous = None
             continue
-        _kind, at_epoch, docs_seen, beta = message
+        _, at_epoch, docs_seen, beta = message
         if at_epoch != epoch or scorer is None or heldout is None:
             continue
         topics = torch.from_numpy(beta).to(device)

@@ -540,7 +540,7 @@ class Worker:
         self.counters["dropped_docs"] += len(dropped)
         extra: dict[str, Any] = {}
         if self.checkpointer.exists:
-            model, _vocab, extra = self.checkpointer.load()
+            model, _, extra = self.checkpointer.load()
         else:
             model = self.session.new_model(len(self.vocab))
         log.error(

@@ -41,7 +41,7 @@ def read_source_status(client: redis.Redis) -> list[SourceStatus]:
     """Every source reported unreachable, by name (an unreadable entry is left out)."""
     raw: Mapping[bytes | str, bytes | str] = client.hgetall(SOURCE_STATUS_KEY)
     found = []
-    for _name, value in sorted(raw.items()):
+    for _, value in sorted(raw.items()):
         try:
             data = json.loads(value)
             found.append(

@@ -78,7 +78,7 @@ def test_train_json_lines_and_exports(tmp_path, capsys):
     assert len(topics["topics"]) == 5 and topics["docs_seen"] == 80
     assert topics["estimate"] == "mean" and topics["mean_decay"] == 0.97
     # beta.npy and topics.json hold beta_mean, beta-sample.npy the chain's last sample.
-    model, _vocab, _extra = load_model(out / "checkpoint.pt")
+    model, _, _ = load_model(out / "checkpoint.pt")
     np.testing.assert_array_equal(beta, model.beta_mean.float().numpy())
     sample = np.load(out / "beta-sample.npy")
     np.testing.assert_array_equal(sample, model.beta.float().numpy())

@@ -50,9 +50,9 @@ def test_up_with_two_worker_ranks_trains_every_article_once(tmp_path: Path) -> N
     try:
         wait_until(lambda: up.poll() is not None or done(), "the replay learned", timeout=120)
         assert up.poll() is None, log.read_text()[-3000:]
-        _status, stats = get(port, "/stats")
+        _, stats = get(port, "/stats")
         assert stats["world_size"] == 2 and len(stats["rank_docs_per_s"]) == 2
-        _status, metrics = get(port, "/metrics")
+        _, metrics = get(port, "/metrics")
         assert 'streamlda_rank_docs_per_second{rank="1"}' in metrics
         assert "streamlda_world_size 2" in metrics
     finally:
@@ -60,6 +60,6 @@ def test_up_with_two_worker_ranks_trains_every_article_once(tmp_path: Path) -> N
     output = log.read_text()
     assert code == 0, output[-3000:]
     assert output.count("rank 1 of 2 joined") == 1, "no rank died or restarted"
-    _model, vocab, _extra = load_model(data_dir / CHECKPOINT_NAME)
+    _, vocab, _ = load_model(data_dir / CHECKPOINT_NAME)
     expected = sum(1 for text in texts if vocab.encode(text)) - HELDOUT
     assert stats["docs_seen"] == checkpoint_docs(data_dir) == expected

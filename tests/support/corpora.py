@@ -58,7 +58,7 @@ def dump_pages() -> tuple[RawPage, ...]:
     require_corpora()
     pages = []
     with bz2.open(DUMP, "rb") as stream:
-        for _event, element in ET.iterparse(stream):
+        for _, element in ET.iterparse(stream):
             if not element.tag.endswith("}page"):
                 continue
             values = {child.tag.rsplit("}", 1)[-1]: child for child in element}

@@ -62,7 +62,7 @@ def _scraper(
 def _entries(redis_server: RedisServer, queue: QueueConfig) -> dict[str, dict[str, str]]:
     entries = redis_server.client().xrange(queue.stream)
     out = {}
-    for _entry, fields in entries:
+    for _, fields in entries:
         values = {k.decode(): v.decode() for k, v in fields.items()}
         assert values["id"] not in out, f"page {values['id']} queued twice"
         out[values["id"]] = values
@@ -352,7 +352,7 @@ def test_sigterm_finishes_the_batch_in_hand_and_exits_cleanly(
             if "batch 2:" in line or not line:
                 break
         process.send_signal(signal.SIGTERM)
-        _out, rest = process.communicate(timeout=30)
+        _, rest = process.communicate(timeout=30)
     finally:
         if process.poll() is None:
             process.kill()
@@ -406,7 +406,7 @@ def test_sigterm_ends_every_wait_within_two_seconds(
                 break
         assert ready in lines[-1], "".join(lines)
         process.send_signal(signal.SIGTERM)
-        _out, rest = process.communicate(timeout=2.0 + EXIT_SLACK_S)
+        _, rest = process.communicate(timeout=2.0 + EXIT_SLACK_S)
     finally:
         if process.poll() is None:
             process.kill()

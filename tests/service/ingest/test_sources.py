@@ -123,7 +123,7 @@ def _peak_while_iterating(path: Path) -> tuple[int, int]:
     tracemalloc.start()
     try:
         count = sum(1 for _ in DumpSource(path))
-        _current, peak = tracemalloc.get_traced_memory()
+        _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
     return count, peak

@@ -124,7 +124,7 @@ def drained(client: redis.Redis) -> bool:
 
 def checkpoint_docs(data_dir: Path) -> int:
     """docs_seen of the checkpoint in ``data_dir``."""
-    model, _vocab, _extra = load_model(data_dir / CHECKPOINT_NAME)
+    model, _, _ = load_model(data_dir / CHECKPOINT_NAME)
     return model.docs_seen
 
 

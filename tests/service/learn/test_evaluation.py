@@ -45,7 +45,7 @@ def waiting_in_checkpoint(data_dir: Path) -> int:
     """Betas handed off but not yet scored, as the checkpoint in ``data_dir`` lists them."""
     if not (data_dir / CHECKPOINT_NAME).exists():
         return 0
-    _model, _vocab, extra = load_model(data_dir / CHECKPOINT_NAME)
+    _, _, extra = load_model(data_dir / CHECKPOINT_NAME)
     return len(extra.get("evaluations", {}).get("pending", []))
 
 
@@ -55,7 +55,7 @@ def test_points_equal_a_synchronous_evaluation_across_a_kill_and_restart(
     client = redis_server.client()
     data_dir = tmp_path / "data"
     settings = worker_settings(redis_server.url, data_dir, eval_sweeps=EVAL_SWEEPS)
-    replayed, _vocab, expected = replay(settings, ARTICLES)
+    replayed, _, expected = replay(settings, ARTICLES)
     assert len(expected) >= 5
     queue_articles(client, 0, ARTICLES)
     worker = WorkerProcess(redis_server.url, data_dir, tmp_path / "worker.log", **ENV)
@@ -94,7 +94,7 @@ def test_points_equal_a_synchronous_evaluation_across_a_kill_and_restart(
         assert len(snap.intervals) == k
         assert all(len(words) == len(snap.topics[0]) for words in snap.intervals)
         assert all(low <= high for words in snap.intervals for low, high in words)
-    resumed, _vocab, _extra = load_model(data_dir / CHECKPOINT_NAME)
+    resumed, _, _ = load_model(data_dir / CHECKPOINT_NAME)
     assert resumed.docs_seen == replayed.docs_seen
     torch.testing.assert_close(resumed.beta_mean, replayed.beta_mean)
     assert not torch.allclose(resumed.beta_mean, resumed.beta), "the mean is not the last sample"

@@ -28,7 +28,7 @@ def _expected_trained(data_dir: Path, count: int = ARTICLES) -> int:
     """The articles past the held-out set that have a vocabulary word (the rest are skipped)."""
     from tests.service.learn.helpers import articles
 
-    _model, vocab, _extra = load_model(data_dir / CHECKPOINT_NAME)
+    _, vocab, _ = load_model(data_dir / CHECKPOINT_NAME)
     encoded = [vocab.encode(a.text) for a in articles(0, count)]
     return sum(1 for ids in encoded if ids) - HELDOUT
 

@@ -68,7 +68,7 @@ def test_api_serves_the_workers_beta_mean_and_its_sample_on_request(
         worker.ensure_dead()
     settings = worker_settings(redis_server.url, data_dir, mean_decay=MEAN_DECAY)
     model, vocab, points = replay(settings, ARTICLES)
-    checkpoint, _vocab, _extra = load_model(data_dir / CHECKPOINT_NAME)
+    checkpoint, _, _ = load_model(data_dir / CHECKPOINT_NAME)
     assert checkpoint.config.mean_decay == MEAN_DECAY
     assert checkpoint.docs_seen == model.docs_seen and model.state.step >= 5
     torch.testing.assert_close(checkpoint.beta_mean, model.beta_mean)
