@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
-from service.api.reads.bodies import dumps
+from service.api.http.compact_json import dumps
 
 # uvicorn's --http, as an import string (a worker process loads it by name).
 HTTP = "service.api.http.protocol:JSONErrorsProtocol"

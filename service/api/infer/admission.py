@@ -13,7 +13,7 @@ from collections.abc import Collection
 from fastapi import status
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from service.api.reads.bodies import dumps
+from service.api.http.compact_json import dumps
 
 
 class ConcurrencyLimitMiddleware:

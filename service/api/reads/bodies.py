@@ -5,22 +5,17 @@ They follow the models of :mod:`service.api.schemas` (the OpenAPI schema); a tes
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from lda.config import Estimate
+from service.api.http.compact_json import dumps
 from service.store.snapshot import PerplexityPoint, Snapshot
 
 TopicOrder = Literal["id", "coherence"]
 # Default ``top`` of /topics and /topics/{id} (bounded by the setting topic_words).
 TOPICS_TOP = 10
 ONE_TOPIC_TOP = 20
-
-
-def dumps(data: Any) -> bytes:
-    """Compact JSON bytes (NaN refused: the schema has no place for it)."""
-    return json.dumps(data, separators=(",", ":"), allow_nan=False).encode("utf-8")
 
 
 def iso(unix: float) -> str:
