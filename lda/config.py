@@ -1,9 +1,10 @@
 """The learner's configuration and every sampler's default settings, without torch.
 
 What a learner is (:class:`LearnerConfig`) and the defaults it takes from its sampler
-(:data:`DEFAULTS`: the paper's values, except where the benchmark found better) live here, apart
-from the samplers' steps (:mod:`lda.sgmcmc.samplers`), so that a process that only reads settings (a
-scraper, ``--help``) does not load torch and numba.
+(:data:`DEFAULTS`: the paper's values, except where the benchmark found better; why each is
+what it is: docs/defaults.md) live here, apart from the samplers' steps
+(:mod:`lda.sgmcmc.samplers`), so that a process that only reads settings (a scraper,
+``--help``) does not load torch and numba.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ Method = Literal["exact", "rao-blackwell", "uncollapsed"]
 # cuda: the CUDA kernel (CPU tensors: under numba's simulator, or on a device if present).
 Backend = Literal["auto", "cpu", "torch", "cuda"]
 # The kernel of the collapsed methods (lda.gibbs.expectations): dense is O(K) per token-sweep,
-# sparse O(K_d),
-# the topics a document uses; auto picks by K and W on the CPU and dense on a CUDA device.
+# sparse O(K_d), the topics a document uses; auto picks by K and W on the CPU and dense on a
+# CUDA device.
 Kernel = Literal["auto", "dense", "sparse"]
 # Each minibatch's fresh start: every token's topic uniform, or drawn from p(k | w) ∝ beta_kw.
 Init = Literal["uniform", "beta"]
@@ -31,7 +32,8 @@ Init = Literal["uniform", "beta"]
 
 def default_burn_in(sweeps: int) -> int:
     """Sweeps discarded when none is given: the first half (the learner's and the held-out
-    perplexity function's default; the held-out scorer's is lda.evaluation.scorer.BURN_IN_SHARE)."""
+    perplexity function's default; the held-out scorer's is
+    lda.evaluation.scorer.BURN_IN_SHARE)."""
     return sweeps // 2
 
 
@@ -50,8 +52,8 @@ class SamplerDefaults:
     alpha: float
     gamma: float
     schedule: StepSchedule
-    # 6 Rao-Blackwellised sweeps (3 kept) gave SGRLD as good held-out topics at 10k documents
-    # as 50 exact ones, at a fifth of the cost (BENCHMARKS.md).
+    # A few Rao-Blackwellised sweeps serve topics as good as many exact ones, for a fraction of
+    # the cost (docs/defaults.md, "Gibbs method and sweeps").
     gibbs: Method = "rao-blackwell"
     gibbs_init: Init = "uniform"  # each minibatch's start
     sweeps: int = 6
@@ -67,45 +69,44 @@ DEFAULTS: dict[str, SamplerDefaults] = {
     "sghmc": SamplerDefaults(alpha=0.01, gamma=0.1, schedule=StepSchedule(0.1)),
     "sgrld": SamplerDefaults(
         alpha=1e-4,
-        gamma=0.03,  # paper 0.01; 0.03 with eps 0.03 and n = 100 documents (BENCHMARKS.md)
+        gamma=0.03,  # paper 0.01; measured with the step below and n = 100 documents
         schedule=StepSchedule(0.03, 1000.0, 0.55),  # paper 0.01: a larger step mixes the mean
-        # a ~ sqrt(n): at n = 500, 1,000 as good as n = 100 from 30k documents on; at n = 1,000
-        # and 29k, a ~ n served 1,816, the unscaled step 1,956, sqrt 1,725 (BENCHMARKS.md,
-        # "Batch scaling")
+        # a ~ sqrt(n) served better than an unscaled step or a ~ n at large minibatches
+        # (docs/defaults.md, "Minibatch size and batch scaling")
         batch_scaling=BatchScaling(reference=100, power=0.5),
     ),
     "sgrhmc": SamplerDefaults(
         alpha=1e-4,
         gamma=0.01,
-        # paper 0.02. 0.2 was best at n = 100 with N = 10,000; with the stream's N = 6.9 million
-        # (W = 7,702, K = 50, 10k documents) 0.2 served 1,948 / NPMI -0.017, 0.1 1,811 / +0.211,
-        # 0.08 1,779 / +0.246, 0.05 1,760 / +0.265, 0.02 1,813 / +0.230 (BENCHMARKS.md)
+        # paper 0.02; the best of a grid of constant steps at the stream's N, where the larger
+        # step that was best at N = 10,000 serves incoherent topics (docs/defaults.md, "SGRLD
+        # and SGRHMC")
         schedule=StepSchedule(0.05),
         # Exact indicator counts: Rao-Blackwellised ones make c = alpha - 1/2 + (N/n) E[n_kw]
         # slightly positive on every word of the minibatch, where the split flow stops a
         # coordinate at its (exponentially deep) turning point; with alpha = 0.5 that failed
-        # tests/lda/test_recovery.py (TV 0.21 against 0.08).
+        # tests/lda/test_recovery.py.
         gibbs="exact",
         sweeps=50,
-        # at n = 1,000: 1,787 at 29k documents (n = 100: 1,770; unscaled 1,945); a ~ n diverged
+        # a ~ sqrt(n) keeps large minibatches near n = 100's quality; a ~ n diverged
         batch_scaling=BatchScaling(reference=100, power=0.5),
     ),
     "scir": SamplerDefaults(
-        # W = 50,000, K = 200, one pass over 29k DEV documents, N = 6.9 million: served
-        # perplexity / NPMI 4,008 / +0.292 against 4,758 / +0.316 with the earlier alpha 0.3,
-        # h 0.3/1000/0.55, mean decay 0.97, which remembered ~4 minibatches in the chain and
-        # ~33 in the mean; at W = 7,702, K = 50, 10k documents 1,727 against 1,680
-        # (docs/samplers.md, "Defaults: what the chain and the mean remember")
+        # Chosen together for the stream's N and a real vocabulary: a step that decays early
+        # and a long mean remember enough minibatches for 50,000 words, where the earlier
+        # values, tuned at N = 10,000, forgot them within a few steps (docs/defaults.md,
+        # "SCIR's step schedule, alpha and gamma"; docs/samplers.md, "Defaults: what the chain
+        # and the mean remember")
         alpha=1.0,
         gamma=0.03,
         schedule=StepSchedule(0.3, 30.0, 0.7),
         mean_decay=0.995,
-        # h ~ n (the same time per document; an exact step has no stability limit): at n = 1,000
-        # and 29k documents 1,632 served, h ~ sqrt(n) 1,648, unscaled 1,855 (n = 100: 1,618)
+        # h ~ n: the same process time per document (an exact step has no stability limit),
+        # which served better than h ~ sqrt(n) or an unscaled h (docs/defaults.md, "Minibatch
+        # size and batch scaling")
         batch_scaling=BatchScaling(reference=100, power=1.0),
-        # each minibatch starts from beta's p(k | w): at 3,000 DEV documents, K = 50 / 200 /
-        # 1,000, perplexity 1,942 / 1,716 / 1,476 against 1,960 / 1,729 / 1,497 from a uniform
-        # start, and 16% / 12% more docs/s at K = 200 / 1,000 (sparse kernel; one seed)
+        # each minibatch starts from beta's p(k | w): slightly better topics, and fewer topics
+        # per document for the sparse kernel (docs/defaults.md, "gibbs_init: a start from beta")
         gibbs_init="beta",
     ),
 }
@@ -143,15 +144,14 @@ class LearnerConfig:
     # Each minibatch's fresh start: every token's topic uniform, or drawn from p(k | w) ∝ beta_kw
     # (fewer topics per document from the first sweep: the sparse kernel's cost); the sampler's.
     gibbs_init: Init | None = None
-    # Where the training Gibbs sweeps run (lda.gibbs.expectations.Backend): "auto" is the compiled
-    # CPU kernel
-    # on the CPU and the CUDA kernel when the model is on a CUDA device; "cpu" keeps them in
-    # the CPU kernel whatever the device.
+    # Where the training Gibbs sweeps run (lda.gibbs.expectations.Backend): "auto" is the
+    # compiled CPU kernel on the CPU and the CUDA kernel when the model is on a CUDA device;
+    # "cpu" keeps them in the CPU kernel whatever the device.
     gibbs_backend: Backend = "auto"
     gibbs_kernel: Kernel = "auto"  # the collapsed methods' kernel (Kernel above)
-    # The held-out estimator (docs/heldout.md), whatever trains: 20 Rao-Blackwellised sweeps from a
-    # start drawn from beta (4 burn-in) come closer to a 400-sweep reference than 50 exact
-    # sweeps from a uniform start, in ~half the time (BENCHMARKS.md, "held-out estimator").
+    # The held-out estimator (docs/heldout.md), whatever trains: Rao-Blackwellised sweeps from
+    # a start drawn from beta come closer to a long exact reference than exact sweeps from a
+    # uniform start, in less time (docs/defaults.md, "The held-out estimator").
     eval_gibbs: Method = "rao-blackwell"
     eval_sweeps: int = 20
     # beta_mean: exponential mean of the samples (0: the last one); default: the sampler's

@@ -3,8 +3,9 @@
 For each document, pi_k <- (pi_k sum_j w_j beta_kj / (pi . beta_j) + gamma) / (n + K gamma)
 over its distinct words j (counts w_j), from the uniform pi, until no pi_k moves by
 ``tolerance`` or after ``iterations`` (``lda.inference.infer_topics``' iteration). A document
-of L distinct words costs 2 L K multiply-adds an iteration and no allocation; the torch version
-it replaces paid ~20 library calls an iteration for a batch, most of its time at this size.
+of L distinct words costs 2 L K multiply-adds an iteration and no allocation, where a batch of
+torch operations pays the overhead of many small library calls an iteration, most of its time
+at this size.
 
 Each document's arithmetic is its own, in a fixed order (no reassociation), so its answer is the
 same bit for bit in any batch, and alone. Its columns are widened to float64 before use.

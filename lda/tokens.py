@@ -3,7 +3,7 @@
 The learner's tokens are the runs of a-z in the lowercased UTF-8 text (``lda.vocab``). Python
 lowercases and maps every other byte to a space (C, fast); a numba kernel then finds the runs
 and looks each up in an open-addressing table of the vocabulary's words, without the GIL and
-without a bytes object and a dict lookup per token (~90 ns a token in Python, most of a batch's
+without a bytes object and a dict lookup per token (in Python, that lookup was most of a batch's
 encoding).
 """
 

@@ -70,7 +70,7 @@ class SampleWindow:
             held, at = _positions(self.word_ids[: self.kept], wanted)
             found = values.gather(2, at).to(torch.float64)  # (S, K, N)
         found = torch.where(held, found, torch.tensor(float("nan"), dtype=torch.float64))
-        # (K, N, S) contiguous: quantiles along a strided first dimension were ~50x slower.
+        # (K, N, S) contiguous: quantiles along a strided first dimension were far slower.
         found = found.permute(1, 2, 0).contiguous()
         too_few = held.sum(dim=0) < 2
         bounds = []
@@ -83,8 +83,8 @@ class SampleWindow:
 def _positions(ids: torch.Tensor, wanted: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(held, at), each (S, K, N): whether sample s holds word wanted[k, i] among its words
     ids[s, k] (S, K, M), and at which position (the first; 0 if not held). A binary search in
-    each sample's sorted words: comparing every pair formed S x K x N x M arrays (1.8 GB at
-    K = 1,000 with 20 samples of 100 words)."""
+    each sample's sorted words: comparing every pair formed S x K x N x M arrays, the largest
+    allocation of a snapshot at K = 1,000."""
     order = torch.argsort(ids, dim=2, stable=True)
     ordered = ids.gather(2, order)
     asked = wanted[None].expand(ids.shape[0], -1, -1).contiguous()

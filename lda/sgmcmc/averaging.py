@@ -1,9 +1,9 @@
 """The posterior mean of beta over recent samples: an exponential moving average of the chain.
 
 One sample of an SG-MCMC chain is noisy; the mean of the last ~1/(1 - decay) samples estimates
-E[beta | data] far better (a probe with SGRLD: 2,021 -> 1,797 held-out perplexity at decay
-0.97). The weights are normalised (as Adam's bias correction), so the first samples are not
-pulled towards zero, and decay 0 is the last sample exactly.
+E[beta | data] far better (docs/defaults.md, "beta_mean and its decay"). The weights are
+normalised (as Adam's bias correction), so the first samples are not pulled towards zero, and
+decay 0 is the last sample exactly.
 """
 
 from __future__ import annotations

@@ -26,7 +26,8 @@ class BatchScaling:
     per step, carry over to minibatches of n >= reference: a * (n/reference)^power, b in steps
     * reference/n (the same decay in documents), mean decay^(n/reference) (beta_mean's window
     the same in documents). Larger minibatches mean fewer steps per document; with the
-    reference's values SGRLD served 18% worse perplexity at n = 1,000 (BENCHMARKS.md)."""
+    reference's values the samplers served worse topics at n = 1,000 (docs/defaults.md,
+    "Minibatch size and batch scaling")."""
 
     reference: int
     power: float

@@ -1,8 +1,9 @@
 """SGRHMC's split integrator (:func:`sgrhmc_split`) and its exact singular flow.
 
-The shipped SGRHMC step (docs/samplers.md, "SGRHMC: the split integrator"; BENCHMARKS.md):
-the drift split in three, the 1/phi part integrated exactly. :mod:`lda.sgmcmc.step_kernel` holds its
-fused numba twin (:func:`fused_split_step` runs it), which tests compare with these tensor forms.
+The shipped SGRHMC step (docs/samplers.md, "SGRHMC: the split integrator"; its checks in
+BENCHMARKS.md): the drift split in three, the 1/phi part integrated exactly.
+:mod:`lda.sgmcmc.step_kernel` holds its fused numba twin (:func:`fused_split_step` runs it),
+which tests compare with these tensor forms.
 """
 
 from __future__ import annotations
@@ -69,15 +70,14 @@ def singular_flow(
 
     Both cases conserve the energy r^2/4 - c ln phi.
     c = -a < 0, near zero (eps (|r| + sqrt a) > SMOOTH phi): the orbit falls to zero, bounces
-      (theta <- |theta| flips r) and rises to
-      phi_max = phi exp(x^2/2), x = |r|/sqrt(2a). The time since (or until) the bounce is
-      T erfc(x/sqrt 2) with T = phi_max sqrt(pi/a), linear in time, so the exact position
-      after eps is one inverse normal CDF away. An orbit whose period 2T is shorter than eps
-      is put at a uniformly drawn time of its orbit instead (x = |z|, r's sign that of z):
-      either move keeps the flow's invariant density phi^(2c) exp(-r^2/2) on every energy
-      shell, so neither biases the target, however close to zero phi is. Farther out, where a
-      step moves phi by under SMOOTH/2 of itself, the Taylor move below (uncapped) is accurate
-      and costs a third as much.
+      (theta <- |theta| flips r) and rises to phi_max = phi exp(x^2/2), x = |r|/sqrt(2a). The
+      time since (or until) the bounce is T erfc(x/sqrt 2) with T = phi_max sqrt(pi/a), linear
+      in time, so the exact position after eps is one inverse normal CDF away. An orbit whose
+      period 2T is shorter than eps is put at a uniformly drawn time of its orbit instead
+      (x = |z|, r's sign that of z): either move keeps the flow's invariant density
+      phi^(2c) exp(-r^2/2) on every energy shell, so neither biases the target, however close
+      to zero phi is. Farther out, where a step moves phi by under SMOOTH/2 of itself, the
+      Taylor move below (uncapped) is accurate and costs a third as much.
     c >= 0: second-order Taylor move phi + eps r/2 + eps^2 c/(4 phi), capped at
       eps sqrt(c (1 + log(1 + eps sqrt(c)/phi))) (the distance the exact flow covers from rest
       near zero), then r from the energy; a particle that cannot reach its new position stops

@@ -1,8 +1,8 @@
 """SGRLD and split-SGRHMC steps fused into one pass over theta for the CPU (numba).
 
-Same arithmetic as the torch closed forms in :mod:`lda.sgmcmc.samplers` (which define them and are
-tested against the recipe); these avoid a dozen whole-matrix temporaries per step.
-Each returns the number of coordinates reflected (SGRLD) or stopped at a turning point.
+Same arithmetic as the torch closed forms in :mod:`lda.sgmcmc.samplers` (which define them and
+are tested against the recipe); these avoid a dozen whole-matrix temporaries per step. Each
+returns the number of coordinates reflected (SGRLD) or stopped at a turning point.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def sgrld_step(
         row_sum, topic_total = _row_totals(theta, topic_word, k)
         share = topic_total / row_sum  # beta_kw E[n_k.] = theta_kw share
         count = 0
-        # Branch-free so the loop vectorises (8x faster than reflecting in an if).
+        # Branch-free so the loop vectorises (reflecting in an if kept it scalar).
         for w in range(n_words):
             t = theta[k, w]
             data = topic_word[k, w] - t * share
