@@ -27,11 +27,12 @@ def _process_app(settings: Settings) -> FastAPI:
     from service.api.app import create_app
 
     # /infer's kernels are numba's, on the threads the app gives them; the API imports no torch
-    # (its model is a numpy array: ~0.25 GB less per process).
+    # (its model is a numpy array), which keeps each API process's memory small
+    # (BENCHMARKS.md, "`up` at size").
     app = create_app(settings)
     # Everything loaded so far (FastAPI, numba, the app) lives as long as the process: moved out
     # of the collector's sight, a full collection scans only what requests and refreshes made,
-    # not hundreds of thousands of module objects (it paused requests for 150+ ms).
+    # not hundreds of thousands of module objects (such a collection paused every request).
     gc.freeze()
     return app
 
@@ -56,7 +57,8 @@ def _export(settings: Settings) -> None:
 
 def run(settings: Settings, args: argparse.Namespace) -> int:
     """Serve until interrupted."""
-    # Imported here: FastAPI and uvicorn cost ~0.3 s that every other command would pay at start.
+    # Imported here: FastAPI and uvicorn take a noticeable time to import, which every other
+    # command would pay at start.
     import uvicorn
 
     from service.api.http.protocol import HTTP

@@ -1,10 +1,9 @@
 """Prometheus exposition through prometheus-client: the service's families and request latency.
 
 :mod:`service.api.reads.pipeline_status` describes the state as :class:`Metric` families (gauges
-and counters
-with labelled samples); :func:`render` hands them to prometheus-client as a custom collector,
-so the text format is the library's. :class:`RequestLatency` is a histogram per route template
-and method, observed by :class:`LatencyMiddleware`.
+and counters with labelled samples); :func:`render` hands them to prometheus-client as a custom
+collector, so the text format is the library's. :class:`RequestLatency` is a histogram per route
+template and method, observed by :class:`LatencyMiddleware`.
 """
 
 from __future__ import annotations
@@ -23,7 +22,8 @@ from prometheus_client.registry import Collector
 
 CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4  # what generate_latest writes
 _INVALID = re.compile(r"[^a-zA-Z0-9_]")
-# Seconds: polling answers take ~1-5 ms, /infer up to seconds.
+# Seconds: polling answers take milliseconds, /infer up to seconds (BENCHMARKS.md, "The
+# service"), so the buckets run from a millisecond to ten seconds.
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0)
 
 

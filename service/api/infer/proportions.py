@@ -22,8 +22,7 @@ from lda.tokens import WordIndex
 def word_columns(beta: ArrayLike) -> np.ndarray:
     """beta (K x W; a CPU tensor is read in place) as :func:`infer_batch` reads it: W x K, a
     word's column a row, in beta's dtype (a view when beta is word-major, as published: no copy
-    of a 400 MB model; the columns a document uses become float64 when the kernel reads
-    them)."""
+    of a K x W model; the columns a document uses become float64 when the kernel reads them)."""
     columns = np.asarray(beta).T
     return columns if columns.flags.c_contiguous else np.ascontiguousarray(columns)
 

@@ -3,10 +3,9 @@
 Requests read :attr:`View.state` (replaced whole, never half an update) and touch neither Redis
 nor a thread pool. Every ``api_refresh_s`` the refresher reads a few small keys (the snapshot's
 version token, the perplexity signature, the live values of
-:mod:`service.api.reads.pipeline_status`) and reads and parses the snapshot or the
-perplexity history only when they changed. The JSON of a
-snapshot is rendered on first request, once per distinct query (``top``, topic id, ``estimate``),
-into a bounded LRU cache.
+:mod:`service.api.reads.pipeline_status`) and reads and parses the snapshot or the perplexity
+history only when they changed. The JSON of a snapshot is rendered on first request, once per
+distinct query (``top``, topic id, ``estimate``), into a bounded LRU cache.
 """
 
 from __future__ import annotations
@@ -52,7 +51,7 @@ class TopicsView:
 
         # Closures over the snapshot, not bound methods: a cache holding ``self`` would make a
         # cycle, and every replaced view (tens of thousands of objects) would wait for a full
-        # garbage collection, which stalled every request for 150-270 ms.
+        # garbage collection, which stalled every request while it ran.
         def all_topics(
             top: int, estimate: Estimate, uncertainty: bool, sort: bodies.TopicOrder
         ) -> Rendered:

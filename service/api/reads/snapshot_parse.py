@@ -1,12 +1,12 @@
 """A new snapshot parsed on the refresher's thread in slices that leave the event loop the GIL.
 
-``json.loads`` of a snapshot holds the GIL for the whole text (~5 ms at K = 50, 0.5 MB; ~4x
-that at K = 200), and building its word objects ~7 ms more: every request arriving meanwhile
-waited, which made the polled reads' p99. Here the long lists (each topic's words, their
-intervals) are decoded an element at a time and the objects built a topic at a time, and
-whenever a slice of work has run for ``SLICE_S`` the thread sleeps ``PAUSE_S`` (the GIL is free
-then): a request waits at most about a slice. The result equals ``Snapshot.from_json``'s (a test
-holds them together); text in any other form is parsed by it.
+``json.loads`` of a snapshot holds the GIL for the whole text, and building its word objects longer
+still, both growing with K: every request arriving meanwhile waited, which made the polled reads'
+p99 (BENCHMARKS.md, "API under load"). Here the long lists (each topic's words, their intervals)
+are decoded an element at a time and the objects built a topic at a time, and whenever a slice of
+work has run for ``SLICE_S`` the thread sleeps ``PAUSE_S`` (the GIL is free then): a request waits
+at most about a slice. The result equals ``Snapshot.from_json``'s (a test holds them together);
+text in any other form is parsed by it.
 """
 
 from __future__ import annotations

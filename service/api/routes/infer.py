@@ -1,15 +1,13 @@
-"""``POST /infer`` and ``POST /infer/batch``: topic proportions of new texts under the published
-beta.
+"""``POST /infer`` and ``POST /infer/batch``: topic proportions of new texts under the
+published beta.
 
-A batch is inferred together (one batched fixed point, :mod:`service.api.infer.proportions`), and
-each
-of its answers is the one ``/infer`` gives that text alone. The body is read (within the
-settings max_infer_bytes and body_timeout_s, :mod:`service.api.http.body_limits`) before the work
-waits for
-one of the app's ``infer_concurrency`` threads, which takes every request waiting then as one
-batch (:mod:`service.api.infer.batcher`); :mod:`service.api.infer.admission` refuses requests
-beyond ``infer_queue`` (503, Retry-After) before reading their bodies, so memory stays bounded
-and nothing else (``/healthz`` included) waits for it.
+A batch is inferred together (one batched fixed point, :mod:`service.api.infer.proportions`),
+and each of its answers is the one ``/infer`` gives that text alone. The body is read (within
+the settings max_infer_bytes and body_timeout_s, :mod:`service.api.http.body_limits`) before the
+work waits for one of the app's ``infer_concurrency`` threads, which takes every request waiting
+then as one batch (:mod:`service.api.infer.batcher`); :mod:`service.api.infer.admission` refuses
+requests beyond ``infer_queue`` (503, Retry-After) before reading their bodies, so memory stays
+bounded and nothing else (``/healthz`` included) waits for it.
 """
 
 from __future__ import annotations
@@ -98,7 +96,7 @@ def answers(head: str, tokens: Sequence[tuple[int, int]], pi: np.ndarray) -> lis
     """``InferOut`` JSON of each row of ``pi`` (its topics by weight, ties by id), written
     here, on the inference thread, without pydantic or a dict per topic: a batch's hundred
     answers of K topics cost more to validate and encode than to infer. Every float is
-    orjson's shortest round-trip text, written once for the whole matrix (~3x faster than a
+    orjson's shortest round-trip text, written once for the whole matrix (far cheaper than a
     ``repr`` each) and reused in the ranked list. ``head`` is the object's opening and model
     fields; ``tokens`` (used, ignored) per row."""
     if not np.isfinite(pi).all():

@@ -2,9 +2,8 @@
 
 The state is rendered by the view's refresher (at most ``api_refresh_s`` old; families in
 :mod:`service.api.reads.pipeline_status`); request-latency histograms per route
-(:mod:`service.api.http.prometheus`)
-are appended as they stand. Answers 200 even when Redis is down (``streamlda_redis_up 0``), so
-dashboards see the outage instead of a failed scrape.
+(:mod:`service.api.http.prometheus`) are appended as they stand. Answers 200 even when Redis is
+down (``streamlda_redis_up 0``), so dashboards see the outage instead of a failed scrape.
 """
 
 from __future__ import annotations
