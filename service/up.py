@@ -2,14 +2,14 @@
 
 Starts an embedded Redis (unless ``--redis``; see :mod:`service.store.embedded_redis`), then
 ``scrape``, ``worker`` and ``api`` as child processes of this Python (``python -m service ...``)
-with every setting passed as STREAMLDA_* variables (``threads``, unless set, is all cores but
-one: the worker shares the machine), their output merged on stdout with a name
-prefix. A child that crashes (non-zero exit or a signal; the embedded Redis too) is restarted
-after an exponential backoff, and ``up`` says which, how it ended, the delay and the restart
-count; the scraper finishing a finite source (exit 0) is not restarted, and a configuration
-error (exit 2: restarting cannot help) stops everything with exit 1. Ctrl-C or SIGTERM stops
-the children in order — scraper, worker (which checkpoints), API, Redis — each given
-``stop_timeout_s`` before it is killed. Running it again with the same ``data_dir`` resumes.
+with every setting passed as STREAMLDA_* variables (``threads``, unless set, is all cores but one:
+the worker shares the machine), their output merged on stdout with a name prefix. A child that
+crashes (non-zero exit or a signal; the embedded Redis too) is restarted after an exponential
+backoff, and ``up`` says which, how it ended, the delay and the restart count; the scraper
+finishing a finite source (exit 0) is not restarted, and a configuration error (exit 2: restarting
+cannot help) stops everything with exit 1. Ctrl-C or SIGTERM stops the children in order — scraper,
+worker (which checkpoints), API, Redis — each given ``stop_timeout_s`` before it is killed. Running
+it again with the same ``data_dir`` resumes.
 """
 
 from __future__ import annotations
@@ -111,8 +111,8 @@ def child_environment(settings: Settings) -> dict[str, str]:
 
 def shared_machine_threads(workers: int = 1) -> int:
     """Each worker rank's threads when ``up`` shares the machine and none were set: all cores
-    but one, split over the ranks. Measured on 2 cores (BENCHMARKS.md), a 2-thread kernel that
-    the scraper, Redis and the API kept interrupting learned at 816 docs/s, one thread at 1,461."""
+    but one, split over the ranks. A kernel on every core is interrupted by the scraper, Redis
+    and the API, and learned slower than one left a core (docs/defaults.md, "Threads")."""
     return max(1, ((os.cpu_count() or 1) - 1) // workers)
 
 

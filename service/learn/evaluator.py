@@ -2,14 +2,13 @@
 
 At each multiple of ``eval_every`` the worker hands a copy of its beta_mean (the topics it
 serves) to :class:`Evaluator`, which queues it to a child process (spawned once, see
-:mod:`service.learn.scoring_process`) owning a :class:`~lda.evaluation.scorer.HeldoutScorer`. The
-child scores
-betas in order and sends back each point with the scorer's state after it. The worker publishes
-a point, then :meth:`Evaluator.commit`\\ s it: the committed state (as of the last published
-point) and the betas not yet scored are what a checkpoint holds, so a restart scores the rest and
-gives the same points as an uninterrupted run. At most ``eval_backlog`` betas wait; a later one
-is refused (the worker counts the skip) until the child catches up; fewer when they would hold
-more than PENDING_BYTES (a large model). A child that dies is started
+:mod:`service.learn.scoring_process`) owning a :class:`~lda.evaluation.scorer.HeldoutScorer`.
+The child scores betas in order and sends back each point with the scorer's state after it. The
+worker publishes a point, then :meth:`Evaluator.commit`\\ s it: the committed state (as of the
+last published point) and the betas not yet scored are what a checkpoint holds, so a restart
+scores the rest and gives the same points as an uninterrupted run. At most ``eval_backlog``
+betas wait; a later one is refused (the worker counts the skip) until the child catches up;
+fewer when they would hold more than PENDING_BYTES (a large model). A child that dies is started
 again from the committed state.
 """
 
@@ -138,14 +137,14 @@ class Evaluator:
         return self._heldout is not None
 
     def room(self, beta_bytes: int) -> int:
-        """Betas that may wait: ``backlog``, or fewer when they would pass PENDING_BYTES (each
-        waits in the worker and in its checkpoint: 400 MB at K = 1,000, W = 100,000)."""
+        """Betas that may wait: ``backlog``, or fewer when they would pass PENDING_BYTES (each,
+        a K x W matrix, waits in the worker and in its checkpoint)."""
         return max(1, min(self.backlog, PENDING_BYTES // max(1, beta_bytes)))
 
     def submit(self, docs_seen: int, beta: torch.Tensor) -> bool:
         """Queue ``beta`` for scoring, kept as it is (StreamingLDA.beta_mean is a tensor of its
-        own that later steps do not change: a copy would be 400 MB more at K = 1,000,
-        W = 100,000); False (nothing queued) when the backlog is full."""
+        own that later steps do not change: a copy would be one more K x W matrix); False
+        (nothing queued) when the backlog is full."""
         beta_bytes = beta.numel() * beta.element_size()
         if self._heldout is None or len(self.pending) >= self.room(beta_bytes):
             return False

@@ -34,9 +34,9 @@ from service.store.snapshot import (
 
 log = logging.getLogger(__name__)
 
-# Snapshots are spaced at least this many times the last one's cost: at K = 1,000,
-# W = 100,000 one takes ~0.25 s (the top words are a pass over the chain), published every
-# second it took a quarter of the worker's time.
+# Snapshots are spaced at least this many times the last one's cost: a large model's top words
+# are a pass over the chain, and published every second they took a large share of the
+# worker's time (docs/defaults.md, "Snapshots and the worker's priority").
 PUBLISH_SHARE = 10
 # ... but never further apart than this for that reason (a first snapshot that compiled its
 # kernels took seconds, and must not hold the next one back for a minute).

@@ -11,9 +11,9 @@ import torch
 def set_threads(threads: int | None) -> None:
     """Give the compiled Gibbs kernel ``threads`` cores (None: all) and torch one thread.
 
-    The learner's torch work is small, memory-bound whole-matrix arithmetic; measured on
-    these 2-core machines, torch's thread pool made it 4-10x slower (BENCHMARKS.md), while
-    the Gibbs kernel, parallel over documents, is where extra cores pay off.
+    The learner's torch work is small, memory-bound whole-matrix arithmetic, which torch's
+    thread pool made several times slower, while the Gibbs kernel, parallel over documents, is
+    where extra cores pay off (docs/defaults.md, "Threads").
     """
     import numba
 

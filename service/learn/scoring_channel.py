@@ -33,8 +33,7 @@ class Sender:
     def _write(self) -> None:
         while (message := self._messages.get()) is not _CLOSE:
             # Pickle protocol 5 with the arrays' buffers out of band: a beta goes down the
-            # pipe from its own memory, not from a pickled copy (400 MB at K = 1,000,
-            # W = 100,000).
+            # pipe from its own memory, not from a pickled copy of its K x W values.
             buffers: list[pickle.PickleBuffer] = []
             header = pickle.dumps(message, protocol=5, buffer_callback=buffers.append)
             try:

@@ -1,11 +1,11 @@
 """What the worker's snapshot says about each topic beyond its words (docs/heldout.md).
 
 Per topic: NPMI coherence and drift from the latest scored evaluation (the scoring process
-computes both, :mod:`service.learn.scoring_process`), the documents seen when the topic last moved
-more than ``CHANGED_BITS`` (its label followed through the matching of
-:mod:`lda.evaluation.drift`), and
-the 5-95% interval of each top word's weight over the chain's last ``uncertainty_samples``
-samples (kept whole for a small model, at the words last published for a large one).
+computes both, :mod:`service.learn.scoring_process`), the documents seen when the topic last
+moved more than ``CHANGED_BITS`` (its label followed through the matching of
+:mod:`lda.evaluation.drift`), and the 5-95% interval of each top word's weight over the chain's
+last ``uncertainty_samples`` samples (kept whole for a small model, at the words last published
+for a large one).
 Nothing here is checkpointed: after a restart drift and intervals start over.
 """
 
@@ -21,8 +21,9 @@ from lda.evaluation.uncertainty import SampleWindow
 from lda.model import StreamingLDA
 
 INTERVAL_DIGITS = 3  # significant digits of a published interval bound
-# The uncertainty window keeps whole samples up to this size (S x K x W float32): 20 samples of
-# K = 200, W = 7,702 are 123 MB; of K = 1,000, W = 100,000 they would be 8 GB.
+# The uncertainty window keeps whole samples up to this size (S x K x W float32): enough for a
+# small model's 20 samples, far too little for a large model's, which keeps the published
+# words only.
 WINDOW_BYTES = 256 * 2**20
 
 

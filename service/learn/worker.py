@@ -21,9 +21,10 @@ Checkpoints (atomic, ``data_dir/checkpoint.pt``) are written every ``checkpoint_
 soon as ``checkpoint_max_unacked`` trained entries wait, once the stream has stayed empty for
 ``checkpoint_idle_s`` (a finished source's tail is acknowledged within seconds), on an admin
 request, when paused, and on SIGTERM/SIGINT (after the minibatch in hand). Scrapers wait on
-unread entries only (see :mod:`service.ingest.queue`), so those triggers are what bound the entries
-held here: the vocabulary's
-documents, or fewer than ``checkpoint_max_unacked`` plus two minibatches.
+unread entries only (see :mod:`service.ingest.queue`), so those triggers are what bound the
+entries held here: the vocabulary's documents, or fewer than ``checkpoint_max_unacked`` plus two
+minibatches (why these defaults: docs/defaults.md, "Checkpoints: cadence and the unacknowledged
+bound").
 
 The topics published are ``beta_mean`` (:mod:`lda.sgmcmc.averaging`), the better estimate: the
 snapshot's ``topics`` (its ``sample_topics`` are the chain's current sample) and the model
@@ -310,10 +311,10 @@ class Worker:
             self._beat()
 
     def _read_in(self) -> bool:
-        """Read entries and hand them to the session; True if any came. The read that
-        completes the vocabulary's documents (all 30,000 of them at the defaults) then gives
-        the heap pages their articles and the count held back to the system: they are freed
-        with :meth:`_read_entries`' frame, and only small allocations would reuse them."""
+        """Read entries and hand them to the session; True if any came. The read that completes the
+        vocabulary's documents (``vocab_docs`` of them) then gives the heap pages their articles
+        and the count held back to the system: they are freed with :meth:`_read_entries`' frame,
+        and only small allocations would reuse them."""
         begun = self.model is not None
         read = self._read_entries()
         if not begun and self.model is not None:

@@ -82,12 +82,11 @@ class Snapshot:
     counters: dict[str, int] = field(default_factory=dict)
     rank_docs_per_s: list[float] = field(default_factory=list)  # per rank of a group
     idle_since: float | None = None  # unix time the worker found the stream empty (rates 0)
-    # Per topic of ``topics`` (absent from older workers' snapshots): as of the
-    # evaluation at ``quality_docs``, NPMI coherence (None without held-out documents), JS
-    # divergence in bits since the evaluation before (None for the first) and the documents
-    # seen when it last moved more than lda.config.CHANGED_BITS; and for each of its words the
-    # 5-95% interval of its weight over the chain's recent samples (None until two samples
-    # held the word).
+    # Per topic of ``topics`` (absent from older workers' snapshots): as of the evaluation at
+    # ``quality_docs``, NPMI coherence (None without held-out documents), JS divergence in bits
+    # since the evaluation before (None for the first) and the documents seen when it last
+    # moved more than lda.config.CHANGED_BITS; and for each of its words the 5-95% interval of
+    # its weight over the chain's recent samples (None until two samples held the word).
     checkpoint_at: float | None = None  # unix time of the last checkpoint written
     quality_docs: int | None = None
     topic_coherence: list[float | None] | None = None
@@ -321,8 +320,8 @@ def publish_model(
     if any("\n" in w for w in vocab):
         raise ValueError("vocabulary words must not contain newlines")
     version = uuid.uuid4().hex
-    # Views of the array's own bytes, not copies (400 MB at K = 1,000, W = 100,000), in parts
-    # a reader copies one at a time (see read_model).
+    # Views of the array's own bytes, not copies (a K x W float32 matrix), in parts a reader
+    # copies one at a time (see read_model).
     rows = max(1, MODEL_PART_BYTES // (4 * array.shape[1]))
     parts: dict[str, Any] = {
         f"beta:{i}": array[start : start + rows].data.cast("B")
@@ -355,9 +354,9 @@ MODEL_READ_TRIES = 3
 
 def _all_finite(array: np.ndarray) -> bool:
     """Every entry of a float32 array finite, with nothing of its size allocated (isfinite's
-    masks were 670 MB at K = 1,000, W = 100,000): a float64 sum of float32 values cannot
-    overflow, and NaN and infinities carry through it, so it is finite exactly when they all
-    are."""
+    masks, the size of the array, were a large part of the worker's peak at K = 1,000): a
+    float64 sum of float32 values cannot overflow, and NaN and infinities carry through it, so
+    it is finite exactly when they all are."""
     return bool(np.isfinite(array.sum(dtype=np.float64)))
 
 
@@ -380,9 +379,9 @@ def read_model(client: redis.Redis) -> PublishedModel | None:
 
     beta's parts are read one at a time, each copied into one array, and the version read again
     after them (a model published meanwhile: read again). The whole hash in one reply went
-    through redis-py's buffer, its bytes and a trimmed copy: 1.1 GB at the peak of an API
-    process for a 400 MB model; this holds the array and one part. The last try (a worker
-    republishing faster than the reads) reads the hash whole, atomically."""
+    through redis-py's buffer, its bytes and a trimmed copy, nearly three times the model at an
+    API process's peak; this holds the array and one part. The last try (a worker republishing
+    faster than the reads) reads the hash whole, atomically."""
     for _ in range(MODEL_READ_TRIES - 1):
         values: list[Any] = client.hmget(MODEL_KEY, list(_MODEL_HEAD))
         head = dict(zip(_MODEL_HEAD, values, strict=True))
