@@ -46,8 +46,7 @@ class Settings(BaseSettings):
     vocab_size: int = Field(
         50_000,
         ge=10,
-        description="W when the vocabulary is built from the stream (50,000: one pass of SCIR "
-        "beats tomotopy's 50 at K = 50 and 200; BENCHMARKS.md)",
+        description="W when the vocabulary is built from the stream (why 50,000: docs/defaults.md)",
     )
     vocab_docs: int = Field(2000, ge=10, description="Documents read to build a vocabulary")
     alpha: float | None = Field(
@@ -87,9 +86,8 @@ class Settings(BaseSettings):
     batch_size: int = Field(
         100,
         ge=1,
-        description="Documents per minibatch n, per rank (100: half the steps of 50, as good); "
-        "above 100, SGRLD's, SGRHMC's and SCIR's unset step size, schedule b and mean decay "
-        "follow n",
+        description="Documents per minibatch n, per rank; above 100, SGRLD's, SGRHMC's and "
+        "SCIR's unset step size, schedule b and mean decay follow n (why: docs/defaults.md)",
     )
     sweeps: int | None = Field(
         None, ge=1, description="Gibbs sweeps per minibatch (default: the sampler's: 6, SGRHMC 50)"
@@ -108,8 +106,8 @@ class Settings(BaseSettings):
     )
     dtype: Literal["float32", "float64"] = Field(
         _learner_default("dtype"),
-        description="The chain's floating-point type: float32 halves the model's memory (theta "
-        "and its mean: 0.8 GB at K = 1,000, W = 100,000 instead of 1.6 GB)",
+        description="The chain's floating-point type: float32 halves the memory of theta and "
+        "its mean, for a large K x W (docs/defaults.md)",
     )
     mean_decay: float | None = Field(
         None,
