@@ -23,9 +23,9 @@ class Drift:
     divergence: torch.Tensor  # (K,) float64
 
 
-# Rows of topics taken at a time: memory stays O(ROWS x W) (tens of MB at W = 100,000), never
-# several K x W float64 temporaries; above FLOAT32_FROM entries the matching's square roots are
-# float32 (it needs the affinities' order, not their last digits).
+# Rows of topics taken at a time: memory stays O(ROWS x W), never several K x W float64
+# temporaries; above FLOAT32_FROM entries the matching's square roots are float32 (it needs the
+# affinities' order, not their last digits).
 ROWS = 64
 FLOAT32_FROM = 10_000_000
 
