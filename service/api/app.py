@@ -63,6 +63,8 @@ def create_app(settings: Settings) -> FastAPI:
         docs_url=None,
         redoc_url=None,
         lifespan=_lifespan,
+        # /topics/ is no path of the schema: a 404, not a 307 to /topics the schema never lists
+        redirect_slashes=False,
     )
     app.state.redis_url = settings.redis_url  # named (redacted) in errors
     app.state.redis_timeout = settings.redis_timeout  # an admin request's wait for the view

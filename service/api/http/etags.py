@@ -56,6 +56,7 @@ def matches(if_none_match: str | None, etag: str) -> bool:
 def respond(rendered: Rendered, request: Request, media_type: str = JSON) -> Response:
     """200 with the body, or 304 when the request's If-None-Match names this version."""
     headers = {"ETag": rendered.etag, "Cache-Control": CACHE_CONTROL}
-    if matches(request.headers.get("if-none-match"), rendered.etag):
+    # Repeated If-None-Match headers form one list (RFC 9110, 5.3), as in the pre-rendered path.
+    if matches(", ".join(request.headers.getlist("if-none-match")), rendered.etag):
         return Response(status_code=status.HTTP_304_NOT_MODIFIED, headers=headers)
     return Response(rendered.body, media_type=media_type, headers=headers)

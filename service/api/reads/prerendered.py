@@ -2,44 +2,39 @@
 
 Dashboards poll these few paths; their bodies are already rendered by the view, so the time of
 an answer is the framework's. This ASGI layer, outermost in the app, looks the request up in a
-table of the current :class:`~service.api.reads.refresher.State` (path and query string to rendered
-bytes,
-built on first use of each query) and sends the bytes, or a 304 for a matching If-None-Match,
-observing the same latency histogram as :class:`~service.api.http.prometheus.LatencyMiddleware`.
-Anything it is not sure of (an error to report, a query that is not the plain form, CORS, other
-methods) goes on to the app unchanged, which gives the same answers the slow way.
+table of the current :class:`~service.api.reads.refresher.State` (path and query string to
+rendered bytes, built on first use of each query) and sends the bytes, or a 304 for a matching
+If-None-Match, observing the same latency histogram as the routes. Its parameters are parsed
+by :mod:`service.api.http.query_params`, as the routes parse them. Anything it is not sure of
+(an invalid parameter, an error to report, CORS, other methods) goes on to the app unchanged,
+which gives the same answers the slow way.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl
 
 from service.api.http.etags import CACHE_CONTROL, JSON, Rendered, matches
 from service.api.http.prometheus import RequestLatency
+from service.api.http.query_params import (
+    SINCE,
+    TOPIC_ID,
+    InvalidParameter,
+    Kind,
+    parse_query,
+    topics_query,
+)
 from service.api.reads import bodies
 from service.api.reads.refresher import State, View
 
-_TRUE = {"1", "on", "t", "true", "y", "yes"}  # pydantic's words for a boolean
-_FALSE = {"0", "off", "f", "false", "n", "no"}
-_ESTIMATES = {"mean", "sample"}
-_SORTS = {"id", "coherence"}
 TOPICS, ONE_TOPIC, PERPLEXITY, STATS = "/topics", "/topics/{topic_id}", "/perplexity", "/stats"
 # Distinct queries remembered per state: beyond it, an answer is looked up but not kept.
 MEMO_SIZE = 1024
 
 Found = tuple[str, Rendered] | None  # (route template, body), or None: leave it to the app
-
-
-def _natural(value: str) -> int | None:
-    return int(value) if value.isascii() and value.isdigit() else None
-
-
-def _flag(value: str) -> bool | None:
-    lowered = value.lower()
-    return True if lowered in _TRUE else False if lowered in _FALSE else None
 
 
 class FastReads:
@@ -49,59 +44,56 @@ class FastReads:
         self.app = app
         self.view = view
         self.most = topic_words
+        self._all_topics = topics_query(topic_words, one=False)
+        self._one_topic = topics_query(topic_words, one=True)
         self.latency = latency
         self._observe: dict[str, Callable[[float], None]] = {}  # a series once it has a request
         self._state: State | None = None
         self._memo: dict[tuple[str, bytes], Found] = {}
 
-    def _query(self, raw: bytes, allowed: set[str]) -> dict[str, str] | None:
-        """The query's parameters when each is known and given once (else None)."""
+    def _query(self, raw: bytes, spec: Mapping[str, Kind]) -> dict[str, Any] | None:
+        """The query parsed as the routes parse it, when it names only ``spec``'s parameters
+        (else None: the app answers, a 422 for an invalid one)."""
         if not raw:
             return {}
-        pairs = parse_qsl(raw.decode("latin-1"), keep_blank_values=True)
-        params = dict(pairs)
-        if len(params) != len(pairs) or not params.keys() <= allowed:
+        if any(name not in spec for name, _ in parse_qsl(raw.decode("latin-1"), True)):
             return None
-        return params
-
-    def _top(self, params: dict[str, str], default: int) -> int | None:
-        top = _natural(params["top"]) if "top" in params else min(default, self.most)
-        return top if top is not None and 1 <= top <= self.most else None
+        try:
+            return parse_query(raw, spec)
+        except InvalidParameter:
+            return None
 
     def _topics(self, state: State, path: str, raw: bytes) -> Found:
         topics = state.topics
         if topics is None or state.error is not None:
             return None
         one = path != TOPICS
-        allowed = {"top", "estimate", "uncertainty"} | (set() if one else {"sort"})
-        params = self._query(raw, allowed)
+        params = self._query(raw, self._one_topic if one else self._all_topics)
         if params is None:
             return None
-        top = self._top(params, bodies.ONE_TOPIC_TOP if one else bodies.TOPICS_TOP)
+        top = params.get("top", min(bodies.ONE_TOPIC_TOP if one else bodies.TOPICS_TOP, self.most))
         estimate = params.get("estimate", "mean")
-        uncertainty = _flag(params.get("uncertainty", "false"))
-        sort = params.get("sort", "id")
-        if top is None or estimate not in _ESTIMATES or uncertainty is None or sort not in _SORTS:
-            return None
+        uncertainty = params.get("uncertainty", False)
         if not one:
-            return TOPICS, topics.all(top, estimate, uncertainty, sort)  # type: ignore[arg-type]
-        topic_id = _natural(path[len(TOPICS) + 1 :])
-        if topic_id is None or topic_id >= topics.snapshot.n_topics:
+            sort = params.get("sort", "id")
+            return TOPICS, topics.all(top, estimate, uncertainty, sort)
+        try:
+            topic_id = TOPIC_ID["topic_id"].parse("path", "topic_id", path[len(TOPICS) + 1 :])
+        except InvalidParameter:
             return None
-        return ONE_TOPIC, topics.one(topic_id, top, estimate, uncertainty)  # type: ignore[arg-type]
+        if topic_id >= topics.snapshot.n_topics:
+            return None
+        return ONE_TOPIC, topics.one(topic_id, top, estimate, uncertainty)
 
     def _lookup(self, state: State, path: str, raw: bytes) -> Found:
         if path == STATS:
             ok = state.error is None and state.stats is not None and raw == b""
             return (STATS, state.stats) if ok and state.stats is not None else None
         if path == PERPLEXITY:
-            params = self._query(raw, {"since"})
+            params = self._query(raw, SINCE)
             if params is None or state.error is not None or state.perplexity is None:
                 return None
-            since = _natural(params["since"]) if "since" in params else None
-            if "since" in params and since is None:
-                return None
-            return PERPLEXITY, state.perplexity.since(since)
+            return PERPLEXITY, state.perplexity.since(params.get("since"))
         if path == TOPICS or path.startswith(TOPICS + "/"):
             return self._topics(state, path, raw)
         return None
@@ -125,20 +117,20 @@ class FastReads:
             return
         started = time.perf_counter()
         found = self._find(scope["path"], scope["query_string"])
-        if_none_match = None
+        if_none_match: list[str] = []  # every such header: one list (RFC 9110, 5.3)
         if found is not None:
             for name, value in scope["headers"]:
                 if name == b"origin":  # CORS headers are the app's to add
                     found = None
                     break
                 if name == b"if-none-match":
-                    if_none_match = value.decode("latin-1")
+                    if_none_match.append(value.decode("latin-1"))
         if found is None:
             await self.app(scope, receive, send)
             return
         template, rendered = found
         etag = rendered.etag.encode()
-        if matches(if_none_match, rendered.etag):
+        if matches(", ".join(if_none_match), rendered.etag):
             headers = [(b"etag", etag), (b"cache-control", CACHE_CONTROL.encode())]
             await send({"type": "http.response.start", "status": 304, "headers": headers})
             await send({"type": "http.response.body", "body": b""})

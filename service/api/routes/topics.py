@@ -12,11 +12,12 @@ the local bound ``most``, which string annotations could not resolve.)
 
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Path, Query, Request, Response, status
+from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, Response, status
 
 from lda.config import Estimate
 from service.api.deps import StateDep
 from service.api.http.etags import IF_NONE_MATCH, NOT_MODIFIED, respond
+from service.api.http.query_params import MAX_INTEGER, TOPIC_ID, strict, topics_query
 from service.api.reads.bodies import ONE_TOPIC_TOP, TOPICS_TOP, TopicOrder
 from service.api.schemas import (
     ESTIMATE,
@@ -40,6 +41,7 @@ def router(most: int) -> APIRouter:
 
     @routes.get(
         "/topics",
+        dependencies=[Depends(strict(topics_query(most, one=False)))],
         response_model=TopicsOut,
         responses={304: NOT_MODIFIED, **INVALID, **UNAVAILABLE},
         openapi_extra=IF_NONE_MATCH,
@@ -57,6 +59,7 @@ def router(most: int) -> APIRouter:
 
     @routes.get(
         "/topics/{topic_id}",
+        dependencies=[Depends(strict(topics_query(most, one=True), TOPIC_ID))],
         response_model=OneTopicOut,
         responses={
             304: NOT_MODIFIED,
@@ -69,7 +72,7 @@ def router(most: int) -> APIRouter:
     async def get_topic(
         request: Request,
         state: StateDep,
-        topic_id: Annotated[int, Path(description="Topic id, 0 to K-1")],
+        topic_id: Annotated[int, Path(ge=0, le=MAX_INTEGER, description="Topic id, 0 to K-1")],
         top: Annotated[int, Query(ge=1, le=most, description=_TOP)] = min(ONE_TOPIC_TOP, most),
         estimate: EstimateQuery = "mean",
         uncertainty: UncertaintyQuery = False,
@@ -80,7 +83,8 @@ def router(most: int) -> APIRouter:
         k = topics.snapshot.n_topics
         if not 0 <= topic_id < k:
             raise HTTPException(
-                status.HTTP_404_NOT_FOUND, f"no topic {topic_id}: topic ids are 0 to {k - 1}"
+                status.HTTP_404_NOT_FOUND,
+                f"no topic {topic_id}: topic ids are 0 to {k - 1}",
             )
         return respond(topics.one(topic_id, top, estimate, uncertainty), request)
 
