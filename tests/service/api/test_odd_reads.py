@@ -78,3 +78,11 @@ def test_a_trailing_slash_is_no_path_of_the_api(
 ) -> None:
     response = api.get(path, follow_redirects=False)
     assert response.status_code == 404 and response.json()["detail"]
+
+
+@pytest.mark.parametrize("path", ["/topics", "/topics/1", "/perplexity", "/stats"])
+def test_a_method_the_schema_does_not_list_is_405_naming_get(
+    api: TestClient, published: Published, path: str
+) -> None:
+    response = api.head(path)
+    assert response.status_code == 405 and response.headers["allow"] == "GET"
