@@ -1,17 +1,32 @@
-"""service/'s import graph keeps its layers: no import circles, and no wing imports one above it.
+"""service/'s and lda/'s import graphs keep their layers: no import circles, and no part imports
+one above it.
 
-Wings: store/ (Redis) < ingest/ (articles in) < learn/ (the worker) and api/ (serving). The top
-level holds the commands (cli, up, train, __main__), which may import anything, and shared
-helpers (settings, keys, errors, redact, ...), which may import no wing. Every import counts,
-deferred ones inside functions too: they close circles just the same when they run.
+service/'s wings: store/ (Redis) < ingest/ (articles in) < learn/ (the worker) and api/
+(serving). The top level holds the commands (cli, up, train, __main__), which may import
+anything, and shared helpers (settings, keys, errors, redact, ...), which may import no wing.
+
+lda/ imports nothing of service/. Its rooms: sgmcmc/ and gibbs/ (neither imports the other) <
+evaluation/ < the learner (lda.model). lda.config, lda.tokens and lda.inference_kernel load no
+torch, so the API process that uses them stays free of it.
+
+Every import counts, deferred ones inside functions too: they close circles just the same when
+they run. The code is read with ``ast``, never imported, except where a test asks what an import
+loads.
 """
 
 from __future__ import annotations
 
 import ast
+import json
+import subprocess
+import sys
 from pathlib import Path
 
-SERVICE = Path(__file__).resolve().parents[1] / "service"
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SERVICE = ROOT / "service"
+LDA = ROOT / "lda"
 COMMANDS = {"service.cli", "service.up", "service.train", "service.__main__"}
 # What each part may not import ("top" is the shared helpers, "commands" the commands).
 FORBIDDEN = {
@@ -29,22 +44,47 @@ ALLOWED = {
     ("service.learn.command", "service.ingest.queue"),  # builds the worker's queue
     ("service.learn.heldout_store", "service.ingest.sources"),
 }
+# What each of lda/'s rooms may not import: "model" is lda.model, the learner over them all.
+LDA_FORBIDDEN = {
+    "sgmcmc": {"gibbs", "evaluation", "model"},
+    "gibbs": {"sgmcmc", "evaluation", "model"},
+    "evaluation": {"model"},
+}
+# lda's modules that the API process imports: a fresh interpreter loads no torch with them.
+TORCH_FREE = ("lda.config", "lda.tokens", "lda.inference_kernel")
 
 
-def modules() -> dict[str, Path]:
-    """Every module of service/, by dotted name (a package by its own name)."""
+def modules(package: Path = SERVICE) -> dict[str, Path]:
+    """Every module of a top-level package, by dotted name (a package by its own name)."""
     found = {}
-    for path in sorted(SERVICE.rglob("*.py")):
-        parts = list(path.relative_to(SERVICE.parent).with_suffix("").parts)
+    for path in sorted(package.rglob("*.py")):
+        parts = list(path.relative_to(package.parent).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts.pop()
         found[".".join(parts)] = path
     return found
 
 
-def import_graph() -> dict[str, set[str]]:
-    """Module -> the service modules it imports (a name imported from a module counts as it)."""
-    mods = modules()
+def imported(name: str, path: Path) -> set[str]:
+    """Every dotted name module ``name`` imports, relative imports made absolute."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            names.update(f"{base}.{alias.name}" for alias in node.names)
+    return names
+
+
+def import_graph(package: Path = SERVICE) -> dict[str, set[str]]:
+    """Module -> the package's modules it imports (a name imported from a module counts as it)."""
+    mods = modules(package)
+    top = package.name
 
     def resolve(name: str) -> str | None:
         while name and name not in mods:
@@ -53,25 +93,30 @@ def import_graph() -> dict[str, set[str]]:
 
     graph: dict[str, set[str]] = {}
     for name, path in mods.items():
-        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         targets: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                    base = ".".join([*anchor, base] if base else anchor)
-                names = [f"{base}.{alias.name}" for alias in node.names]
-            else:
-                continue
-            for imported in names:
-                target = resolve(imported) if imported.startswith("service") else None
-                if target is not None and target not in (name, "service"):
-                    targets.add(target)
+        for target_name in imported(name, path):
+            in_package = target_name == top or target_name.startswith(f"{top}.")
+            target = resolve(target_name) if in_package else None
+            if target is not None and target not in (name, top):
+                targets.add(target)
         graph[name] = targets
     return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[str]:
+    """Every import circle through each module, as ``a -> b -> a``."""
+    found = []
+    for start in graph:
+        stack, seen = [(start, [start])], {start}
+        while stack:
+            node, path = stack.pop()
+            for nxt in graph[node]:
+                if nxt == start:
+                    found.append(" -> ".join([*path, start]))
+                elif nxt not in seen:
+                    seen.add(nxt)
+                    stack.append((nxt, [*path, nxt]))
+    return found
 
 
 def part(module: str, mods: dict[str, Path]) -> str:
@@ -94,19 +139,7 @@ def test_the_graph_sees_every_wing_and_a_known_edge() -> None:
 
 
 def test_no_import_circles() -> None:
-    graph = import_graph()
-    circles = []
-    for start in graph:
-        stack, seen = [(start, [start])], {start}
-        while stack:
-            node, path = stack.pop()
-            for nxt in graph[node]:
-                if nxt == start:
-                    circles.append(" -> ".join([*path, start]))
-                elif nxt not in seen:
-                    seen.add(nxt)
-                    stack.append((nxt, [*path, nxt]))
-    assert circles == []
+    assert circles(import_graph()) == []
 
 
 def test_no_wing_imports_one_above_it() -> None:
@@ -154,3 +187,67 @@ def test_only_the_commands_import_settings() -> None:
     assert readers == []
     # the check sees an import that is there
     assert imports_settings(mods["service.learn.command"])
+
+
+def lda_room(module: str) -> str:
+    """The room of an lda module (sgmcmc, gibbs, evaluation), "model", or "top" for the rest."""
+    if module == "lda.model":
+        return "model"
+    pieces = module.split(".")[1:]
+    return pieces[0] if len(pieces) > 1 or (pieces and LDA.joinpath(*pieces).is_dir()) else "top"
+
+
+def test_the_lda_graph_sees_every_room_and_known_edges() -> None:
+    graph = import_graph(LDA)
+    assert {lda_room(m) for m in graph} == {"top", "sgmcmc", "gibbs", "evaluation", "model"}
+    assert "gibbs" in {lda_room(m) for m in graph["lda.evaluation.perplexity"]}
+    assert "lda.sgmcmc.scir.lazy" in graph["lda.model"]
+    # a deferred import inside a function is seen too
+    assert "lda.sgmcmc.step_kernel" in graph["lda.sgmcmc.samplers"]
+    # the lazy public names of lda/__init__ count as imports of the package
+    assert "lda.model" in graph["lda"]
+
+
+def test_lda_imports_nothing_of_service() -> None:
+    breaking = sorted(
+        f"{name} -> {target}"
+        for name, path in modules(LDA).items()
+        for target in imported(name, path)
+        if target == "service" or target.startswith("service.")
+    )
+    assert breaking == []
+
+
+def test_lda_has_no_import_circles() -> None:
+    assert circles(import_graph(LDA)) == []
+
+
+def test_no_lda_room_imports_one_above_it() -> None:
+    breaking = sorted(
+        f"{source} -> {target}"
+        for source, targets in import_graph(LDA).items()
+        for target in targets
+        if lda_room(target) in LDA_FORBIDDEN.get(lda_room(source), set())
+    )
+    assert breaking == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("module", TORCH_FREE)
+def test_lda_modules_the_api_imports_load_no_torch(module: str) -> None:
+    """A fresh interpreter imports the module alone, then lists what it loaded."""
+    probe = (
+        f"import json, sys\nimport {module}\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m == 'torch' or m.startswith('lda'))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "torch" not in loaded, loaded
+    assert module in loaded, loaded
