@@ -1,8 +1,8 @@
 """One Settings object for every command: environment variables prefixed STREAMLDA_, flags override.
 
-Every tunable of the service lives here with its default and meaning; the README's settings
-table is generated from these descriptions (``python -m service.settings``; a test keeps the
-README in step).
+Every tunable of the service lives here with its default and meaning; docs/settings.md's table
+is generated from these descriptions (``python -m service.settings``; a test keeps the doc in
+step).
 """
 
 from __future__ import annotations
@@ -387,7 +387,7 @@ class Settings(BaseSettings):
 
 
 def settings_table() -> str:
-    """The README's settings table: variable, default and meaning of every setting."""
+    """docs/settings.md's table: variable, default and meaning of every setting."""
     lines = ["| environment variable | default | meaning |", "|---|---|---|"]
     for name, info in Settings.model_fields.items():
         default = info.get_default(call_default_factory=True)
