@@ -190,6 +190,12 @@ class Settings(BaseSettings):
         "streamlda-operator@example.org", description="Contact put in the User-Agent"
     )
     rate: float = Field(1.0, gt=0, description="Maximum API requests per second")
+    replay_rate: float | None = Field(
+        None,
+        gt=0,
+        description="Articles per second a jsonl: or dump: source yields, to replay a live "
+        "stream's pace (unset: as fast as the queue takes them)",
+    )
     request_timeout: float = Field(30.0, gt=0, description="Seconds before an API request fails")
     max_retries: int = Field(8, ge=0, description="Retries of a failing API request")
     articles_per_request: int = Field(50, ge=1, le=500, description="Random articles per request")

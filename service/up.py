@@ -64,6 +64,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.add_argument("--source", help="wikipedia (default), dump:PATH or jsonl:PATH")
     p.add_argument(
+        "--replay-rate",
+        type=float,
+        metavar="R",
+        help="articles per second from a jsonl: or dump: source (default: as fast as read)",
+    )
+    p.add_argument(
         "--redis",
         dest="redis_url",
         metavar="URL",

@@ -36,6 +36,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--source", help="wikipedia (default), dump:PATH or jsonl:PATH")
     p.add_argument("--redis", dest="redis_url", metavar="URL", help="Redis URL")
     p.add_argument("--rate", type=float, help="maximum API requests per second")
+    p.add_argument(
+        "--replay-rate",
+        type=float,
+        metavar="R",
+        help="articles per second from a jsonl: or dump: source (default: as fast as read)",
+    )
     p.add_argument("--limit", type=int, metavar="N", help="stop after N articles queued")
     p.add_argument(
         "--api-url", dest="wikipedia_api_url", metavar="URL", help="MediaWiki Action API endpoint"
@@ -76,7 +82,12 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         raise CommandError(f"--limit must be at least 1, not {limit}")
     stop = threading.Event()  # ends every wait: the source's, backpressure's and Redis's
     try:
-        source = open_source(settings.source, wikipedia=settings.part(WikipediaConfig), stop=stop)
+        source = open_source(
+            settings.source,
+            wikipedia=settings.part(WikipediaConfig),
+            stop=stop,
+            replay_rate=settings.replay_rate,
+        )
     except SourceError as exc:
         raise CommandError(str(exc)) from exc
     try:

@@ -38,13 +38,19 @@ def open_source(
     *,
     wikipedia: WikipediaConfig | None = None,
     stop: threading.Event | None = None,
+    replay_rate: float | None = None,
 ) -> Source:
     """Open the source named by ``spec``: ``jsonl:PATH``, ``dump:PATH`` or ``wikipedia``.
 
     ``wikipedia`` configures the live source (API URL, contact, rate, timeouts, retries; the
-    commands pick it from the settings); ``stop`` cuts the live source's waits short.
+    commands pick it from the settings); ``stop`` cuts the sources' waits short;
+    ``replay_rate`` paces a file source to that many articles a second (None: as fast as read).
     """
     kind, _, arg = spec.partition(":")
+    if replay_rate is not None and kind in ("jsonl", "dump"):
+        from service.ingest.sources.pace import Paced
+
+        return Paced(open_source(spec, stop=stop), replay_rate, stop)
     if kind == "jsonl" and arg:
         from service.ingest.sources.jsonl import JsonlSource
 
