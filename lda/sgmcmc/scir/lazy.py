@@ -128,30 +128,13 @@ class LazyChain:
     def _mean(self, dtype: torch.dtype, normalise: bool) -> torch.Tensor:
         """(K, W), a view of word-major storage like the chain's own (no transposed copy)."""
         out = torch.empty(self.theta.shape[1], self.theta.shape[0], dtype=dtype)
-        lazy_kernel.mean_beta(
-            self._stored(self.total),
-            self._stored(self.theta),
-            *self._clocks(),
-            self.alpha,
-            self.weight,
-            normalise,
-            beta_floor(dtype),
-            out.numpy(),
-        )
+        lazy_kernel.mean_beta(self.arrays(), normalise, beta_floor(dtype), out.numpy())
         return out.T
 
     def sample_beta(self, generator: torch.Generator, dtype: torch.dtype) -> torch.Tensor:
         """(K, W) a draw of beta now: the stale columns drawn into the result only."""
         out = torch.empty(self.theta.shape, dtype=dtype)
-        lazy_kernel.sample_beta(
-            self._stored(self.theta),
-            self.column_time.numpy(),
-            self.time,
-            self.alpha,
-            _key(generator),
-            beta_floor(dtype),
-            out.numpy(),
-        )
+        lazy_kernel.sample_beta(self.arrays(), _key(generator), beta_floor(dtype), out.numpy())
         return out
 
     @staticmethod
@@ -173,10 +156,7 @@ class LazyChain:
             values_np = np.empty((n_topics, n))
             ids_np = np.empty((n_topics, n), dtype=np.int64)
             rows_np = np.empty(n_topics)
-            lazy_kernel.mean_top(
-                self._stored(self.total), self._stored(self.theta), *self._clocks(),
-                self.alpha, self.weight, values_np, ids_np, rows_np,
-            )  # fmt: skip
+            lazy_kernel.mean_top(self.arrays(), values_np, ids_np, rows_np)
             order = np.lexsort((ids_np, -values_np), axis=-1)
             values = torch.from_numpy(np.take_along_axis(values_np, order, axis=-1))
             ids = torch.from_numpy(np.take_along_axis(ids_np, order, axis=-1))
@@ -194,22 +174,31 @@ class LazyChain:
         syncs) instead of by a draw of every column. O(K M), not O(K W)."""
         out = np.empty(tuple(word_ids.shape))
         lazy_kernel.sample_at(
-            self._stored(self.theta), self.column_time.numpy(), self.time, self.alpha,
-            _key(generator), word_ids.to(torch.int64).contiguous().numpy(),
-            self.row_sums().numpy(), beta_floor(dtype), out,
-        )  # fmt: skip
+            self.arrays(),
+            _key(generator),
+            word_ids.to(torch.int64).contiguous().numpy(),
+            self.row_sums().numpy(),
+            beta_floor(dtype),
+            out,
+        )
         return torch.from_numpy(out).to(dtype)
 
-    def _clocks(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, int, float, float]:
-        """The per-column and current clocks, as the kernels take them."""
-        return (
-            self.column_time.numpy(),
-            self.column_step.numpy(),
-            self.column_mark.numpy(),
-            self.time,
-            self.steps,
-            self.mark,
-            self.decay,
+    def arrays(self) -> lazy_kernel.ChainArrays:
+        """The chain as the kernels take it: its own storage (a kernel that writes it moves
+        the chain) and its clocks now."""
+        return lazy_kernel.ChainArrays(
+            theta=self._stored(self.theta),
+            total=self._stored(self.total),
+            row_stale=self.row_stale.numpy(),
+            column_time=self.column_time.numpy(),
+            column_step=self.column_step.numpy(),
+            column_mark=self.column_mark.numpy(),
+            time=float(self.time),
+            steps=int(self.steps),
+            mark=float(self.mark),
+            decay=float(self.decay),
+            alpha=float(self.alpha),
+            weight=float(self.weight),
         )
 
     # --- moves ---------------------------------------------------------------------------
@@ -217,16 +206,7 @@ class LazyChain:
     def catch_up(self, columns: torch.Tensor | None, generator: torch.Generator) -> None:
         """Bring ``columns`` (sorted word ids; None: all) to the current time, exactly."""
         ids = torch.arange(self.theta.shape[1]) if columns is None else columns
-        lazy_kernel.catch_up_columns(
-            self._stored(self.theta),
-            self._stored(self.total),
-            self.row_stale.numpy(),
-            ids.numpy(),
-            *self._clocks()[:-1],
-            self.decay,
-            self.alpha,
-            _key(generator),
-        )
+        lazy_kernel.catch_up_columns(self.arrays(), ids.numpy(), _key(generator))
 
     def advance(
         self,
@@ -243,15 +223,11 @@ class LazyChain:
             raise ValueError(f"SCIR's step size must be positive, got {h}")
         before = self.time
         bad = lazy_kernel.advance_columns(
-            self._stored(self.theta),
-            self._stored(self.total),
-            self.row_stale.numpy(),
+            self.arrays(),
             columns.numpy(),
             topic_word.T.to(torch.float64).contiguous().numpy(),
             scale,
-            self.alpha,
             h,
-            self.decay,
             math.exp(before),
             math.exp(before + h),
             _key(generator),
@@ -262,7 +238,7 @@ class LazyChain:
         if self.decay > 0.0:
             self.mark += (1.0 - self.decay) * self.decay ** (-self.steps) * math.exp(-self.time)
         self.weight = self.decay * self.weight + (1.0 - self.decay)
-        lazy_kernel.stamp(columns.numpy(), *self._clocks()[:-1])
+        lazy_kernel.stamp(self.arrays(), columns.numpy())
         return bad == 0
 
     def due_for_sync(self) -> bool:

@@ -3,16 +3,16 @@
 The chain keeps theta word-major, (W, K): a minibatch's columns are rows of K contiguous values,
 so the catch-up, the step and the beta handed to the Gibbs sweeps read and write whole cache
 lines, and beta arrives at the sparse kernel already transposed (no gather). Every coordinate
-(k, w) draws from its own counter-based stream (lda.sgmcmc.scir.transition_kernel.stream of k W +
-w), so the
-draws do not depend on the layout, the thread count or the order columns are visited in; the
-topics' row sums are summed over a fixed number of column chunks in a fixed order for the same
-reason.
+(k, w) draws from its own counter-based stream (lda.sgmcmc.scir.transition_kernel.stream of
+k W + w), so the draws do not depend on the layout, the thread count or the order columns are
+visited in; the topics' row sums are summed over a fixed number of column chunks in a fixed
+order for the same reason. The kernels take the chain as one :class:`ChainArrays`.
 """
 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -24,11 +24,29 @@ from lda.sgmcmc.scir.transition_kernel import _cir_given, _constants, cir, strea
 CHUNKS = 16
 
 
+class ChainArrays(NamedTuple):
+    """The lazy chain as its kernels take it (numba passes a NamedTuple as one argument): the
+    arrays are the chain's own storage, so a kernel that writes them moves the chain; the
+    scalars are its clocks at the call (lda.sgmcmc.scir.lazy.LazyChain.arrays)."""
+
+    theta: np.ndarray  # (W, K) float64 or float32: column w as of time column_time[w]
+    total: np.ndarray  # (W, K) the exponential mean's running total as of step column_step[w]
+    row_stale: np.ndarray  # (K,) float64 sum_w (theta_wk - alpha) e^(t_w)
+    column_time: np.ndarray  # (W,) float64 t_w
+    column_step: np.ndarray  # (W,) int64 s_w
+    column_mark: np.ndarray  # (W,) float64 A_w
+    time: float  # T since the last sync
+    steps: int  # s since the last sync
+    mark: float  # A_s
+    decay: float  # the mean's decay per step
+    alpha: float
+    weight: float  # the mean's total weight
+
+
 @numba.njit(cache=True)
 def columns_of(words: np.ndarray, n_words: int) -> tuple[np.ndarray, np.ndarray]:
     """(the distinct word ids of ``words``, sorted; each token's index among them): a
-    minibatch's columns and its words renumbered, in O(T + W) (torch.unique sorts, ~50x
-    slower here)."""
+    minibatch's columns and its words renumbered, in O(T + W) (torch.unique would sort)."""
     seen = np.zeros(n_words, dtype=np.int64)
     for j in range(words.shape[0]):
         seen[words[j]] = 1
@@ -92,23 +110,16 @@ def _add_chunks(change: np.ndarray, row_stale: np.ndarray) -> None:
 
 @numba.njit(parallel=True, cache=True)
 def catch_up_columns(
-    theta: np.ndarray,  # (W, K) float64 or float32, updated in place on ``columns``
-    total: np.ndarray,  # (W, K) the exponential mean's running total, updated on ``columns``
-    row_stale: np.ndarray,  # (K,) float64, sum_w (theta_wk - alpha) e^(t_w), updated
+    chain: ChainArrays,  # theta, total and row_stale updated on ``columns``, which are stamped
     columns: np.ndarray,  # (m,) int64 word ids
-    column_time: np.ndarray,  # (W,) float64 t_w, set to ``time`` on ``columns``
-    column_step: np.ndarray,  # (W,) int64 s_w, set to ``steps``
-    column_mark: np.ndarray,  # (W,) float64 A_w, set to ``mark``
-    time: float,  # T since the last sync
-    steps: int,  # s since the last sync
-    mark: float,  # A_s
-    decay: float,
-    alpha: float,
     key: np.uint64,
 ) -> None:
     """Bring ``columns`` to the current time: each coordinate an exact CIR transition towards
     Gamma(alpha) over its elapsed time (no data touched it meanwhile), the mean's total caught
     up with the conditional mean path, and the row sums' stale part re-based."""
+    theta, total, alpha = chain.theta, chain.total, chain.alpha
+    column_time, column_step, column_mark = chain.column_time, chain.column_step, chain.column_mark
+    time, steps, mark, decay = chain.time, chain.steps, chain.mark, chain.decay
     n_words, n_topics = theta.shape
     m = columns.shape[0]
     now = math.exp(time)
@@ -135,21 +146,17 @@ def catch_up_columns(
                     decay_power * t_row[k] + alpha * (1.0 - decay_power) + (x0 - alpha) * drift
                 )
                 delta[k] += (x1 - alpha) * now - (x0 - alpha) * grown
-    _add_chunks(change, row_stale)
-    stamp(columns, column_time, column_step, column_mark, time, steps, mark)
+    _add_chunks(change, chain.row_stale)
+    stamp(chain, columns)
 
 
 @numba.njit(parallel=True, cache=True)
 def advance_columns(
-    theta: np.ndarray,  # (W, K), updated in place on ``columns``
-    total: np.ndarray,  # (W, K), updated on ``columns``
-    row_stale: np.ndarray,  # (K,) float64, updated
+    chain: ChainArrays,  # theta, total and row_stale updated on ``columns``
     columns: np.ndarray,  # (m,) int64 word ids, all up to date
     word_topic: np.ndarray,  # (m, K) float64: the minibatch's sum_d E[n_dkw] on ``columns``
     scale: float,  # N / n
-    alpha: float,
     h: float,
-    decay: float,
     now: float,  # e^T before the step
     after: float,  # e^(T + h)
     key: np.uint64,
@@ -158,6 +165,8 @@ def advance_columns(
     towards Gamma(alpha + (N/n) E[n_kw]); the step's sample folded into the mean's total. The
     caller stamps the columns with the new time. Returns how many shapes or row sums were not
     finite (a non-finite gradient: the caller restores the state)."""
+    theta, total, row_stale = chain.theta, chain.total, chain.row_stale
+    alpha, decay = chain.alpha, chain.decay
     n_words, n_topics = theta.shape
     m = columns.shape[0]
     c_h, mix = _constants(h)
@@ -208,21 +217,13 @@ def beta_columns(
 
 
 @numba.njit(cache=True)
-def stamp(
-    columns: np.ndarray,
-    column_time: np.ndarray,
-    column_step: np.ndarray,
-    column_mark: np.ndarray,
-    time: float,
-    steps: int,
-    mark: float,
-) -> None:
-    """Record that ``columns`` are up to date at (time, steps, mark)."""
+def stamp(chain: ChainArrays, columns: np.ndarray) -> None:
+    """Record that ``columns`` are up to date at the chain's (time, steps, mark)."""
     for j in range(columns.shape[0]):
         w = columns[j]
-        column_time[w] = time
-        column_step[w] = steps
-        column_mark[w] = mark
+        chain.column_time[w] = chain.time
+        chain.column_step[w] = chain.steps
+        chain.column_mark[w] = chain.mark
 
 
 # Words per tile when a (W, K) chain is read into a (K, W) result: each tile reads TILE rows of
@@ -259,17 +260,7 @@ def _scale_rows(out: np.ndarray, row: np.ndarray, floor: float) -> None:
 
 @numba.njit(parallel=True, cache=True)
 def mean_beta(
-    total: np.ndarray,  # (W, K)
-    theta: np.ndarray,  # (W, K)
-    column_time: np.ndarray,  # (W,)
-    column_step: np.ndarray,  # (W,)
-    column_mark: np.ndarray,  # (W,)
-    time: float,
-    steps: int,
-    mark: float,
-    decay: float,
-    alpha: float,
-    weight: float,  # the mean's total weight
+    chain: ChainArrays,  # read only
     normalise: bool,  # rows normalised and raised to ``floor`` (the served beta_mean)
     floor: float,
     out: np.ndarray,  # (W, K), any float dtype: word-major, as the chain
@@ -277,6 +268,9 @@ def mean_beta(
     """The mean of theta read without changing the state, word-major as the chain is kept:
     every column's running total brought to the current step (as catch_up_columns does) over
     the weight, each topic normalised if asked (the served beta_mean), with no temporary."""
+    total, theta, alpha, weight = chain.total, chain.theta, chain.alpha, chain.weight
+    column_time, column_step, column_mark = chain.column_time, chain.column_step, chain.column_mark
+    time, steps, mark, decay = chain.time, chain.steps, chain.mark, chain.decay
     n_words, n_topics = total.shape
     rows = np.zeros((CHUNKS, n_topics))
     for c in numba.prange(CHUNKS):
@@ -303,10 +297,7 @@ def mean_beta(
 
 @numba.njit(parallel=True, cache=True)
 def sample_beta(
-    theta: np.ndarray,  # (W, K)
-    column_time: np.ndarray,  # (W,)
-    time: float,
-    alpha: float,
+    chain: ChainArrays,  # read only
     key: np.uint64,
     floor: float,  # lda.sgmcmc.scir.transition.beta_floor of ``out``'s dtype
     out: np.ndarray,  # (K, W), any float dtype: a draw of beta now
@@ -314,6 +305,7 @@ def sample_beta(
     """A draw of beta now, as (K, W): each stale column an exact CIR transition over its
     elapsed time (as catch_up_columns draws it, into ``out`` only), rows normalised, raised to
     ``floor``."""
+    theta, column_time, time, alpha = chain.theta, chain.column_time, chain.time, chain.alpha
     n_words, n_topics = theta.shape
     tiles = (n_words + TILE - 1) // TILE
     rows = np.zeros((CHUNKS, n_topics))
@@ -333,19 +325,16 @@ def sample_beta(
 
 @numba.njit(parallel=True, cache=True)
 def sample_at(
-    theta: np.ndarray,  # (W, K)
-    column_time: np.ndarray,  # (W,)
-    time: float,
-    alpha: float,
+    chain: ChainArrays,  # read only
     key: np.uint64,
     word_ids: np.ndarray,  # (K, M) int64: the words of each topic to read
-    row_sums: np.ndarray,  # (K,) float64 the normaliser (lda.sgmcmc.scir.lazy.LazyChain.row_sums)
+    row_sums: np.ndarray,  # (K,) float64 the normaliser (LazyChain.row_sums)
     floor: float,
     out: np.ndarray,  # (K, M) float64
 ) -> None:
-    """A draw of beta now at (k, word_ids[k, i]) only: each value drawn exactly as
-    sample_beta draws it under the same key, normalised by ``row_sums`` instead of the drawn
-    rows' sums."""
+    """A draw of beta now at (k, word_ids[k, i]) only: each value drawn exactly as sample_beta
+    draws it under the same key, normalised by ``row_sums`` instead of the drawn rows' sums."""
+    theta, column_time, time, alpha = chain.theta, chain.column_time, chain.time, chain.alpha
     n_words, n_topics = theta.shape
     for k in numba.prange(n_topics):
         inverse = 1.0 / row_sums[k]
@@ -388,17 +377,7 @@ def _offer(values: np.ndarray, ids: np.ndarray, value: float, w: int) -> None:
 
 @numba.njit(parallel=True, cache=True)
 def mean_top(
-    total: np.ndarray,  # (W, K)
-    theta: np.ndarray,  # (W, K)
-    column_time: np.ndarray,  # (W,)
-    column_step: np.ndarray,  # (W,)
-    column_mark: np.ndarray,  # (W,)
-    time: float,
-    steps: int,
-    mark: float,
-    decay: float,
-    alpha: float,
-    weight: float,
+    chain: ChainArrays,  # read only
     out_values: np.ndarray,  # (K, n) float64: the mean's n largest theta values per topic
     out_ids: np.ndarray,  # (K, n) int64: their words, in no particular order
     out_rows: np.ndarray,  # (K,) float64: each topic's sum of the mean (its normaliser)
@@ -406,6 +385,9 @@ def mean_top(
     """Each topic's n largest entries of the mean of theta (as mean_beta computes them), and
     the rows' sums, in one read of the chain with no (K, W) result: the served top words at
     any W. Of equal values the smaller word id is kept."""
+    total, theta, alpha, weight = chain.total, chain.theta, chain.alpha, chain.weight
+    column_time, column_step, column_mark = chain.column_time, chain.column_step, chain.column_mark
+    time, steps, mark, decay = chain.time, chain.steps, chain.mark, chain.decay
     n_words, n_topics = total.shape
     n = out_values.shape[1]
     best = np.full((CHUNKS, n_topics, n), -np.inf)

@@ -1,6 +1,5 @@
 """SCIR's lazy columns (lda.sgmcmc.scir.lazy): the same law as stepping every column, and the
-bookkeeping
-(the mean's conditional path, the row sums, the re-basing sync, checkpoints) exact."""
+bookkeeping (the mean's conditional path, the row sums, the re-basing sync, checkpoints) exact."""
 
 from __future__ import annotations
 
@@ -29,7 +28,7 @@ def _lazy_run(rows: int, seed: int, skip_catch_up: bool = False) -> LazyChain:
     for columns_list, h in zip(PATTERN, STEPS, strict=True):
         columns = torch.tensor(columns_list)
         if skip_catch_up:  # the mutant: stale columns treated as if up to date
-            lazy_kernel.stamp(columns.numpy(), *chain._clocks()[:-1])
+            lazy_kernel.stamp(chain.arrays(), columns.numpy())
         chain.catch_up(columns, g)
         counts = COUNTS[columns].expand(rows, -1).contiguous()
         chain.advance(columns, counts, SCALE, h, g)
