@@ -8,15 +8,16 @@ Euler-Maruyama step of the complete recipe they imply, written out in closed for
 of an HMC step use the state at time t. Positivity is kept by reflection (theta <- |theta|, the
 momentum's sign flipped on reflected coordinates).
 
-SCIR draws each step exactly from the transition law of the CIR process with SGRLD's D and
-Q (:mod:`lda.sgmcmc.scir.transition`, docs/samplers.md): its spec has a ``transition`` in place of
-an ``update``.
+SCIR draws each step exactly from the transition law of the CIR process with SGRLD's D and Q
+(:func:`lda.sgmcmc.scir.transition.scir_transition`, docs/samplers.md): its spec has a
+``transition`` in place of an ``update``.
 
 SGRHMC's direct step (:func:`sgrhmc_euler`) carries a drift (alpha - 1/2)/sqrt(theta) that
 explodes on near-zero coordinates; the shipped SGRHMC integrates the same SDE by splitting
-(:mod:`lda.sgmcmc.sgrhmc_split`), see its docstring and BENCHMARKS.md. A spec's ``fused`` step is
-the
-same update compiled into one pass for float64 CPU tensors.
+(:mod:`lda.sgmcmc.sgrhmc_split`), see its docstring and BENCHMARKS.md. A spec's ``fused`` step
+is the same update compiled into one pass for float64 CPU tensors.
+
+A learner steps these through a chain (:mod:`lda.sgmcmc.chain`).
 """
 
 from __future__ import annotations
@@ -35,8 +36,12 @@ from lda.sgmcmc.hyper import (
 )
 from lda.sgmcmc.recipe import MatrixField
 from lda.sgmcmc.schedules import BatchScaling, StepSchedule
-from lda.sgmcmc.scir.transition import beta_floor, cir_transition
+from lda.sgmcmc.scir.transition import scir_transition
 from lda.sgmcmc.sgrhmc_split import fused_split_step, sgrhmc_split
+
+
+class NonFiniteError(ArithmeticError):
+    """A step produced a non-finite theta (a chain's step raises it; see its update)."""
 
 
 @dataclass(frozen=True)
@@ -58,8 +63,9 @@ class StepInfo:
     """What a step had to do to stay valid, for logs and metrics (read with int())."""
 
     reflected: Count  # coordinates reflected at zero
-    zero_guarded: Count  # coordinates exactly at zero where 1/theta was guarded (SCIR: raised
-    # to its floor, see scir_transition)
+    # Coordinates exactly at zero where 1/theta was guarded (SCIR: raised to its floor, see
+    # lda.sgmcmc.scir.transition.scir_transition).
+    zero_guarded: Count
     turned: Count = 0  # SGRHMC split: coordinates stopped at a turning point
 
 
@@ -143,30 +149,6 @@ def sgrhmc_euler(
     new_r = r + eps * root * g + eps / (2.0 * root) - eps * c * theta * r
     new_r = new_r + (2.0 * eps * c * theta).sqrt() * noise
     return theta + eps * root * r, new_r
-
-
-def scir_transition(
-    theta: torch.Tensor,
-    stats: MinibatchStatistics,
-    hyper: Hyper,
-    h: float,
-    generator: torch.Generator | None,
-) -> tuple[torch.Tensor, Count]:
-    """The exact CIR transition over h with a_kw = alpha + (N/n) E[n_kw] (docs/samplers.md).
-
-    Each coordinate is then raised to sqrt(tiny) * max(1, theta'_k.) (tiny: the smallest
-    normal number), which puts beta_kw >= ~sqrt(tiny) (1.5e-154 in float64) and moves it by at
-    most sqrt(tiny) / min(1, theta'_k.): beta stays positive where every topic's draw for a
-    word underflowed (alpha << 1 puts most of
-    Gamma(alpha)'s mass below tiny), so no Gibbs conditional sums to 0, and products of two
-    such numbers stay normal (with a floor at tiny, subnormal beta made SCIR's held-out scoring
-    2-3x slower than SGRLD's; docs/samplers.md). Returns how many coordinates were raised.
-    """
-    a = hyper.alpha + stats.scale * stats.topic_word
-    drawn = cir_transition(theta, a, h, generator)
-    floor = beta_floor(drawn.dtype) * drawn.sum(dim=1, keepdim=True).clamp_min(1.0)
-    raised = drawn < floor
-    return torch.where(raised, floor, drawn), raised.sum()
 
 
 def _fused_sgrld(
@@ -301,8 +283,7 @@ def init_state(
     """theta ~ Gamma(1, 1) (exponential) and, for HMC samplers, r ~ N(0, 1)."""
     device = generator.device
     shape = (n_topics, n_words)
-    # -log(1 - U) in U's own storage: one K x W allocation, not two (400 MB each at K = 1,000,
-    # W = 100,000 in float32), the same values.
+    # -log(1 - U) in U's own storage: one K x W allocation, not two, the same values.
     theta = torch.rand(shape, generator=generator, device=device, dtype=dtype)
     theta.neg_().log1p_().neg_()
     momentum = None
@@ -345,8 +326,8 @@ def step(
         return new_state, StepInfo(reflected=0, zero_guarded=guarded)
     assert spec.update is not None, f"{name} has neither an update nor a transition"
     if noise is None:
-        # float32 draws: torch's float64 normal sampler is ~20x slower on the CPU, and the
-        # injected noise needs no more than single precision.
+        # float32 draws: torch's float64 normal sampler is much slower on the CPU
+        # (docs/defaults.md), and the injected noise needs no more than single precision.
         shape = theta.shape if spec.noise_draws == 1 else (spec.noise_draws, *theta.shape)
         noise = torch.randn(shape, generator=generator, device=theta.device, dtype=torch.float32)
     zeros = (theta == 0).sum()

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from lda.batch import Batch
-from lda.model import LearnerConfig, StreamingLDA, _all_finite
+from lda.model import LearnerConfig, StreamingLDA
+from lda.sgmcmc.chain import all_finite
 
 
 def test_corpus_size_fixed_or_growing_with_documents_seen():
@@ -47,10 +48,10 @@ def test_unknown_sampler_and_bad_burn_in_are_refused():
 
 def test_finiteness_check_handles_nan_inf_and_an_overflowing_sum():
     big = torch.full((4,), 1e308, dtype=torch.float64)  # finite entries, infinite sum
-    assert _all_finite(big)
-    assert _all_finite(torch.zeros(3, 2, dtype=torch.float64))
+    assert all_finite(big)
+    assert all_finite(torch.zeros(3, 2, dtype=torch.float64))
     for bad in (float("nan"), float("inf"), -float("inf")):
-        assert not _all_finite(torch.tensor([1.0, bad], dtype=torch.float64))
+        assert not all_finite(torch.tensor([1.0, bad], dtype=torch.float64))
 
 
 def test_defaults_follow_the_minibatch_in_one_place():

@@ -10,6 +10,8 @@ Exact for every h, not only as h -> 0: Gamma(a, 1) is the stationary law whateve
 process is Markov and time-homogeneous, a transition over h1 then one over h2 (the same a) is
 one over h1 + h2 in law, so steps that leave a coordinate's a unchanged can be taken at once.
 Elementwise on tensors of any shape and device; the randomness comes from ``generator``.
+:func:`scir_transition` is SCIR's dense step (lda.sgmcmc.samplers); the lazy chain steps only
+a minibatch's columns (lda.sgmcmc.scir.lazy).
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ from __future__ import annotations
 import math
 
 import torch
+
+from lda.sgmcmc.gradient import MinibatchStatistics
+from lda.sgmcmc.hyper import Hyper
 
 
 def _decay(h: float) -> tuple[float, float]:
@@ -43,9 +48,34 @@ def beta_floor(dtype: torch.dtype) -> float:
     """The least beta SCIR hands out in ``dtype``: the square root of its smallest normal
     number (1.5e-154 in float64, 1.1e-19 in float32). Gamma(alpha << 1) puts most coordinates
     below the dtype's range; a word every topic underflowed on must still give Gibbs a
-    distribution, and products of two floored numbers stay normal (subnormal arithmetic made
-    the sweeps several times slower). docs/samplers.md, "Numerics"."""
+    distribution, and products of two floored numbers stay normal (subnormal arithmetic is
+    slow: docs/samplers.md, "Numerics"; docs/defaults.md for the cost)."""
     return float(torch.finfo(dtype).tiny) ** 0.5
+
+
+def scir_transition(
+    theta: torch.Tensor,
+    stats: MinibatchStatistics,
+    hyper: Hyper,
+    h: float,
+    generator: torch.Generator | None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """SCIR's dense step: the exact CIR transition over h with a_kw = alpha + (N/n) E[n_kw]
+    (docs/samplers.md).
+
+    Each coordinate is then raised to sqrt(tiny) * max(1, theta'_k.) (tiny: the smallest
+    normal number), which puts beta_kw >= ~sqrt(tiny) (:func:`beta_floor`) and moves it by at
+    most sqrt(tiny) / min(1, theta'_k.): beta stays positive where every topic's draw for a
+    word underflowed (alpha << 1 puts most of Gamma(alpha)'s mass below tiny), so no Gibbs
+    conditional sums to 0, and products of two such numbers stay normal (a floor at tiny left
+    subnormal beta, which slowed held-out scoring: docs/samplers.md). Returns how many
+    coordinates were raised (a 0-d tensor on theta's device).
+    """
+    a = hyper.alpha + stats.scale * stats.topic_word
+    drawn = cir_transition(theta, a, h, generator)
+    floor = beta_floor(drawn.dtype) * drawn.sum(dim=1, keepdim=True).clamp_min(1.0)
+    raised = drawn < floor
+    return torch.where(raised, floor, drawn), raised.sum()
 
 
 def cir_mean(theta: torch.Tensor, a: torch.Tensor | float, h: float) -> torch.Tensor:

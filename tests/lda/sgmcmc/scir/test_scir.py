@@ -24,6 +24,7 @@ from lda.sgmcmc.gradient import MinibatchStatistics
 from lda.sgmcmc.recipe import grad_from_potential, recipe_step
 from lda.sgmcmc.samplers import SAMPLERS, Hyper, SamplerState, step
 from lda.sgmcmc.schedules import StepSchedule
+from lda.sgmcmc.scir.chain import LazySCIRChain
 from lda.sgmcmc.scir.transition import cir_mean, cir_transition, cir_variance
 from tests.lda.test_recovery import DOCS, GAMMA, Corpus, K, W, _matched_tv, _train, make_corpus
 
@@ -349,7 +350,7 @@ def test_learner_recovers_topics(corpus, dtype):
         dtype=dtype,
     )
     model, _, averaged = _train(config, train, heldout, passes=10, seed=2)
-    assert model.chain is not None  # the CPU path
+    assert isinstance(model.chain, LazySCIRChain)  # the CPU path
     assert model.state.theta.dtype == getattr(torch, dtype)
     assert bool(torch.isfinite(model.beta).all()) and bool((model.beta > 0).all())
     assert _matched_tv(true_beta, model.beta_mean.double()) < 0.08

@@ -1,0 +1,225 @@
+"""The chain a learner steps: one interface, a dense and a lazy implementation, chosen once.
+
+:class:`Chain` is what :class:`lda.model.StreamingLDA` needs of its sampler's state: the current
+beta and beta_mean, one step from a minibatch, top words and a checkpoint. :class:`DenseChain`
+steps the whole theta with :func:`lda.sgmcmc.samplers.step` (any sampler, any device) and keeps
+beta_mean as an exponential mean of beta; :class:`lda.sgmcmc.scir.chain.LazySCIRChain` steps
+only the minibatch's columns (SCIR on the CPU, :mod:`lda.sgmcmc.scir.lazy`). :func:`new_chain`
+and :func:`restore_chain` make the choice (:func:`is_lazy`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+import torch
+
+from lda.batch import Batch
+from lda.config import Estimate, LearnerConfig
+from lda.parallel import Reducer
+from lda.sgmcmc.averaging import ExponentialMean
+from lda.sgmcmc.gradient import MinibatchStatistics
+from lda.sgmcmc.samplers import SAMPLERS, NonFiniteError, SamplerState, StepInfo, init_state, step
+from lda.sgmcmc.scir.chain import LazySCIRChain
+from lda.sgmcmc.scir.lazy import LazyChain
+
+if TYPE_CHECKING:
+    from lda.gibbs.expectations import GibbsExpectations
+
+
+@dataclass(frozen=True)
+class Minibatch:
+    """One step's data as a chain takes it: the documents, the learner's Gibbs sweeps to run on
+    them (a chain picks the beta, and may renumber the words to its columns), the ranks whose
+    counts are summed, and the gradient's scale N/n."""
+
+    batch: Batch  # on the chain's device
+    expectations: Callable[[torch.Tensor, Batch], GibbsExpectations]  # (beta, documents)
+    group: Reducer | None  # the ranks that share the step (None: this rank alone)
+    scale: float  # N / n
+
+    def topic_word(self, beta: torch.Tensor, batch: Batch, dtype: torch.dtype) -> torch.Tensor:
+        """(K, beta's columns) sum over the minibatch's documents (every rank's, in a group) of
+        E[n_dkw]: this rank's sweeps of ``batch`` on ``beta``, in ``dtype``, summed over ranks."""
+        topic_word = self.expectations(beta, batch).topic_word(beta.shape[1]).to(dtype)
+        if self.group is not None:
+            # In place on the storage, whichever way round it is laid out.
+            self.group.sum_(topic_word if topic_word.is_contiguous() else topic_word.T)
+        return topic_word
+
+
+class Chain(Protocol):
+    """A learner's chain. Reads of beta are the learner's to keep but not to modify; a step
+    that raises NonFiniteError leaves a dense chain unchanged, a lazy one changed (it steps in
+    place: the caller restores a checkpoint)."""
+
+    @property
+    def state(self) -> SamplerState:
+        """theta (K, W), the momentum (HMC samplers) and the steps taken."""
+        ...
+
+    @property
+    def theta(self) -> torch.Tensor:
+        """(K, W) the chain's theta (a lazy chain's stale columns as of their last step)."""
+        ...
+
+    @property
+    def beta(self) -> torch.Tensor:
+        """(K, W) topic-word probabilities of the current sample."""
+        ...
+
+    @property
+    def beta_mean(self) -> torch.Tensor:
+        """(K, W) the exponential mean of the samples, rows summing to 1 (the current sample
+        before the first step)."""
+        ...
+
+    def update(
+        self, minibatch: Minibatch, step_size: float, generator: torch.Generator
+    ) -> StepInfo:
+        """One step on the minibatch's expected counts."""
+        ...
+
+    def top_words(self, n: int, which: Estimate) -> tuple[torch.Tensor, torch.Tensor]:
+        """((K, n) word ids, their weights) in the ``which`` estimate, most probable first
+        (n at most W)."""
+        ...
+
+    def sample_at(self, word_ids: torch.Tensor) -> torch.Tensor:
+        """(K, M) the current sample of beta at (k, word_ids[k, i])."""
+        ...
+
+    def state_dict(self) -> dict[str, Any]:
+        """The learner checkpoint's chain keys: theta, momentum, step, mean and lazy."""
+        ...
+
+
+def all_finite(*tensors: torch.Tensor) -> bool:
+    """Every entry of every tensor finite. Finite sums prove it (NaN and inf propagate) far
+    more cheaply than isfinite(x).all(), in one host read for all the tensors (a GPU step's
+    only one); only a non-finite sum, or one that overflowed, is checked fully."""
+    sums = torch.stack([x.sum() for x in tensors])
+    return bool(torch.isfinite(sums).all()) or all(bool(torch.isfinite(x).all()) for x in tensors)
+
+
+class DenseChain:
+    """The whole theta (and an HMC sampler's momentum) stepped by
+    :func:`lda.sgmcmc.samplers.step`; beta_mean the exponential mean of beta after each step.
+    States are replaced, never changed in place, so beta is computed once per state: the mean
+    takes it after a step and the next step's Gibbs sweeps read it again."""
+
+    def __init__(self, config: LearnerConfig, state: SamplerState, mean: ExponentialMean):
+        self.sampler = config.sampler
+        self.hyper = config.hyper
+        self._state = state
+        self.mean = mean
+        self._beta: tuple[SamplerState, torch.Tensor] | None = None  # (state, its beta)
+
+    @property
+    def state(self) -> SamplerState:
+        return self._state
+
+    @property
+    def theta(self) -> torch.Tensor:
+        return self._state.theta
+
+    @property
+    def beta(self) -> torch.Tensor:
+        if self._beta is None or self._beta[0] is not self._state:
+            theta = self._state.theta
+            self._beta = (self._state, theta / theta.sum(dim=1, keepdim=True))
+        return self._beta[1]
+
+    @property
+    def beta_mean(self) -> torch.Tensor:
+        """A tensor of its own after the first step: later steps leave it as it is."""
+        return self.mean.value if self.mean.count else self.beta
+
+    def update(
+        self, minibatch: Minibatch, step_size: float, generator: torch.Generator
+    ) -> StepInfo:
+        """The sampler's step on the counts of every word; a non-finite result is refused and
+        the chain left as it was."""
+        topic_word = minibatch.topic_word(self.beta, minibatch.batch, self.theta.dtype)
+        stats = MinibatchStatistics(topic_word=topic_word, scale=minibatch.scale)
+        new_state, info = step(self.sampler, self._state, stats, self.hyper, step_size, generator)
+        moving = [new_state.theta] + ([] if new_state.momentum is None else [new_state.momentum])
+        if not all_finite(*moving):
+            raise NonFiniteError(f"non-finite theta after step {self._state.step + 1}")
+        self._state = new_state
+        self.mean.add(self.beta)
+        return info
+
+    def top_words(self, n: int, which: Estimate) -> tuple[torch.Tensor, torch.Tensor]:
+        weights, ids = torch.topk(self.beta_mean if which == "mean" else self.beta, k=n, dim=1)
+        return ids, weights
+
+    def sample_at(self, word_ids: torch.Tensor) -> torch.Tensor:
+        return self.beta.gather(1, word_ids.to(self.theta.device))
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "theta": self._state.theta,
+            "momentum": self._state.momentum,
+            "step": self._state.step,
+            "mean": self.mean.state_dict(),
+            "lazy": None,
+        }
+
+
+def is_lazy(config: LearnerConfig, device: torch.device) -> bool:
+    """Whether the learner's chain is lazy: a sampler with lazy columns (SCIR) on the CPU,
+    where a step costs O(K x the minibatch's words) instead of O(K x W)."""
+    return SAMPLERS[config.sampler].lazy and device.type == "cpu"
+
+
+def new_chain(
+    config: LearnerConfig, device: torch.device, generator: torch.Generator, seed: int
+) -> Chain:
+    """A chain drawn from the prior with ``generator``; ``seed`` keys a lazy chain's reads."""
+    dtype = getattr(torch, config.dtype)
+    state = init_state(config.sampler, config.n_topics, config.n_words, generator, dtype)
+    assert config.mean_decay is not None
+    return _chain(config, device, seed, state, ExponentialMean(config.mean_decay))
+
+
+def restore_chain(
+    config: LearnerConfig, state: dict[str, Any], device: torch.device, seed: int
+) -> Chain:
+    """The chain of a learner checkpoint (:meth:`Chain.state_dict`'s keys), around the
+    checkpoint's own matrices: no fresh K x W draw made only to be replaced. A lazy chain is
+    restored as it was saved; a dense checkpoint of a lazy sampler (written on a GPU) restored
+    on the CPU becomes a lazy chain from its theta."""
+    assert config.mean_decay is not None
+    mean = ExponentialMean(config.mean_decay)
+    saved = state.get("mean")  # absent from checkpoints older than beta_mean: start afresh
+    if saved is not None and saved["total"] is not None:
+        mean.load_state_dict({**saved, "total": saved["total"].to(device)})
+    lazy = state.get("lazy")
+    if lazy is not None:
+        dtype = getattr(torch, config.dtype)
+        return LazySCIRChain(LazyChain.from_state_dict(lazy), dtype, seed, int(state["step"]), mean)
+    momentum = state["momentum"]
+    restored = SamplerState(
+        theta=state["theta"].to(device),
+        momentum=None if momentum is None else momentum.to(device),
+        step=int(state["step"]),
+    )
+    return _chain(config, device, seed, restored, mean)
+
+
+def _chain(
+    config: LearnerConfig,
+    device: torch.device,
+    seed: int,
+    state: SamplerState,
+    mean: ExponentialMean,
+) -> Chain:
+    """The chain :func:`is_lazy` picks, starting from ``state``."""
+    if not is_lazy(config, device):
+        return DenseChain(config, state, mean)
+    assert config.alpha is not None
+    lazy = LazyChain(state.theta, config.alpha, mean.decay)
+    return LazySCIRChain(lazy, getattr(torch, config.dtype), seed, state.step, mean)
