@@ -8,6 +8,10 @@
   fault injection (``.inject("429", "503", "maxlag", "reset", "slow", "malformed",
   "empty_revisions")``) and a record of every request.
 * ``make_wikipedia_api``: the same with a pool and knobs of the test's choosing.
+
+A test that starts Redis, a process or a server, or takes more than a few seconds, is marked
+``slow``, so ``pytest -m "not slow"`` is the quick inner loop; collection fails on a test that
+uses a server fixture (directly or through another fixture) without the mark.
 """
 
 from __future__ import annotations
@@ -21,6 +25,24 @@ import pytest
 from tests.support.corpora import RawPage
 from tests.support.redis_server import RedisServer
 from tests.support.wikipedia_api import FakeWikipediaAPI, default_pool
+
+# Fixtures that start a server, and every fixture built on them (redis_client, settings, api,
+# published, served, wikipedia_api, ...): a test whose fixture closure holds one is slow.
+SERVER_FIXTURES = {"redis_server", "make_wikipedia_api"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Fail collection on a test that starts a server through a fixture but is not marked slow."""
+    unmarked = []
+    for item in items:
+        servers = SERVER_FIXTURES.intersection(getattr(item, "fixturenames", ()))
+        if servers and item.get_closest_marker("slow") is None:
+            unmarked.append(f"{item.nodeid} (uses {', '.join(sorted(servers))})")
+    if unmarked:
+        raise pytest.UsageError(
+            "tests that start a server must be marked slow "
+            "(pytestmark = pytest.mark.slow, or @pytest.mark.slow):\n  " + "\n  ".join(unmarked)
+        )
 
 
 @pytest.fixture

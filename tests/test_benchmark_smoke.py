@@ -26,6 +26,7 @@ def _load_benchmark(script: Path = SCRIPT) -> ModuleType:
     return module
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (CORPUS / "vocab-7702.txt").is_file(), reason="DEV corpus not present")
 def test_benchmark_runs_end_to_end(tmp_path: Path) -> None:
     """100 documents, K=5, 4 sweeps, two samplers, no peers: table, targets and JSON."""
@@ -197,6 +198,7 @@ def test_benchmark_repeats_the_stream_and_runs_on_the_named_device(
         bench.parse_args([*argv[:-1], "sgrld:device=gpu"])
 
 
+@pytest.mark.slow
 def test_ptx_report_reads_the_kernels_registers(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -216,6 +218,7 @@ def test_ptx_report_reads_the_kernels_registers(
         assert int(scan[1][3]) > 0  # capped at 64, it spills
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (CORPUS / "vocab-7702.txt").is_file(), reason="DEV corpus not present")
 def test_cost_grid_runs_each_cell_in_its_own_process(tmp_path):
     """benchmarks/cost.py: a row per system and cell, each with docs/s and its peak memory."""

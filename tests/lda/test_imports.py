@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.parametrize(
     "first", ["lda.sgmcmc.sgrhmc_split", "lda.sgmcmc.samplers", "lda.sgmcmc.hyper", "lda.model"]

@@ -19,6 +19,8 @@ from lda.batch import Batch
 from lda.model import LearnerConfig, StreamingLDA
 from service.learn.distributed import DistributedReducer, Group, join, leave
 
+pytestmark = pytest.mark.slow
+
 K, W, STEPS, PER_RANK = 6, 40, 4, 25
 
 

@@ -34,6 +34,8 @@ from lda.evaluation.perplexity import HeldoutSet, perplexity
 from lda.model import LearnerConfig, StreamingLDA
 from lda.sgmcmc.schedules import StepSchedule
 
+pytestmark = pytest.mark.slow
+
 K, W, DOCS, HELD, LENGTH, GAMMA = 10, 1000, 5000, 500, 100, 0.1
 
 

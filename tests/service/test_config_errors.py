@@ -15,6 +15,8 @@ import pytest
 from tests.support.corpora import SHARDS
 from tests.support.redis_server import RedisServer, free_port
 
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[2]
 PASSWORD = "the-right-one"
 WRONG = "not-the-password"

@@ -155,6 +155,7 @@ def test_multi_gpu_override_runs_the_worker_command_under_torchrun() -> None:
     assert any(part.startswith("--nproc-per-node=") for part in entrypoint)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "files",
     [[COMPOSE], [COMPOSE, COMPOSE_GPU], [COMPOSE, COMPOSE_GPU, COMPOSE_MULTI_GPU]],

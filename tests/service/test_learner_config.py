@@ -144,6 +144,7 @@ def test_mean_decay_defaults_to_the_learners_and_reaches_it():
     assert learner_config(Settings(mean_decay=0.0), n_words=10).mean_decay == 0.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("env", "flags"),
     [({"STREAMLDA_MEAN_DECAY": "1"}, []), ({}, ["--mean-decay", "-0.1"])],

@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 HEAVY = ("torch", "numba", "fastapi")
 
 PROBE = """

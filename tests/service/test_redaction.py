@@ -18,6 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 BAD_URL = "redis://admin:pw@host:bad/0"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["scrape", "worker", "api", "up"])
 def test_a_bad_url_is_a_one_line_error_without_the_password(command: str, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMLDA_")}

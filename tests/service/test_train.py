@@ -121,6 +121,7 @@ def test_train_builds_a_vocabulary_and_prints_a_table(tmp_path, capsys):
     assert len((tmp_path / "vocab.txt").read_text().split()) == 300
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -170,6 +171,7 @@ def _run_train(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_a_source_used_up_by_the_heldout_set_is_an_error_not_random_topics(tmp_path):
     source = _write_jsonl(tmp_path / "tiny.jsonl", ["history of the river city"] * 3)
     out = tmp_path / "run"
@@ -183,6 +185,7 @@ def test_a_source_used_up_by_the_heldout_set_is_an_error_not_random_topics(tmp_p
     assert not (out / "checkpoint.pt").exists()
 
 
+@pytest.mark.slow
 def test_a_model_too_large_for_memory_is_one_error_line(tmp_path):
     result = _run_train(
         "--source", f"jsonl:{DEV}", "--vocab", str(VOCAB), "--topics", "100000000",

@@ -14,10 +14,14 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from service.learn.model_store import CHECKPOINT_NAME
 from tests.service.learn.helpers import DEADLINE_S, REPO, WORKER_ENV, checkpoint_docs, wait_until
 from tests.support.corpora import SHARDS
 from tests.support.redis_server import free_port
+
+pytestmark = pytest.mark.slow
 
 TOPICS = int(WORKER_ENV["STREAMLDA_TOPICS"])
 UP_ENV = {

@@ -9,11 +9,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from service.learn.model_store import CHECKPOINT_NAME, load_model
 from tests.service.learn.helpers import HELDOUT, REPO, checkpoint_docs, wait_until
 from tests.service.test_up import UP_ENV, get, stop_up
 from tests.support.corpora import SHARDS, read_jsonl
 from tests.support.redis_server import free_port
+
+pytestmark = pytest.mark.slow
 
 ARTICLES = 120
 

@@ -19,6 +19,8 @@ import torch
 from lda.sgmcmc.gradient import MinibatchStatistics
 from lda.sgmcmc.samplers import Hyper, SamplerState, step
 
+pytestmark = pytest.mark.slow
+
 CHAINS, STEPS, EPS, BOUND = 40_000, 500, 0.02, 0.012
 
 

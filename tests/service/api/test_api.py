@@ -19,6 +19,8 @@ from service.store.snapshot import (
 )
 from tests.service.conftest import Published
 
+pytestmark = pytest.mark.slow
+
 
 def test_topics_lists_every_topic_with_top_words(api: TestClient, published: Published) -> None:
     body = api.get("/topics", params={"top": 3}).json()

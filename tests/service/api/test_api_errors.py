@@ -15,6 +15,8 @@ from service.api.app import create_app
 from service.settings import Settings
 from tests.service.conftest import Published, serve
 
+pytestmark = pytest.mark.slow
+
 
 def detail(response: httpx.Response, status: int) -> str:
     """The response's message, after checking its status and JSON shape."""

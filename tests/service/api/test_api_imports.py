@@ -7,6 +7,10 @@ import json
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.slow
+
 
 def test_the_api_process_imports_no_torch_and_no_learner() -> None:
     probe = (

@@ -12,11 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.service.conftest import Published
 from tests.service.learn.helpers import DEADLINE_S, REPO, WORKER_ENV, wait_until
 from tests.support.corpora import SHARDS
 from tests.support.redis_server import free_port
+
+pytestmark = pytest.mark.slow
 
 STARTED = re.compile(rb"Started server process \[(\d+)\]")
 

@@ -43,6 +43,7 @@ def test_without_redis_the_command_says_so(monkeypatch: pytest.MonkeyPatch) -> N
         run(settings_from_args(args), args)
 
 
+@pytest.mark.slow
 def test_streamlda_api_serves_until_terminated(redis_server: Any) -> None:
     port = free_port()
     command = [sys.executable, "-m", "service.cli", "api", "--redis", redis_server.url]

@@ -12,6 +12,8 @@ from fastapi.testclient import TestClient
 from service.api.reads.prerendered import FastReads
 from tests.service.conftest import Published
 
+pytestmark = pytest.mark.slow
+
 
 def fast_layer(api: TestClient) -> FastReads:
     node: Any = api.app.middleware_stack  # type: ignore[attr-defined]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import urllib.request
 
+import pytest
 import redis
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -13,6 +14,8 @@ from service.settings import Settings
 from service.store.counters import SCRAPER_TOTALS, SKIP_REASONS, WORKER_COUNTERS
 from tests.service.api.test_monitoring import dashboard, metric_names, queries
 from tests.service.conftest import serve
+
+pytestmark = pytest.mark.slow
 
 
 def exposition(settings: Settings) -> str:

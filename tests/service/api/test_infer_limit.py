@@ -10,11 +10,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+import pytest
 
 from service.api.app import create_app
 from service.api.infer.admission import ConcurrencyLimitMiddleware
 from service.settings import Settings
 from tests.service.conftest import Published, serve
+
+pytestmark = pytest.mark.slow
 
 WAIT_S = 10.0
 

@@ -26,6 +26,8 @@ from service.settings import Settings
 from tests.service.api.test_infer_limit import limiter_of
 from tests.service.conftest import Published, serve
 
+pytestmark = pytest.mark.slow
+
 WAIT_S = 30.0
 TEXTS = [
     "apple banana cherry grape apple",

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import re
 
+import pytest
 import redis
 from fastapi.testclient import TestClient
 
 from tests.service.conftest import Published
+
+pytestmark = pytest.mark.slow
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 _LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$")

@@ -184,6 +184,7 @@ def dashboard() -> dict[str, Any]:
 # --- compose ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("profile", [None, PROFILE], ids=["default", "monitoring"])
 @pytest.mark.parametrize(
     "files",
@@ -307,6 +308,7 @@ def publish_everything(client: redis.Redis, settings: Settings, published: Publi
     client.xadd(settings.stream, {"id": "1"})
 
 
+@pytest.mark.slow
 def test_every_dashboard_metric_is_exported_by_a_running_api(
     published: Published, redis_client: redis.Redis, settings: Settings
 ) -> None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import pytest
 import schemathesis
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given
@@ -13,6 +14,8 @@ from schemathesis import GenerationMode
 from service.api.app import create_app
 from service.settings import Settings
 from tests.service.conftest import ADMIN_TOKEN, TOPIC_WORDS, Published, serve
+
+pytestmark = pytest.mark.slow
 
 EXAMPLES = 25  # per operation: ~10 operations stay well under 30 s
 

@@ -40,9 +40,12 @@ CHROMIUM_TIMEOUT_S = 60
 VIRTUAL_TIME_MS = 5000
 QUEUE_LENGTH, QUEUE_PENDING = 7, 3
 
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)"
-)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)"
+    ),
+]
 
 
 def chromium(url: str, profile: Path, *args: str, budget_ms: int = VIRTUAL_TIME_MS) -> str:

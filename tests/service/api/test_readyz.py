@@ -14,6 +14,8 @@ from service.settings import Settings
 from tests.service.conftest import ADMIN_TOKEN, FreshClient, Published
 from tests.support.redis_server import RedisServer
 
+pytestmark = pytest.mark.slow
+
 USER = "streamlda-operator"
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 

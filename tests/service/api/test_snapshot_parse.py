@@ -48,6 +48,7 @@ def big_snapshot(k: int = 200, words: int = 100, marker: int = 0) -> Snapshot:
     )
 
 
+@pytest.mark.slow
 def test_the_published_snapshot_parses_as_from_json(
     redis_client: redis.Redis, published: Published
 ) -> None:
@@ -95,6 +96,7 @@ def test_a_large_snapshot_leaves_the_gil_while_it_is_parsed() -> None:
     assert pace.pauses >= 10  # a K = 200 snapshot is many slices of work
 
 
+@pytest.mark.slow
 def test_readers_never_see_half_a_snapshot(
     redis_client: redis.Redis, settings: Settings, published: Published
 ) -> None:

@@ -31,6 +31,7 @@ def quality(redis_client: redis.Redis, published: Published) -> TopicWatch:
     return watch
 
 
+@pytest.mark.slow
 def test_topics_carry_coherence_and_drift_and_sort_by_coherence(
     api: TestClient, quality: TopicWatch
 ) -> None:
@@ -45,6 +46,7 @@ def test_topics_carry_coherence_and_drift_and_sort_by_coherence(
     assert api.get("/topics?sort=weight").status_code == 422
 
 
+@pytest.mark.slow
 def test_a_topic_says_when_it_last_changed(api: TestClient, quality: TopicWatch) -> None:
     assert quality.drift is not None and quality.changed_at is not None
     moved = [k for k in range(K) if quality.drift[k] > CHANGED_BITS]
@@ -56,6 +58,7 @@ def test_a_topic_says_when_it_last_changed(api: TestClient, quality: TopicWatch)
         assert body["coherence"] == (None if k == 1 else COHERENCE[k])
 
 
+@pytest.mark.slow
 def test_uncertainty_gives_each_words_interval_over_recent_samples(
     api: TestClient, published: Published, quality: TopicWatch
 ) -> None:
@@ -80,6 +83,7 @@ def test_uncertainty_gives_each_words_interval_over_recent_samples(
     assert all(w["low"] is None for t in sample["topics"] for w in t["words"])
 
 
+@pytest.mark.slow
 def test_older_snapshots_have_no_quality_and_no_intervals(
     api: TestClient, published: Published
 ) -> None:
@@ -90,6 +94,7 @@ def test_older_snapshots_have_no_quality_and_no_intervals(
     assert api.get("/topics/1").json()["changed_at_docs"] is None
 
 
+@pytest.mark.slow
 def test_metrics_report_drift(api: TestClient, quality: TopicWatch) -> None:
     assert quality.drift is not None
     samples = parse(api.get("/metrics").text)

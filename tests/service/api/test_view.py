@@ -21,6 +21,8 @@ from service.settings import Settings
 from service.store.snapshot import PerplexityPoint, append_perplexity, publish_snapshot
 from tests.service.conftest import Published
 
+pytestmark = pytest.mark.slow
+
 READS = (
     "/topics",
     "/topics/1?top=3",

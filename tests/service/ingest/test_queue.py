@@ -19,6 +19,8 @@ from service.store.redis_client import connect
 from tests.service.ingest.helpers import fast_settings, stream_ids, wait_until
 from tests.support.redis_server import RedisServer
 
+pytestmark = pytest.mark.slow
+
 
 def _articles(first: int, count: int) -> list[Article]:
     return [

@@ -29,6 +29,8 @@ from tests.support.corpora import RawPage
 from tests.support.redis_server import RedisServer
 from tests.support.wikipedia_api import FakeWikipediaAPI, default_pool, is_disambiguation_page
 
+pytestmark = pytest.mark.slow
+
 MakeAPI = Callable[..., FakeWikipediaAPI]
 MARKUP_REMNANTS = ("{{", "}}", "[[", "]]", "<ref", "|", "&lt;", "==")
 

@@ -22,6 +22,8 @@ from tests.service.ingest.helpers import Background, fast_settings, wait_until
 from tests.support.redis_server import RedisServer, free_port
 from tests.support.wikipedia_api import FakeWikipediaAPI
 
+pytestmark = pytest.mark.slow
+
 DOWN_AFTER_S = 0.5
 # The bound, with room for a loaded 2-core machine (the first report needs no retry to land).
 REPORTED_WITHIN_S = DOWN_AFTER_S + 2.0

@@ -85,6 +85,7 @@ def test_bad_source_specs_and_files_are_clear_errors(tmp_path: Path) -> None:
         list(open_source(f"jsonl:{broken}"))
 
 
+@pytest.mark.slow
 def test_dump_yields_exactly_its_main_namespace_non_redirect_articles() -> None:
     source = DumpSource(DUMP)
     articles = list(source)

@@ -39,6 +39,7 @@ def _source(api: FakeWikipediaAPI, **overrides: object) -> WikipediaSource:
     )
 
 
+@pytest.mark.slow
 def test_requests_are_polite_and_well_formed(make_wikipedia_api: MakeAPI) -> None:
     api = make_wikipedia_api(pages=_plain_pages(120))
     source = _source(api, contact="ops@example.org", articles_per_request=50)
@@ -55,6 +56,7 @@ def test_requests_are_polite_and_well_formed(make_wikipedia_api: MakeAPI) -> Non
     assert source.fetch_batch(limit=7) and api.requests[1].params["grnlimit"] == "7"
 
 
+@pytest.mark.slow
 def test_rate_limit_spaces_requests(make_wikipedia_api: MakeAPI) -> None:
     api = make_wikipedia_api(pages=_plain_pages(200))
     source = _source(api, rate=10.0, articles_per_request=5)
@@ -68,6 +70,7 @@ def test_rate_limit_spaces_requests(make_wikipedia_api: MakeAPI) -> None:
     assert min(gaps) >= 0.05, gaps
 
 
+@pytest.mark.slow
 def test_429_waits_at_least_retry_after(make_wikipedia_api: MakeAPI) -> None:
     api = make_wikipedia_api(pages=_plain_pages(60), retry_after=1)
     api.inject("429")
@@ -81,6 +84,7 @@ def test_429_waits_at_least_retry_after(make_wikipedia_api: MakeAPI) -> None:
     assert source.retries == 1 and source.failures == {"http_429": 1}
 
 
+@pytest.mark.slow
 def test_maxlag_error_body_is_retried_after_retry_after(make_wikipedia_api: MakeAPI) -> None:
     api = make_wikipedia_api(pages=_plain_pages(60), retry_after=1)
     api.inject("maxlag")
@@ -91,6 +95,7 @@ def test_maxlag_error_body_is_retried_after_retry_after(make_wikipedia_api: Make
     assert source.failures == {"api_maxlag": 1}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("fault", "reason"),
     [
@@ -111,6 +116,7 @@ def test_transient_faults_are_retried(make_wikipedia_api: MakeAPI, fault: str, r
         assert source.skipped.counts["malformed_json"] == 2
 
 
+@pytest.mark.slow
 def test_giving_up_after_max_retries_is_a_clear_error(make_wikipedia_api: MakeAPI) -> None:
     api = make_wikipedia_api(pages=_plain_pages(10))
     api.inject(*["503"] * 4)
@@ -120,6 +126,7 @@ def test_giving_up_after_max_retries_is_a_clear_error(make_wikipedia_api: MakeAP
     assert len(api.requests) == 3
 
 
+@pytest.mark.slow
 def test_wrong_endpoint_fails_fast(make_wikipedia_api: MakeAPI) -> None:
     api = make_wikipedia_api(pages=_plain_pages(10))
     source = WikipediaSource(
@@ -130,6 +137,7 @@ def test_wrong_endpoint_fails_fast(make_wikipedia_api: MakeAPI) -> None:
     assert len(api.requests) == 1
 
 
+@pytest.mark.slow
 def test_broken_pages_are_skipped_and_counted(make_wikipedia_api: MakeAPI) -> None:
     api = make_wikipedia_api(pages=_plain_pages(10))
     api.inject("empty_revisions")
@@ -139,6 +147,7 @@ def test_broken_pages_are_skipped_and_counted(make_wikipedia_api: MakeAPI) -> No
     assert dict(source.skipped.counts) == {"no_revisions": 2, "no_content": 1, "missing": 1}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pageprops", [True, False])
 def test_redirects_and_disambiguation_pages_are_skipped(
     make_wikipedia_api: MakeAPI, pageprops: bool
@@ -157,6 +166,7 @@ def test_redirects_and_disambiguation_pages_are_skipped(
     assert all("{{" not in a.text and "[[" not in a.text for a in articles)
 
 
+@pytest.mark.slow
 def test_open_source_builds_the_live_source_from_settings(make_wikipedia_api: MakeAPI) -> None:
     api = make_wikipedia_api(pages=_plain_pages(5))
     source = open_source(

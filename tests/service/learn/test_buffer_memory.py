@@ -8,6 +8,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from service.ingest.sources import Article
 from service.learn.command import build_worker
 from service.learn.heldout_store import HeldoutStore
@@ -19,6 +21,8 @@ from tests.service.learn.helpers import (
     worker_settings,
 )
 from tests.support.redis_server import RedisServer
+
+pytestmark = pytest.mark.slow
 
 
 def _holds_an_article(value: Any) -> bool:

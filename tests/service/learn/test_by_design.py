@@ -15,6 +15,8 @@ from service.store.snapshot import read_snapshot
 from tests.service.learn.helpers import drained, queue_articles, wait_until, worker_settings
 from tests.support.redis_server import RedisServer
 
+pytestmark = pytest.mark.slow
+
 
 def test_a_skipped_scoring_point_is_counted_and_logged_at_info(
     redis_server: RedisServer, tmp_path: Path, caplog: pytest.LogCaptureFixture

@@ -15,6 +15,8 @@ from service.learn.worker import CannotLearn
 from tests.service.learn.helpers import REPO, WORKER_ENV, queue_articles, worker_settings
 from tests.support.redis_server import RedisServer
 
+pytestmark = pytest.mark.slow
+
 HUGE = "100000000"  # topics: K x W cannot be allocated
 
 

@@ -49,6 +49,7 @@ def waiting_in_checkpoint(data_dir: Path) -> int:
     return len(extra.get("evaluations", {}).get("pending", []))
 
 
+@pytest.mark.slow
 def test_points_equal_a_synchronous_evaluation_across_a_kill_and_restart(
     redis_server: RedisServer, tmp_path: Path
 ) -> None:

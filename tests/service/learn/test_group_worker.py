@@ -6,6 +6,8 @@ import os
 import signal
 from pathlib import Path
 
+import pytest
+
 from service.ingest.queue import ArticleQueue, QueueConfig
 from service.learn.model_store import CHECKPOINT_NAME, load_model
 from service.settings import Settings
@@ -20,6 +22,8 @@ from tests.service.learn.helpers import (
     wait_until,
 )
 from tests.support.redis_server import RedisServer
+
+pytestmark = pytest.mark.slow
 
 ARTICLES = 150
 

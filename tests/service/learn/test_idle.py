@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 
 from service.api.app import create_app
@@ -14,6 +15,8 @@ from service.store.redis_client import connect
 from service.store.snapshot import read_snapshot
 from tests.service.learn.helpers import drained, queue_articles, wait_until, worker_settings
 from tests.support.redis_server import RedisServer
+
+pytestmark = pytest.mark.slow
 
 
 def test_an_idle_worker_reports_rate_0_and_idle(redis_server: RedisServer, tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 import torch
 
 from lda.model import StreamingLDA
@@ -41,6 +42,7 @@ def test_no_class_of_the_service_subclasses_the_worker() -> None:
     assert subclasses == []
 
 
+@pytest.mark.slow
 def test_a_worker_with_a_null_publisher_learns_checkpoints_and_publishes_nothing(
     redis_server: RedisServer, tmp_path: Path
 ) -> None:
@@ -65,6 +67,7 @@ def test_a_worker_with_a_null_publisher_learns_checkpoints_and_publishes_nothing
     assert client.exists(SNAPSHOT_KEY, HEARTBEAT_KEY, MODEL_KEY) == 0
 
 
+@pytest.mark.slow
 def test_the_one_checkpoint_rule(redis_server: RedisServer, tmp_path: Path) -> None:
     settings = worker_settings(redis_server.url, tmp_path / "data")
     config = CheckpointConfig(every_s=3600.0, max_unacked=100, stop_ack_wait_s=1.0)

@@ -9,6 +9,7 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
 import redis
 
 from service.ingest.queue import ArticleQueue, QueueConfig
@@ -27,6 +28,8 @@ from tests.service.learn.helpers import (
 )
 from tests.support.corpora import SHARDS
 from tests.support.redis_server import RedisServer
+
+pytestmark = pytest.mark.slow
 
 HIGH_WATER = 10  # below VOCAB_DOCS: the setting that used to deadlock
 ARTICLES = 150

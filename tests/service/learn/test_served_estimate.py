@@ -33,6 +33,8 @@ from tests.service.learn.helpers import (
 )
 from tests.support.redis_server import RedisServer
 
+pytestmark = pytest.mark.slow
+
 ARTICLES = 80
 MEAN_DECAY = 0.8  # not the default: the setting must reach the worker's learner
 

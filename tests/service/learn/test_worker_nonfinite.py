@@ -24,6 +24,8 @@ from tests.service.learn.helpers import (
 )
 from tests.support.redis_server import RedisServer
 
+pytestmark = pytest.mark.slow
+
 FAILING_CALLS = {4, 7}  # the 4th and 7th minibatches would make theta non-finite
 
 

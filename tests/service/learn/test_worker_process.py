@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import pytest
 import redis
 
 from service.learn.model_store import CHECKPOINT_NAME
@@ -19,6 +20,8 @@ from tests.service.learn.helpers import (
     wait_until,
 )
 from tests.support.redis_server import RedisServer
+
+pytestmark = pytest.mark.slow
 
 
 def test_kill_9_then_restart_resumes_from_the_checkpoint_and_acknowledges_everything(

@@ -11,6 +11,8 @@ import redis
 from service.store.embedded_redis import EmbeddedRedis
 from service.store.redis_client import connect
 
+pytestmark = pytest.mark.slow
+
 
 def test_only_clients_with_the_password_get_in_and_a_restart_keeps_the_data(
     tmp_path: Path,

@@ -34,6 +34,7 @@ from service.store.snapshot import (
 from tests.service.conftest import Published
 
 
+@pytest.mark.slow
 def test_nothing_is_published_at_first(redis_client: redis.Redis) -> None:
     assert read_snapshot(redis_client) is None
     assert read_heartbeat(redis_client) is None
@@ -44,6 +45,7 @@ def test_nothing_is_published_at_first(redis_client: redis.Redis) -> None:
     assert read_model_summary(redis_client) is None
 
 
+@pytest.mark.slow
 def test_snapshot_round_trips_and_beats_the_heart(
     redis_client: redis.Redis, published: Published
 ) -> None:
@@ -53,6 +55,7 @@ def test_snapshot_round_trips_and_beats_the_heart(
     assert read_heartbeat(redis_client) == 123.5
 
 
+@pytest.mark.slow
 def test_top_words_are_sorted_and_capped_at_the_vocabulary(published: Published) -> None:
     beta, vocab = published.beta, published.vocab
     topics = top_words(beta, vocab, 100)
@@ -63,6 +66,7 @@ def test_top_words_are_sorted_and_capped_at_the_vocabulary(published: Published)
     assert [w.word for w in top_words(beta, vocab, 2)[2]] == ["sonata", "violin"]
 
 
+@pytest.mark.slow
 def test_non_finite_values_are_never_published(redis_client: redis.Redis) -> None:
     vocab = ["a", "b"]
     beta = torch.tensor([[0.5, math.nan], [0.5, 0.5]])
@@ -75,6 +79,7 @@ def test_non_finite_values_are_never_published(redis_client: redis.Redis) -> Non
     assert read_model(redis_client) is None and read_perplexity(redis_client) == []
 
 
+@pytest.mark.slow
 def test_model_round_trips_bit_for_bit(redis_client: redis.Redis, published: Published) -> None:
     model = read_model(redis_client)
     assert model is not None
@@ -87,6 +92,7 @@ def test_model_round_trips_bit_for_bit(redis_client: redis.Redis, published: Pub
     assert new != published.version, "a republished model gets a new version"
 
 
+@pytest.mark.slow
 def test_model_is_stored_word_major_and_a_row_major_one_still_reads(
     redis_client: redis.Redis, published: Published
 ) -> None:
@@ -113,11 +119,13 @@ def test_model_is_stored_word_major_and_a_row_major_one_still_reads(
     assert old is not None and np.array_equal(old.beta, published.beta.float().numpy())
 
 
+@pytest.mark.slow
 def test_model_shape_must_match_the_vocabulary(redis_client: redis.Redis) -> None:
     with pytest.raises(ValueError, match="expected"):
         publish_model(redis_client, torch.ones(2, 3), ["a", "b"], docs_seen=1, gamma=0.1)
 
 
+@pytest.mark.slow
 def test_perplexity_since_is_exclusive_and_ordered(
     redis_client: redis.Redis, published: Published
 ) -> None:
@@ -127,6 +135,7 @@ def test_perplexity_since_is_exclusive_and_ordered(
     assert latest_perplexity(redis_client) == published.points[-1]
 
 
+@pytest.mark.slow
 def test_perplexity_keeps_one_point_per_docs_seen_and_the_newest(
     redis_client: redis.Redis,
 ) -> None:
@@ -138,6 +147,7 @@ def test_perplexity_keeps_one_point_per_docs_seen_and_the_newest(
     assert points[-1].perplexity == 7.0
 
 
+@pytest.mark.slow
 def test_truncate_drops_points_beyond_a_resumed_checkpoint(
     redis_client: redis.Redis, published: Published
 ) -> None:
@@ -145,6 +155,7 @@ def test_truncate_drops_points_beyond_a_resumed_checkpoint(
     assert [p.docs_seen for p in read_perplexity(redis_client)] == [1000, 2000]
 
 
+@pytest.mark.slow
 def test_control_pause_and_checkpoint_requests(redis_client: redis.Redis) -> None:
     assert read_control(redis_client).paused is False
     set_paused(redis_client, True)
@@ -156,6 +167,7 @@ def test_control_pause_and_checkpoint_requests(redis_client: redis.Redis) -> Non
     assert read_control(redis_client).paused is False
 
 
+@pytest.mark.slow
 def test_queue_and_scraper_counters(redis_client: redis.Redis) -> None:
     assert read_queue(redis_client, "docs", "workers").length == 0
     for i in range(3):
@@ -175,6 +187,7 @@ def test_snapshot_json_is_strict() -> None:
     assert Snapshot.from_json(snapshot.to_json()) == snapshot
 
 
+@pytest.mark.slow
 def test_snapshot_keeps_the_mean_and_the_sample_apart(published: Published) -> None:
     snapshot = Snapshot.from_json(published.snapshot.to_json())
     assert snapshot == published.snapshot
@@ -195,6 +208,7 @@ def test_a_snapshot_from_before_beta_mean_serves_its_sample_as_both() -> None:
     )
 
 
+@pytest.mark.slow
 def test_publishing_a_large_model_adds_no_copy_of_it(redis_client: redis.Redis) -> None:
     """The lazy chain's beta_mean (word-major) goes to Redis from its own memory, and the
     finiteness check allocates nothing of its size: at K = 1,000, W = 100,000 each copy is
@@ -213,6 +227,7 @@ def test_publishing_a_large_model_adds_no_copy_of_it(redis_client: redis.Redis) 
         publish_model(redis_client, beta, vocab, docs_seen=2, gamma=0.1)
 
 
+@pytest.mark.slow
 def test_reading_a_large_model_holds_about_one_copy_of_it(
     redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -232,6 +247,7 @@ def test_reading_a_large_model_holds_about_one_copy_of_it(
     assert grew < 1.25 * beta.numel() * beta.element_size(), grew
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("every_try", [False, True])
 def test_a_model_republished_while_it_is_read_in_parts_is_read_whole(
     redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch, every_try: bool

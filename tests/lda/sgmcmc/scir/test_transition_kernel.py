@@ -46,6 +46,7 @@ def _draw_normal(key: np.uint64, out: np.ndarray) -> None:
         out[i], _ = cir_kernel._normal(cir_kernel.stream(key, i))
 
 
+@pytest.mark.slow
 def test_ziggurat_normal_matches_its_cdf_and_tails():
     """The Gamma draws' normal: KS over 1,000,000 draws, and the mass beyond 2, beyond the base
     strip's edge R = 3.44 (drawn by the tail method) and beyond 4, each within 5 standard
@@ -107,7 +108,10 @@ def test_one_step_mean_and_variance(theta, a, h):
     assert abs(x.var() / var - 1) < 0.02
 
 
-@pytest.mark.parametrize(("a", "h", "steps"), [(0.7, 0.05, 400), (0.7, 3.0, 10), (5.0, 0.3, 60)])
+@pytest.mark.parametrize(
+    ("a", "h", "steps"),
+    [pytest.param(0.7, 0.05, 400, marks=pytest.mark.slow), (0.7, 3.0, 10), (5.0, 0.3, 60)],
+)
 def test_stationary_law_is_gamma_at_any_step(a, h, steps):
     x = np.full(M, 1.0)
     for t in range(steps):
@@ -124,6 +128,7 @@ def _mutant_without_mixing(x: np.ndarray, a: float, h: float, key: np.uint64) ->
         x[i] = c * g
 
 
+@pytest.mark.slow
 def test_a_transition_without_the_poisson_mixing_fails_the_same_bound():
     # At a small step the mixing carries half the transition's variance: the mutant's stationary
     # law is far too narrow.
