@@ -23,14 +23,14 @@ import statistics
 import sys
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numba
 import torch
 
 from lda.batch import Batch
-from lda.evaluation.scorer import BURN_IN_SHARE
-from lda.gibbs.expectations import gibbs_expectations
+from lda.gibbs import GibbsConfig, gibbs_expectations
 from lda.model import LearnerConfig, StreamingLDA
 from lda.vocab import Vocabulary, build_vocabulary
 
@@ -85,19 +85,16 @@ def time_call(model: StreamingLDA, batch: Batch, kernel: str, seed: int, scorer:
     cfg = model.config
     assert cfg.gamma is not None and cfg.burn_in is not None and cfg.gibbs is not None
     g = torch.Generator().manual_seed(seed)
-    start = time.perf_counter()
     if scorer:
-        sweeps = cfg.eval_sweeps
-        result = gibbs_expectations(
-            model.beta, batch, cfg.gamma, sweeps, sweeps // BURN_IN_SHARE, g, cfg.eval_gibbs,
-            "cpu", init="beta", need_topic_word=False, kernel=kernel,  # type: ignore[arg-type]
-        )  # fmt: skip
+        config = model.scorer_config.gibbs
+    else:
+        config = GibbsConfig(cfg.gamma, sweeps_of(model, False), cfg.burn_in, cfg.gibbs)
+    config = replace(config, backend="cpu", kernel=kernel)  # type: ignore[arg-type]
+    start = time.perf_counter()
+    result = gibbs_expectations(model.beta, batch, config, g)
+    if scorer:
         result.document_topic()
     else:
-        result = gibbs_expectations(
-            model.beta, batch, cfg.gamma, sweeps_of(model, False), cfg.burn_in, g, cfg.gibbs,
-            "cpu", kernel=kernel,  # type: ignore[arg-type]
-        )  # fmt: skip
         result.topic_word(cfg.n_words)
     return time.perf_counter() - start
 

@@ -25,6 +25,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 
@@ -33,7 +34,7 @@ import torch
 
 from lda.batch import Batch
 from lda.config import Method, default_burn_in
-from lda.gibbs.expectations import gibbs_expectations
+from lda.gibbs import GibbsConfig, gibbs_expectations
 from lda.model import LearnerConfig, StreamingLDA
 from lda.vocab import Vocabulary
 
@@ -135,6 +136,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"{'gpu Mtok-sw/s':>14} {'speed-up':>9} {'peak GPU MiB':>13}"
     )
     n_words = len(vocab)
+    on_cpu = GibbsConfig(args.gamma, args.sweeps, burn_in, method, "cpu", kernel=args.kernel)
+    on_gpu = replace(on_cpu, backend="cuda")
     start = 0
     for size in sizes:
         docs, start = rest[start : start + size], start + size
@@ -143,32 +146,12 @@ def main(argv: Sequence[str] | None = None) -> None:
 
         def cpu_run(batch: Batch = cpu_batch) -> object:
             g = torch.Generator().manual_seed(1)
-            result = gibbs_expectations(
-                beta_cpu,
-                batch,
-                args.gamma,
-                args.sweeps,
-                burn_in,
-                g,
-                method,
-                "cpu",
-                kernel=args.kernel,
-            )
+            result = gibbs_expectations(beta_cpu, batch, on_cpu, g)
             return result.topic_word(n_words)
 
         def gpu_run(batch: Batch = gpu_batch) -> object:
             g = torch.Generator(device=device).manual_seed(1)
-            result = gibbs_expectations(
-                beta_gpu,
-                batch,
-                args.gamma,
-                args.sweeps,
-                burn_in,
-                g,
-                method,
-                "cuda",
-                kernel=args.kernel,
-            )
+            result = gibbs_expectations(beta_gpu, batch, on_gpu, g)
             return result.topic_word(n_words)
 
         cpu = timed(cpu_run, None, args.rounds)

@@ -70,6 +70,7 @@ from lda.evaluation.perplexity import (
     perplexity_from_probabilities,
     test_token_probabilities,
 )
+from lda.gibbs import GibbsConfig
 from lda.model import LearnerConfig, NonFiniteError, StreamingLDA, resolve_device
 from lda.sgmcmc.samplers import SAMPLERS
 from lda.sgmcmc.schedules import StepSchedule
@@ -293,16 +294,10 @@ class Scorer:
 
     def _probabilities(self, beta: torch.Tensor, gamma: float, index: int) -> torch.Tensor:
         generator = torch.Generator().manual_seed(self.seed + 7919 * (index + 1))
-        return test_token_probabilities(
-            beta.double(),
-            self.heldout,
-            gamma,
-            self.sweeps,
-            default_burn_in(self.sweeps),
-            generator,
-            self.method,
-            init="uniform",  # the estimator of the recorded peer tables, kept comparable
-        )
+        burn_in = default_burn_in(self.sweeps)
+        # A uniform start: the estimator of the recorded peer tables, kept comparable.
+        config = GibbsConfig(gamma, self.sweeps, burn_in, self.method, init="uniform")
+        return test_token_probabilities(beta.double(), self.heldout, config, generator)
 
     def _fold(self, model: str, key: str, probabilities: torch.Tensor) -> tuple[float, float]:
         average = self.averages.setdefault((model, key), PosteriorAverage())

@@ -37,7 +37,8 @@ _PUBLIC = {
     "init_state": "lda.sgmcmc.samplers",
     "step": "lda.sgmcmc.samplers",
     "recipe_step": "lda.sgmcmc.recipe",
-    "GibbsExpectations": "lda.gibbs.expectations",
+    "GibbsConfig": "lda.gibbs.config",
+    "GibbsExpectations": "lda.gibbs.result",
     "gibbs_expectations": "lda.gibbs.expectations",
     "HeldoutSet": "lda.evaluation.perplexity",
     "perplexity": "lda.evaluation.perplexity",
@@ -50,6 +51,7 @@ __all__ = [
     "DEFAULTS",
     "SAMPLERS",
     "Batch",
+    "GibbsConfig",
     "GibbsExpectations",
     "HeldoutScorer",
     "HeldoutSet",
@@ -79,7 +81,9 @@ if TYPE_CHECKING:
     from lda.evaluation.drift import topic_drift
     from lda.evaluation.perplexity import HeldoutSet, perplexity
     from lda.evaluation.scorer import HeldoutScorer
-    from lda.gibbs.expectations import GibbsExpectations, gibbs_expectations
+    from lda.gibbs.config import GibbsConfig
+    from lda.gibbs.expectations import gibbs_expectations
+    from lda.gibbs.result import GibbsExpectations
     from lda.inference import infer_topics
     from lda.model import NonFiniteError, StreamingLDA, resolve_device
     from lda.sgmcmc.recipe import recipe_step

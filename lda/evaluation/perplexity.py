@@ -1,28 +1,28 @@
 """Held-out perplexity by document completion (docs/heldout.md, as in Patterson & Teh).
 
-Every 10th token of a held-out document is the test part; Gibbs sampling on the other 90%
-with beta fixed (each chain started from p(k | w) ∝ beta_kw, so a few sweeps of burn-in do)
-estimates pi_hat_dk = (E[n_dk] + gamma) / (n_d + K gamma); then
-perplexity = exp(-mean over test tokens of log sum_k pi_hat_dk beta_kw). The functions take
-any K x W topic matrix, so peers are scored with the same estimator.
+Every 10th token of a held-out document is the test part; Gibbs sampling on the other 90% with
+beta fixed (each chain started from p(k | w) ∝ beta_kw, so a few sweeps of burn-in do) estimates
+pi_hat_dk = (E[n_dk] + gamma) / (n_d + K gamma); then perplexity = exp(-mean over test tokens
+of log sum_k pi_hat_dk beta_kw). The functions take any K x W topic matrix and a
+:class:`~lda.gibbs.GibbsConfig` for the sweeps, so peers are scored with the same estimator.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
 from lda.batch import Batch
-from lda.config import Init, Method, default_burn_in
-from lda.gibbs.expectations import gibbs_expectations
+from lda.config import default_burn_in
+from lda.gibbs import GibbsConfig, gibbs_expectations
 
 TEST_EVERY = 10  # every 10th token is held out for testing (docs/heldout.md)
 # Gibbs runs over chunks of documents to bound memory: at most CHUNK_TOKENS tokens, and at most
-# CHUNK_ENTRIES tokens x K (a kernel's per-token or per-word arrays are that size: 80 MB of
-# float64 at K = 1,000, where 100,000 tokens made them 0.5 GB each).
+# CHUNK_ENTRIES tokens x K: a kernel's per-token or per-word arrays are that size, large at large
+# K with CHUNK_TOKENS tokens alone.
 CHUNK_TOKENS = 100_000
 CHUNK_ENTRIES = 10_000_000
 
@@ -72,46 +72,29 @@ def _chunks(batch: Batch, n_topics: int) -> list[tuple[int, int]]:
 
 
 def document_topic_proportions(
-    beta: torch.Tensor,
-    batch: Batch,
-    gamma: float,
-    sweeps: int,
-    burn_in: int,
-    generator: torch.Generator,
-    method: Method = "exact",
-    init: Init = "beta",
+    beta: torch.Tensor, batch: Batch, config: GibbsConfig, generator: torch.Generator
 ) -> torch.Tensor:
-    """(n, K) pi_hat_dk = (E[n_dk] + gamma) / (n_d + K gamma) by Gibbs with beta fixed."""
+    """(n, K) pi_hat_dk = (E[n_dk] + gamma) / (n_d + K gamma) by Gibbs with beta fixed, swept
+    as ``config`` says (the document sums only: no word sums are kept)."""
+    config = replace(config, need_topic_word=False)
+    gamma = config.gamma
     n_topics = beta.shape[0]
     parts = []
     for a, b in _chunks(batch, n_topics):
         offsets = batch.offsets[a : b + 1]
         words = batch.words[int(offsets[0]) : int(offsets[-1])]
         chunk = Batch(words=words, offsets=offsets - offsets[0])
-        expected = gibbs_expectations(
-            beta, chunk, gamma, sweeps, burn_in, generator, method, init=init,
-            need_topic_word=False,
-        )  # fmt: skip
-        parts.append(expected.document_topic())
+        parts.append(gibbs_expectations(beta, chunk, config, generator).document_topic())
     counts = torch.cat(parts) if parts else beta.new_zeros(0, n_topics)
     lengths = batch.lengths.to(beta.device, beta.dtype)[:, None]
     return (counts.to(beta.dtype) + gamma) / (lengths + n_topics * gamma)
 
 
 def test_token_probabilities(
-    beta: torch.Tensor,
-    heldout: HeldoutSet,
-    gamma: float,
-    sweeps: int,
-    burn_in: int,
-    generator: torch.Generator,
-    method: Method = "exact",
-    init: Init = "beta",
+    beta: torch.Tensor, heldout: HeldoutSet, config: GibbsConfig, generator: torch.Generator
 ) -> torch.Tensor:
     """p(w | d) = sum_k pi_hat_dk beta_kw for every test token."""
-    pi = document_topic_proportions(
-        beta, heldout.observed, gamma, sweeps, burn_in, generator, method, init
-    )
+    pi = document_topic_proportions(beta, heldout.observed, config, generator)
     return (pi[heldout.test_documents] * beta[:, heldout.test_words].T).sum(dim=1)
 
 
@@ -130,12 +113,12 @@ def perplexity(
     burn_in: int | None = None,
     generator: torch.Generator | None = None,
 ) -> float:
-    """Document-completion perplexity of any K x W topic matrix ``beta`` (rows sum to 1)."""
+    """Document-completion perplexity of any K x W topic matrix ``beta`` (rows sum to 1), by
+    exact sweeps from a start drawn from beta."""
     generator = generator or torch.Generator(device=beta.device).manual_seed(0)
     burn = default_burn_in(sweeps) if burn_in is None else burn_in
-    return perplexity_from_probabilities(
-        test_token_probabilities(beta, heldout, gamma, sweeps, burn, generator)
-    )
+    config = GibbsConfig(gamma, sweeps, burn, method="exact", init="beta")
+    return perplexity_from_probabilities(test_token_probabilities(beta, heldout, config, generator))
 
 
 class PosteriorAverage:

@@ -2,9 +2,8 @@
 
 :meth:`StreamingLDA.evaluate` scores the model's beta_mean (or its current sample) with its
 evaluation generator and average; a :class:`HeldoutScorer` does the same for betas handed to
-it (e.g. by the worker to a scoring process), so a run scored elsewhere gives the same
-numbers, draw for draw, and its state can be saved between points (``state_dict``) to resume
-exactly.
+it (e.g. by the worker to a scoring process), so a run scored elsewhere gives the same numbers,
+draw for draw, and its state can be saved between points (``state_dict``) to resume exactly.
 """
 
 from __future__ import annotations
@@ -14,17 +13,19 @@ from typing import Any
 
 import torch
 
+from lda.config import Method
 from lda.evaluation.perplexity import (
     HeldoutSet,
     PosteriorAverage,
     perplexity_from_probabilities,
     test_token_probabilities,
 )
-from lda.gibbs.expectations import Method
+from lda.gibbs import GibbsConfig
 
-# Burn-in is 1/5 of the held-out sweeps. Measured (BENCHMARKS.md, "held-out estimator"):
-# with chains started from beta the estimate's remaining bias is its Monte Carlo noise (the
-# log of a noisy pi_hat), so kept sweeps are worth more than burn-in ones.
+# Burn-in is 1/BURN_IN_SHARE of the held-out sweeps: with chains started from beta the
+# estimate's remaining bias is its Monte Carlo noise (the log of a noisy pi_hat), so kept sweeps
+# are worth more than burn-in ones (docs/defaults.md, "The held-out estimator", has the
+# measurements).
 BURN_IN_SHARE = 5
 
 
@@ -40,6 +41,18 @@ class ScorerConfig:
     def burn_in(self) -> int:
         """A fifth: the chains start from p(k | w) ∝ beta_kw, near their stationary law."""
         return self.sweeps // BURN_IN_SHARE
+
+    @property
+    def gibbs(self) -> GibbsConfig:
+        """The estimator's sweeps: a start drawn from beta, the document sums only."""
+        return GibbsConfig(
+            gamma=self.gamma,
+            sweeps=self.sweeps,
+            burn_in=self.burn_in,
+            method=self.method,
+            init="beta",
+            need_topic_word=False,
+        )
 
 
 class HeldoutScorer:
@@ -57,10 +70,7 @@ class HeldoutScorer:
 
     def score(self, beta: torch.Tensor, heldout: HeldoutSet) -> tuple[float, float]:
         """Score ``beta`` (K x W, rows sum to 1) and fold it into the posterior average."""
-        cfg = self.config
-        probabilities = test_token_probabilities(
-            beta, heldout, cfg.gamma, cfg.sweeps, cfg.burn_in, self.generator, cfg.method
-        )
+        probabilities = test_token_probabilities(beta, heldout, self.config.gibbs, self.generator)
         averaged = self.average.add(probabilities)
         return perplexity_from_probabilities(probabilities), averaged
 

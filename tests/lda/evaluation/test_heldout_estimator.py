@@ -14,7 +14,8 @@ from lda.batch import Batch
 from lda.evaluation import perplexity as estimator
 from lda.evaluation.perplexity import HeldoutSet
 from lda.evaluation.scorer import HeldoutScorer, ScorerConfig
-from lda.gibbs.expectations import gibbs_expectations, topics_from_beta
+from lda.gibbs import GibbsConfig, gibbs_expectations
+from lda.gibbs.start import topics_from_beta
 from lda.model import LearnerConfig
 from tests.lda.gibbs.test_expectations import GAMMA, exact_token_topics
 
@@ -50,12 +51,8 @@ def test_chains_started_from_beta_keep_the_collapsed_posterior(method):
     result = gibbs_expectations(
         beta,
         Batch.from_ids(docs),
-        GAMMA,
-        20_000,
-        0,
+        GibbsConfig(GAMMA, 20_000, 0, method, init="beta"),
         torch.Generator().manual_seed(1),
-        method,
-        init="beta",
     )
     start = 0
     for words in docs:
@@ -72,9 +69,10 @@ def test_default_estimator_is_within_a_percent_of_a_long_exact_run():
     heldout = HeldoutSet.from_documents(
         torch.multinomial(pis @ beta, 150, replacement=True, generator=g).tolist()
     )
+    long_run = GibbsConfig(0.1, 1000, 500, init="beta")
     reference = estimator.perplexity_from_probabilities(
         estimator.test_token_probabilities(
-            beta, heldout, 0.1, 1000, 500, torch.Generator().manual_seed(0)
+            beta, heldout, long_run, torch.Generator().manual_seed(0)
         )
     )
     defaults = LearnerConfig(n_topics=50, n_words=2000)

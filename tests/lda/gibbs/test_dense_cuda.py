@@ -28,7 +28,8 @@ import pytest
 import torch
 
 from lda.batch import Batch
-from lda.gibbs.expectations import Backend, Method, gibbs_expectations
+from lda.config import Backend, Method
+from lda.gibbs import GibbsConfig, gibbs_expectations
 from lda.parallel import Shard
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -80,9 +81,8 @@ def _sim_enumeration() -> dict[str, Any]:
     beta, batch = tiny_beta(), Batch.from_ids(ENUMERATION_DOCS)
     out: dict[str, Any] = {}
     for method, sweeps in ENUMERATION_SWEEPS.items():
-        result = gibbs_expectations(
-            beta, batch, GAMMA, sweeps, 20, torch.Generator().manual_seed(11), method, "cuda"
-        )
+        config = GibbsConfig(GAMMA, sweeps, 20, method, "cuda")
+        result = gibbs_expectations(beta, batch, config, torch.Generator().manual_seed(11))
         out[method] = {
             "document_topic": result.document_topic().tolist(),
             "topic_word": result.topic_word(6).tolist(),
@@ -94,10 +94,8 @@ def _sim_cpu_law() -> dict[str, Any]:
     beta, batch = law_problem()
     out: dict[str, Any] = {}
     for method in METHODS:
-        result = gibbs_expectations(
-            beta, batch, GAMMA, LAW_SWEEPS, LAW_BURN_IN, torch.Generator().manual_seed(5),
-            method, "cuda",
-        )  # fmt: skip
+        config = GibbsConfig(GAMMA, LAW_SWEEPS, LAW_BURN_IN, method, "cuda")
+        result = gibbs_expectations(beta, batch, config, torch.Generator().manual_seed(5))
         out[method] = {
             "document_topic": result.document_topic().tolist(),
             "topic_word": result.topic_word(10).tolist(),
@@ -185,7 +183,7 @@ def _sim_shards() -> dict[str, Any]:
 
     def run(batch: Batch, shard: Shard | None) -> Any:
         g = torch.Generator().manual_seed(21)
-        return gibbs_expectations(beta, batch, GAMMA, 6, 2, g, "exact", "cuda", shard=shard)
+        return gibbs_expectations(beta, batch, GibbsConfig(GAMMA, 6, 2, "exact", "cuda"), g, shard)
 
     whole = run(full, None)
     parts = []
@@ -270,17 +268,16 @@ def _sim_api() -> dict[str, Any]:
     """What the cuda path hands out: reduced sums only, and a clear error for the rest."""
     beta, batch = tiny_beta(), Batch.from_ids([[0, 1], [2]])
     out: dict[str, Any] = {}
-    result = gibbs_expectations(beta, batch, GAMMA, 3, 1, torch.Generator(), "exact", "cuda")
+    config = GibbsConfig(GAMMA, 3, 1, "exact", "cuda")
+    result = gibbs_expectations(beta, batch, config, torch.Generator())
     out["document_topic_rows"] = result.document_topic().sum(1).tolist()
     try:
         _ = result.token_topics
         out["token_topics"] = "no error"
     except ValueError as error:
         out["token_topics"] = str(error)
-    scorer = gibbs_expectations(
-        beta, batch, GAMMA, 3, 1, torch.Generator(), "rao-blackwell", "cuda",
-        need_topic_word=False,
-    )  # fmt: skip
+    config = GibbsConfig(GAMMA, 3, 1, "rao-blackwell", "cuda", need_topic_word=False)
+    scorer = gibbs_expectations(beta, batch, config, torch.Generator())
     out["scorer_rows"] = scorer.document_topic().sum(1).tolist()
     try:
         scorer.topic_word(6)
@@ -363,7 +360,8 @@ def test_expectations_match_enumeration(simulation, method):
 def test_same_law_as_the_cpu_kernel(simulation, method):
     beta, batch = law_problem()
     runs = [
-        gibbs_expectations(beta, batch, GAMMA, LAW_SWEEPS, LAW_BURN_IN, cpu_seed, method, "cpu")
+        gibbs_expectations(beta, batch, config, cpu_seed)
+    config = GibbsConfig(GAMMA, LAW_SWEEPS, LAW_BURN_IN, method, "cpu")
         for cpu_seed in (torch.Generator().manual_seed(100 + i) for i in range(LAW_RUNS))
     ]
     for name, values in (
@@ -396,12 +394,10 @@ def test_learner_update_on_the_device_path(simulation):
     batch = Batch.from_ids(LEARNER_DOCS)
     assert config.gamma is not None and config.sweeps is not None
     assert config.burn_in is not None and config.gibbs is not None
-    sweeps, burn_in, gibbs = config.sweeps, config.burn_in, config.gibbs
+    sweeps = GibbsConfig(config.gamma, config.sweeps, config.burn_in, config.gibbs, "cpu")
     runs = torch.stack(
         [
-            gibbs_expectations(
-                model.beta, batch, config.gamma, sweeps, burn_in, seed, gibbs, "cpu"
-            ).topic_word(8)
+            gibbs_expectations(model.beta, batch, sweeps, seed).topic_word(8)
             for seed in (torch.Generator().manual_seed(200 + i) for i in range(LAW_RUNS))
         ]
     )
@@ -457,7 +453,8 @@ def test_cuda_backend_without_device_or_simulator_says_so():
         pytest.skip("a CUDA device (or the simulator) is present in this process")
     batch = Batch.from_ids([[0, 1]])
     with pytest.raises(RuntimeError, match="NUMBA_ENABLE_CUDASIM"):
-        gibbs_expectations(tiny_beta(), batch, GAMMA, 2, 1, torch.Generator(), "exact", "cuda")
+        config = GibbsConfig(GAMMA, 2, 1, "exact", "cuda")
+        gibbs_expectations(tiny_beta(), batch, config, torch.Generator())
 
 
 def test_learner_config_checks_the_backend():

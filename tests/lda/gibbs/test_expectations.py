@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from lda.batch import Batch
-from lda.gibbs.expectations import gibbs_expectations
+from lda.gibbs import GibbsConfig, gibbs_expectations
 
 K = 3
 GAMMA = 0.1  # small, so forgetting to remove the current token's count (n_dk^-j) shows
@@ -43,8 +43,9 @@ def problem() -> tuple[torch.Tensor, list[list[int]]]:
 def test_expectations_match_enumeration(problem, method):
     beta, docs = problem
     sweeps, burn_in = 20_000, 200
+    config = GibbsConfig(GAMMA, sweeps, burn_in, method)
     result = gibbs_expectations(
-        beta, Batch.from_ids(docs), GAMMA, sweeps, burn_in, torch.Generator().manual_seed(1), method
+        beta, Batch.from_ids(docs), config, torch.Generator().manual_seed(1)
     )
     start = 0
     for words in docs:
@@ -61,7 +62,7 @@ def test_expectations_match_enumeration(problem, method):
 def test_counts_sum_to_document_lengths(problem):
     beta, docs = problem
     result = gibbs_expectations(
-        beta, Batch.from_ids(docs), GAMMA, 10, 5, torch.Generator().manual_seed(2)
+        beta, Batch.from_ids(docs), GibbsConfig(GAMMA, 10, 5), torch.Generator().manual_seed(2)
     )
     lengths = torch.tensor([len(d) for d in docs], dtype=torch.float64)
     assert torch.allclose(result.document_topic().sum(1), lengths)
@@ -77,7 +78,9 @@ def test_kernel_and_torch_backends_agree_draw_for_draw(method):
     docs = [torch.randint(40, (int(n),), generator=g).tolist() for n in [0, 1, 17, 33, 5, 60]]
     batch = Batch.from_ids(docs)
     runs = [
-        gibbs_expectations(beta, batch, 0.05, 12, 4, torch.Generator().manual_seed(9), method, b)
+        gibbs_expectations(
+            beta, batch, GibbsConfig(0.05, 12, 4, method, b), torch.Generator().manual_seed(9)
+        )
         for b in ("auto", "torch")
     ]
     # Same draws; the Rao-Blackwellised probabilities agree up to summation order.
@@ -87,24 +90,24 @@ def test_kernel_and_torch_backends_agree_draw_for_draw(method):
 def test_same_seed_same_result_and_bad_burn_in(problem):
     beta, docs = problem
     batch = Batch.from_ids(docs)
-    a = gibbs_expectations(beta, batch, GAMMA, 8, 2, torch.Generator().manual_seed(5))
-    b = gibbs_expectations(beta, batch, GAMMA, 8, 2, torch.Generator().manual_seed(5))
+    a = gibbs_expectations(beta, batch, GibbsConfig(GAMMA, 8, 2), torch.Generator().manual_seed(5))
+    b = gibbs_expectations(beta, batch, GibbsConfig(GAMMA, 8, 2), torch.Generator().manual_seed(5))
     assert torch.equal(a.token_topics, b.token_topics)
     with pytest.raises(ValueError, match="burn_in"):
-        gibbs_expectations(beta, batch, GAMMA, 8, 8, torch.Generator())
+        gibbs_expectations(beta, batch, GibbsConfig(GAMMA, 8, 8), torch.Generator())
 
 
 def test_the_device_draw_from_beta_is_the_same_in_chunks(monkeypatch):
     """The torch draw of a start from p(k | w) gathers its tokens' rows a chunk at a time:
     any chunk size gives the topics one whole gather gives."""
-    import lda.gibbs.expectations as gibbs
+    import lda.gibbs.start as gibbs
 
     g = torch.Generator().manual_seed(4)
     cdf_t = torch.rand(9, 7, generator=g, dtype=torch.float64).cumsum(dim=1)
     words = torch.randint(9, (50,), generator=g)
     u = torch.rand(50, generator=g, dtype=torch.float64)
-    whole = gibbs._draw_by_word_torch(cdf_t, words, u)
+    whole = gibbs.draw_by_word_torch(cdf_t, words, u)
     monkeypatch.setattr(gibbs, "DRAW_CHUNK_ENTRIES", 7 * 3)  # 3 tokens a chunk
-    assert torch.equal(gibbs._draw_by_word_torch(cdf_t, words, u), whole)
+    assert torch.equal(gibbs.draw_by_word_torch(cdf_t, words, u), whole)
     expected = (cdf_t[words] <= (u * cdf_t[words, -1])[:, None]).sum(dim=1).clamp(max=6)
     assert torch.equal(whole, expected)

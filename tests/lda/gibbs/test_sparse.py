@@ -9,15 +9,11 @@ import pytest
 import torch
 
 from lda.batch import Batch
+from lda.gibbs import GibbsConfig, gibbs_expectations
 from lda.gibbs import sparse_kernel as kernel
-from lda.gibbs.expectations import (
-    SPARSE_MIN_CELLS,
-    SPARSE_MIN_TOPICS,
-    gibbs_expectations,
-    sparse_pays,
-    topics_from_beta,
-)
+from lda.gibbs.expectations import SPARSE_MIN_CELLS, SPARSE_MIN_TOPICS, sparse_pays
 from lda.gibbs.sparse import gather_columns, topics_from_columns
+from lda.gibbs.start import topics_from_beta
 from lda.parallel import Shard
 from tests.lda.gibbs.test_expectations import exact_token_topics
 
@@ -152,10 +148,10 @@ WALKS = {"list": lambda n_topics: n_topics + 1, "all topics": lambda n_topics: 0
 def test_sparse_kernel_matches_enumeration(method, walk, monkeypatch):
     monkeypatch.setattr("lda.gibbs.sparse.by_topic_from", WALKS[walk])
     beta = _problem()
+    config = GibbsConfig(GAMMA, SWEEPS, BURN_IN, method, "cpu", kernel="sparse")
     result = gibbs_expectations(
-        beta, Batch.from_ids(DOCS), GAMMA, SWEEPS, BURN_IN, torch.Generator().manual_seed(1),
-        method, "cpu", kernel="sparse",
-    )  # fmt: skip
+        beta, Batch.from_ids(DOCS), config, torch.Generator().manual_seed(1)
+    )
     assert result.summed is None and result.topic_words is not None  # the sparse kernel ran
     got = (result.document_topic(), result.topic_word(W))
     assert _error(got, _truth(beta)) < ENUMERATION_ATOL
@@ -207,10 +203,10 @@ def _law_problem() -> tuple[torch.Tensor, Batch]:
 def _run(
     beta: torch.Tensor, batch: Batch, method: str, kernel: str, seed: int
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    result = gibbs_expectations(
-        beta, batch, LAW_GAMMA, LAW_SWEEPS, LAW_BURN_IN, torch.Generator().manual_seed(seed),
-        method, "cpu", kernel=kernel,  # type: ignore[arg-type]
+    config = GibbsConfig(
+        LAW_GAMMA, LAW_SWEEPS, LAW_BURN_IN, method, "cpu", kernel=kernel,  # type: ignore[arg-type]
     )  # fmt: skip
+    result = gibbs_expectations(beta, batch, config, torch.Generator().manual_seed(seed))
     return result.document_topic(), result.topic_word(beta.shape[1])
 
 
@@ -256,10 +252,10 @@ def test_only_the_minibatch_columns_of_beta_are_read(method):
     poisoned[:, used] = beta[:, used]
 
     def run(b: torch.Tensor, init: str) -> tuple[torch.Tensor, torch.Tensor]:
-        r = gibbs_expectations(
-            b, batch, GAMMA, 6, 2, torch.Generator().manual_seed(4), method, "cpu",
-            init=init, kernel="sparse",  # type: ignore[arg-type]
+        config = GibbsConfig(
+            GAMMA, 6, 2, method, "cpu", init=init, kernel="sparse",  # type: ignore[arg-type]
         )  # fmt: skip
+        r = gibbs_expectations(b, batch, config, torch.Generator().manual_seed(4))
         ids, sums = r.topic_word_compact()
         assert torch.equal(ids, used)
         return r.document_topic(), sums
@@ -289,10 +285,13 @@ def test_word_major_columns_and_skipped_document_sums_change_no_draw(method):
     columns = beta[:, used].T.contiguous().T  # (K, W_b), word-major
 
     def run(b: torch.Tensor, words: torch.Tensor, documents: bool):
-        return gibbs_expectations(
-            b, Batch(words, batch.offsets), GAMMA, 7, 3, torch.Generator().manual_seed(9),
-            method, "cpu", init="beta", kernel="sparse", need_document_topic=documents,
+        config = GibbsConfig(
+            GAMMA, 7, 3, method, "cpu", init="beta", kernel="sparse",
+            need_document_topic=documents,
         )  # fmt: skip
+        return gibbs_expectations(
+            b, Batch(words, batch.offsets), config, torch.Generator().manual_seed(9)
+        )
 
     plain = run(beta, batch.words, True)
     lean = run(columns, local, False)
@@ -313,10 +312,8 @@ def test_shards_add_up_to_the_whole_minibatch(method):
     split = int(batch.offsets[cut])
 
     def run(b: Batch, shard: Shard | None):
-        return gibbs_expectations(
-            beta, b, GAMMA, 7, 3, torch.Generator().manual_seed(6), method, "cpu",
-            init="beta", shard=shard, kernel="sparse",
-        )  # fmt: skip
+        config = GibbsConfig(GAMMA, 7, 3, method, "cpu", init="beta", kernel="sparse")
+        return gibbs_expectations(beta, b, config, torch.Generator().manual_seed(6), shard)
 
     whole = run(batch, None)
     first = run(Batch(batch.words[:split], batch.offsets[: cut + 1]), Shard(0, batch.n_tokens))
@@ -336,10 +333,8 @@ def test_thread_count_changes_no_draw(method):
     try:
         for n in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
             numba.set_num_threads(n)
-            r = gibbs_expectations(
-                beta, batch, GAMMA, 9, 3, torch.Generator().manual_seed(8), method, "cpu",
-                kernel="sparse",
-            )  # fmt: skip
+            config = GibbsConfig(GAMMA, 9, 3, method, "cpu", kernel="sparse")
+            r = gibbs_expectations(beta, batch, config, torch.Generator().manual_seed(8))
             runs.append((r.document_topic(), r.topic_word(40)))
     finally:
         numba.set_num_threads(threads)
@@ -362,14 +357,17 @@ def test_auto_picks_sparse_from_the_crossover_and_sums_add_up():
         alpha = torch.full((n_topics, 50), 0.1, dtype=torch.float64)
         beta = torch._sample_dirichlet(alpha, generator=g)
         for method in ("exact", "rao-blackwell"):
-            r = gibbs_expectations(beta, batch, GAMMA, 4, 1, torch.Generator(), method, "cpu")
+            config = GibbsConfig(GAMMA, 4, 1, method, "cpu")
+            r = gibbs_expectations(beta, batch, config, torch.Generator())
             assert (r.summed is None) == sparse
             torch.testing.assert_close(r.document_topic().sum(1), batch.lengths.double())
             ids, compact = r.topic_word_compact()
             assert torch.equal(ids, torch.unique(batch.words))
             torch.testing.assert_close(compact.sum(0), torch.bincount(batch.words)[ids].double())
             torch.testing.assert_close(r.topic_word(50)[:, ids], compact)
-    scorer = gibbs_expectations(beta, batch, GAMMA, 4, 1, torch.Generator(), need_topic_word=False)
+    scorer = gibbs_expectations(
+        beta, batch, GibbsConfig(GAMMA, 4, 1, need_topic_word=False), torch.Generator()
+    )
     torch.testing.assert_close(scorer.document_topic().sum(1), batch.lengths.double())
     with pytest.raises(ValueError, match="need_topic_word"):
         scorer.topic_word(50)
@@ -381,7 +379,9 @@ def test_empty_documents_and_empty_batch():
     beta, _ = _small()
     for docs in ([[], []], [[], [3, 3], []]):
         batch = Batch.from_ids(docs)
-        r = gibbs_expectations(beta, batch, GAMMA, 3, 1, torch.Generator(), kernel="sparse")
+        r = gibbs_expectations(
+            beta, batch, GibbsConfig(GAMMA, 3, 1, kernel="sparse"), torch.Generator()
+        )
         torch.testing.assert_close(r.document_topic().sum(1), batch.lengths.double())
         assert r.topic_word(40).sum() == batch.n_tokens
 
@@ -425,9 +425,8 @@ def test_kept_sums_divided_by_their_count_are_the_expected_counts(kernel, n_word
     g = torch.Generator().manual_seed(4)
     batch = Batch.from_ids([[0, 1, 2, 3, 4, 1, 0], [5, 6, 7, 0], [], [8, 9, 2, 2]])
     beta = torch._sample_dirichlet(torch.full((5, n_words), 0.3, dtype=torch.float64), generator=g)
-    r = gibbs_expectations(
-        beta, batch, GAMMA, 6, 2, torch.Generator(), "rao-blackwell", "cpu", kernel=kernel
-    )
+    config = GibbsConfig(GAMMA, 6, 2, "rao-blackwell", "cpu", kernel=kernel)
+    r = gibbs_expectations(beta, batch, config, torch.Generator())
     sums, kept = r.topic_word_kept_sums(n_words)
     assert kept == (4 if (kernel, n_words) == ("sparse", 10) else 1)
     torch.testing.assert_close(sums / kept, r.topic_word(n_words), rtol=1e-15, atol=0)

@@ -66,16 +66,14 @@ def _wired(beta: torch.Tensor, batch: Any) -> dict[str, Any]:
     learner whose config asks for the sparse kernel on the cuda backend."""
     import lda.gibbs.sparse as sparse
     from lda.config import LearnerConfig
-    from lda.gibbs.expectations import gibbs_expectations
+    from lda.gibbs import GibbsConfig, gibbs_expectations
     from lda.gibbs.sparse_cuda import device_columns, sparse_collapsed_gibbs_cuda
     from lda.model import StreamingLDA
 
     out: dict[str, Any] = {}
     for method in ("exact", "rao-blackwell"):
-        wired = gibbs_expectations(
-            beta, batch, GAMMA, SWEEPS, BURN_IN, torch.Generator().manual_seed(3), method,
-            "cuda", init="beta", kernel="sparse",
-        )  # fmt: skip
+        config = GibbsConfig(GAMMA, SWEEPS, BURN_IN, method, "cuda", "beta", "sparse")
+        wired = gibbs_expectations(beta, batch, config, torch.Generator().manual_seed(3))
         g = torch.Generator().manual_seed(3)
         u = torch.rand(batch.n_tokens, generator=g, dtype=torch.float64)
         start = sparse.topics_from_columns(sparse.gather_columns(beta, batch.words), u)
