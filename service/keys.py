@@ -13,6 +13,7 @@ Redis under other names); their defaults are the ``DEFAULT_*`` constants, which
 | ``streamlda:scraper:counters`` (setting ``counters_key``) | hash | scrapers | API | the scrapers' running totals |
 | ``streamlda:scraper:status`` | hash | scrapers | API | source -> JSON of a source reported unreachable (host, since, cause); see :mod:`service.store.source_status` |
 | ``streamlda:heldout`` (setting ``heldout_key``) | list | worker | worker | the held-out articles; see :mod:`service.learn.heldout_store` |
+| ``streamlda:reservoir:<rank>`` | hash | worker | worker | slot -> a zlib-compressed article text, the rank's uniform sample of what it learned; see :mod:`service.learn.reservoir` |
 | ``streamlda:snapshot`` | string | worker | API | JSON of :class:`service.store.snapshot.Snapshot` |
 | ``streamlda:snapshot:version`` | string | worker | API | a token replaced with the snapshot, so a reader sees change from one small GET |
 | ``streamlda:heartbeat`` | string | worker | API | Unix time the worker was last alive |
@@ -32,6 +33,13 @@ HEARTBEAT_KEY = PREFIX + "heartbeat"
 PERPLEXITY_KEY = PREFIX + "perplexity"
 MODEL_KEY = PREFIX + "model"
 CONTROL_KEY = PREFIX + "control"
+# Written and read by the worker alone, one per rank (service.learn.reservoir).
+RESERVOIR_KEY = PREFIX + "reservoir"
+
+
+def reservoir_key(rank: int) -> str:
+    """The reservoir of one rank of the worker (0 for a lone worker)."""
+    return f"{RESERVOIR_KEY}:{rank}"
 # Written by the scrapers, read by the API (service.store.source_status).
 SOURCE_STATUS_KEY = PREFIX + "scraper:status"
 
