@@ -327,7 +327,7 @@ def step(
     assert spec.update is not None, f"{name} has neither an update nor a transition"
     if noise is None:
         # float32 draws: torch's float64 normal sampler is much slower on the CPU
-        # (docs/defaults.md), and the injected noise needs no more than single precision.
+        # (docs/defaults.md, "Floating-point types"), and the noise needs no more precision.
         shape = theta.shape if spec.noise_draws == 1 else (spec.noise_draws, *theta.shape)
         noise = torch.randn(shape, generator=generator, device=theta.device, dtype=torch.float32)
     zeros = (theta == 0).sum()

@@ -14,7 +14,7 @@ is next touched or read (docs/samplers.md, "Lazy columns"). What is exact and wh
   Rao-Blackwellised average of the same quantity).
 
 Times, step counts and the mean's accumulator are kept relative to the last sync, which brings
-every column up to date and re-bases them (every ``sync_every`` steps, or when the exponentials
+every column up to date and re-bases them (every ``SYNC_EVERY`` steps, or when the exponentials
 would leave float64's range), so a long stream never overflows.
 """
 

@@ -49,7 +49,7 @@ def beta_floor(dtype: torch.dtype) -> float:
     number (1.5e-154 in float64, 1.1e-19 in float32). Gamma(alpha << 1) puts most coordinates
     below the dtype's range; a word every topic underflowed on must still give Gibbs a
     distribution, and products of two floored numbers stay normal (subnormal arithmetic is
-    slow: docs/samplers.md, "Numerics"; docs/defaults.md for the cost)."""
+    slow; docs/samplers.md, "Numerics", has the measurement)."""
     return float(torch.finfo(dtype).tiny) ** 0.5
 
 
