@@ -24,7 +24,7 @@ from lda.config import (  # their home: lda.config (no torch); imported from her
 from lda.evaluation.perplexity import HeldoutSet, PosteriorAverage
 from lda.evaluation.perplexity import test_token_probabilities as _test_token_probabilities
 from lda.evaluation.scorer import HeldoutScorer, ScorerConfig
-from lda.gibbs.expectations import GibbsExpectations, gibbs_expectations
+from lda.gibbs import GibbsConfig, GibbsExpectations, gibbs_expectations
 from lda.parallel import Layout, Reducer, layout
 from lda.sgmcmc.chain import Chain, Minibatch, new_chain, restore_chain
 from lda.sgmcmc.samplers import (  # its home: the samplers; imported from here too
@@ -135,36 +135,13 @@ class StreamingLDA:
 
     def _expectations(self, beta: torch.Tensor, batch: Batch, where: Layout) -> GibbsExpectations:
         """This rank's Gibbs expectations of ``batch`` on ``beta`` (the learner's sweeps)."""
-        cfg = self.config
-        assert cfg.gamma is not None and cfg.burn_in is not None and cfg.sweeps is not None
-        assert cfg.gibbs is not None and cfg.gibbs_init is not None
-        return gibbs_expectations(
-            beta,
-            batch,
-            cfg.gamma,
-            cfg.sweeps,
-            cfg.burn_in,
-            self.generator,
-            cfg.gibbs,
-            cfg.gibbs_backend,
-            init=cfg.gibbs_init,
-            shard=where.shard,
-            kernel=cfg.gibbs_kernel,
-            need_document_topic=False,
-        )
+        sweeps = GibbsConfig.from_learner(self.config)
+        return gibbs_expectations(beta, batch, sweeps, self.generator, where.shard)
 
     def test_token_probabilities(self, heldout: HeldoutSet) -> torch.Tensor:
         """p(w | d) of the held-out test tokens under the current sample."""
-        scoring = self.scorer_config
-        return _test_token_probabilities(
-            self.beta,
-            heldout,
-            scoring.gamma,
-            scoring.sweeps,
-            scoring.burn_in,
-            self.eval_generator,
-            scoring.method,
-        )
+        sweeps = self.scorer_config.gibbs
+        return _test_token_probabilities(self.beta, heldout, sweeps, self.eval_generator)
 
     @property
     def scorer_config(self) -> ScorerConfig:

@@ -359,9 +359,9 @@ def test_expectations_match_enumeration(simulation, method):
 @pytest.mark.parametrize("method", METHODS)
 def test_same_law_as_the_cpu_kernel(simulation, method):
     beta, batch = law_problem()
+    config = GibbsConfig(GAMMA, LAW_SWEEPS, LAW_BURN_IN, method, "cpu")
     runs = [
         gibbs_expectations(beta, batch, config, cpu_seed)
-    config = GibbsConfig(GAMMA, LAW_SWEEPS, LAW_BURN_IN, method, "cpu")
         for cpu_seed in (torch.Generator().manual_seed(100 + i) for i in range(LAW_RUNS))
     ]
     for name, values in (

@@ -157,6 +157,7 @@ def test_sparse_kernel_matches_enumeration(method, walk, monkeypatch):
     assert _error(got, _truth(beta)) < ENUMERATION_ATOL
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("method", "mutant"),
     [
@@ -225,6 +226,7 @@ def test_sparse_and_dense_kernels_share_their_law(dense_law, method, walk, monke
     assert _error(_run(beta, batch, method, "sparse", 1), dense_law) < LAW_ATOL
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mutant", ["exclude", "dense_draw", "dense_sums"])
 def test_law_bound_catches_mutants(dense_law, mutant):
     """Fewer sweeps than the sparse kernel's run: the mutants' bias dwarfs their noise."""

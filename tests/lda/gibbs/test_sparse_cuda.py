@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 import torch
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[3]
 K, W, GAMMA, SWEEPS, BURN_IN = 6, 12, 0.1, 8, 3
 KEY = (123456789, 987654321)
