@@ -339,6 +339,7 @@ def simulation() -> dict[str, Any]:
 # The tests
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", sorted(ENUMERATION_SWEEPS))
 def test_expectations_match_enumeration(simulation, method):
     from tests.lda.gibbs.test_expectations import exact_token_topics
@@ -356,6 +357,7 @@ def test_expectations_match_enumeration(simulation, method):
     assert torch.allclose(topic_word.sum(0), counts.to(torch.float64))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", METHODS)
 def test_same_law_as_the_cpu_kernel(simulation, method):
     beta, batch = law_problem()
@@ -379,6 +381,7 @@ def test_same_law_as_the_cpu_kernel(simulation, method):
         torch.testing.assert_close(got[~varies], mean[~varies], rtol=0, atol=1e-9)
 
 
+@pytest.mark.slow
 def test_learner_update_on_the_device_path(simulation):
     from lda.model import StreamingLDA
 
@@ -409,6 +412,7 @@ def test_learner_update_on_the_device_path(simulation):
     torch.testing.assert_close(got[~varies], mean[~varies], rtol=0, atol=1e-9)
 
 
+@pytest.mark.slow
 def test_random_stream(simulation):
     result = simulation["rng"]
     assert result["known_answers"] == [  # Random123's known-answer vectors for Philox4x32-10
@@ -427,17 +431,20 @@ def test_random_stream(simulation):
     assert result["shard_slice_equal"]
 
 
+@pytest.mark.slow
 def test_shards_draw_what_one_learner_draws(simulation):
     result = simulation["shards"]
     assert result["parts_document_topic"] == result["whole_document_topic"]
     torch.testing.assert_close(_f64(result["parts_topic_word"]), _f64(result["whole_topic_word"]))
 
 
+@pytest.mark.slow
 def test_kernel_equals_sequential_reference_at_every_block_size(simulation):
     for run, difference in simulation["reference"].items():
         assert difference < 1e-12, (run, difference)
 
 
+@pytest.mark.slow
 def test_cuda_results_hold_reduced_sums_only(simulation):
     result = simulation["api"]
     assert result["document_topic_rows"] == [2.0, 1.0]
@@ -477,6 +484,7 @@ def test_a_register_cap_reaches_the_compiler():
     assert "max_registers" not in gibbs_cuda._build(gibbs_cuda._scan_warp).targetoptions
 
 
+@pytest.mark.slow
 def test_device_code_compiles_to_ptx(monkeypatch):
     """Both scans, the warp-shuffle one included (it cannot run in the simulator), compile to
     PTX wherever NVVM is installed: for sm_90 (H100) without a GPU, for the GPU if present."""
