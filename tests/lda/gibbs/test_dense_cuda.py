@@ -107,13 +107,13 @@ def _sim_learner() -> dict[str, Any]:
     """The learner's update on the cuda backend: the kernel runs once per update, and the
     statistic its first step gets (beta = the seed's start, the same as the CPU learner's)."""
     import lda.gibbs.dense_cuda
-    import lda.model
+    import lda.sgmcmc.chain
     from lda.model import StreamingLDA
 
     calls = []
     kernel = lda.gibbs.dense_cuda.collapsed_gibbs_cuda
     statistics = []
-    step = lda.model.step
+    step = lda.sgmcmc.chain.step  # the dense chain's step
 
     def counting(*args: Any, **kwargs: Any) -> Any:
         calls.append(1)
@@ -124,7 +124,7 @@ def _sim_learner() -> dict[str, Any]:
         return step(name, state, stats, *args)
 
     lda.gibbs.dense_cuda.collapsed_gibbs_cuda = counting
-    lda.model.step = recording  # type: ignore[assignment]
+    lda.sgmcmc.chain.step = recording  # type: ignore[assignment]
     try:
         model = StreamingLDA(learner_config("cuda"), seed=0)
         start_beta = model.beta.clone()
@@ -133,7 +133,7 @@ def _sim_learner() -> dict[str, Any]:
             model.update(batch)
     finally:
         lda.gibbs.dense_cuda.collapsed_gibbs_cuda = kernel
-        lda.model.step = step
+        lda.sgmcmc.chain.step = step
     return {
         "calls": len(calls),
         "theta_shape": list(model.state.theta.shape),
