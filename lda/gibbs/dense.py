@@ -44,8 +44,8 @@ def collapsed_gibbs(
 def balanced_schedule(lengths: np.ndarray, threads: int) -> tuple[np.ndarray, np.ndarray]:
     """Documents in ``threads`` groups of near-equal token counts, longest first, each to the
     lightest group. numba's prange hands out iterations statically (its chunk size setting did
-    not change that here), so one group per thread is how the load gets balanced. Compiled: in
-    Python this took ~1 ms of a minibatch."""
+    not change that here), so one group per thread is how the load gets balanced. Compiled:
+    in Python the loop cost a noticeable share of a minibatch."""
     n = lengths.shape[0]
     loads = np.zeros(threads, dtype=np.int64)
     group = np.empty(n, dtype=np.int64)
@@ -82,7 +82,7 @@ def _sample_document(
     rao_blackwell: bool,
     out: np.ndarray,
 ) -> None:
-    """All sweeps of document d (inlined into the parallel loop: as a call it ran 1.8x slower)."""
+    """All sweeps of document d (inlined into the parallel loop: as a call it ran slower)."""
     n_topics = beta_t.shape[1]
     sweeps = uniforms.shape[0]
     start = offsets[d]

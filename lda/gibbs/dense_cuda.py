@@ -15,8 +15,9 @@ Randomness: Philox4x32-10 (Salmon et al. 2011, Random123's constants) computed i
 keyed by two 32-bit words drawn from the caller's torch.Generator, counter = (global token
 index, sweep): no (sweeps, T) uniform array, and the uniforms depend neither on the launch
 geometry nor on how the tokens are split over ranks (a shard passes its global token offset).
-The draws are those of a sequential inverse CDF with these uniforms at any block size (up to
-rounding exactly at an interval's end; tests/lda/gibbs/test_dense_cuda.py checks it draw for draw).
+The draws are those of a sequential inverse CDF with these uniforms at any block size, up to
+rounding exactly at an interval's end (tests/lda/gibbs/test_dense_cuda.py checks them draw for
+draw).
 
 The kept sweeps' indicators (or Rao-Blackwellised conditionals) are summed on the device into
 the (W, K) word-topic sums (atomics: documents share words) and the (n, K) document-topic sums
@@ -183,7 +184,8 @@ def _scan_warp(value, t, threads, sums, scratch):
 
 def _build(scan: Any, max_registers: int | None = None) -> Any:
     """The Gibbs kernel with ``scan`` as its prefix sum (the rest is shared by both), limited
-    to ``max_registers`` per thread if given (benchmarks/ptx_report.py: 152-158 without)."""
+    to ``max_registers`` per thread if given (benchmarks/ptx_report.py reports the registers
+    it uses without a cap)."""
     options = {} if max_registers is None else {"max_registers": max_registers}
 
     @cuda.jit(**options)

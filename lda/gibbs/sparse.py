@@ -1,5 +1,4 @@
-"""Host side of the exact sparse collapsed Gibbs kernel
-(:mod:`lda.gibbs.sparse_kernel`).
+"""Host side of the exact sparse collapsed Gibbs kernel (:mod:`lda.gibbs.sparse_kernel`).
 
 Gathers the minibatch's distinct words' columns of beta (K x W_b, never the whole K x W) and
 their running sums once per call, runs the kernel and hands back the kept-sweep sums by
@@ -27,11 +26,9 @@ from lda.gibbs.sparse_kernel import (
 
 def by_topic_from(n_topics: int) -> int:
     """Topics in use from which a token's conditional is computed over all K in topic order
-    (drawn by block sums) rather than by walking the document's list (same law): K/8. One
-    thread, four learner minibatches of 100 DEV articles (start from beta, SCIR after 1,200
-    articles), seconds, lists only / K/2 / K/8: K = 1,000, W = 100,000 1.80 / 1.79 / 1.50 (20
-    sweeps with document sums, as the scorer: 3.57 / 3.50 / 3.15); K = 200 and K = 50 within
-    3% of each other."""
+    (drawn by block sums) rather than by walking the document's list (same law): K/8, which
+    beat lists only and K/2 at large K and tied with them at small K (docs/defaults.md, "The
+    sparse kernel's thresholds")."""
     return max(1, n_topics // 8)
 
 
@@ -48,7 +45,7 @@ class Columns:
 def gather_columns(beta: torch.Tensor, words: torch.Tensor) -> Columns:
     """beta's columns of the distinct ``words`` and their prefix sums (the dense part's sampler,
     built once per distinct word)."""
-    # numpy's sort-based unique: torch.unique took 330 ms on 34k tokens here, numpy 0.8 ms.
+    # numpy's sort-based unique: torch.unique is far slower on a minibatch's words.
     ids_np, local_np = np.unique(words.cpu().numpy(), return_inverse=True)
     ids_np = ids_np.astype(np.int64)
     source = beta.detach()
@@ -76,9 +73,8 @@ def gather_columns(beta: torch.Tensor, words: torch.Tensor) -> Columns:
 
 
 def topics_from_columns(columns: Columns, uniforms: torch.Tensor) -> torch.Tensor:
-    """One topic per token from p(k | w) ∝ beta_kw, as
-    :func:`lda.gibbs.expectations.topics_from_beta` draws
-    it with the same uniforms (float64), from the gathered columns only."""
+    """One topic per token from p(k | w) ∝ beta_kw, as :func:`lda.gibbs.start.topics_from_beta`
+    draws it with the same uniforms (float64), from the gathered columns only."""
     z = np.empty(columns.local.numel(), dtype=np.int64)
     u = uniforms.to("cpu", torch.float64).numpy()
     draw_by_word_unnormalised(columns.local.numpy(), columns.cdf.numpy(), u, z)

@@ -1,13 +1,11 @@
-"""The exact sparse collapsed Gibbs sweep (lda.gibbs.sparse_kernel) on a CUDA device
-(numba).
+"""The exact sparse collapsed Gibbs sweep (lda.gibbs.sparse_kernel) on a CUDA device (numba).
 
 One thread per document (grid-stride over documents), each with its own slices of global
 scratch: the document's counts, its compact list of topics in use and their weights. Per token
 the sparse part n_dk^{-j} beta_kw is walked over the list (O(K_d)), the dense part gamma beta_kw
 by binary search in the word's prefix sums, one uniform choosing; the uniforms are the CUDA
-kernel's Philox stream (lda.gibbs.dense_cuda.uniform: counter = global token index,
-sweep), so the
-draws are those of the CPU sparse kernel, walking lists only, fed the same uniforms.
+kernel's Philox stream (lda.gibbs.dense_cuda.uniform: counter = global token index, sweep), so
+the draws are those of the CPU sparse kernel, walking lists only, fed the same uniforms.
 Sums: by document (a thread owns its row) and by distinct word (atomics: documents share words);
 the Rao-Blackwellised dense part is one 1/Z per token, multiplied into beta's column at the
 document's end. A first version: a document's sweeps are sequential in one thread, so the
@@ -172,8 +170,7 @@ def sparse_collapsed_gibbs_cuda(
     word_sums: bool = True,
     threads: int = 64,
 ) -> tuple[torch.Tensor | None, torch.Tensor]:
-    """As lda.gibbs.sparse.sparse_collapsed_gibbs (the kept sweeps' float64 sums by
-    distinct
+    """As lda.gibbs.sparse.sparse_collapsed_gibbs (the kept sweeps' float64 sums by distinct
     word, or None, and by document), with the Philox ``key`` (two int64 in [0, 2^32)) and the
     global index of token 0 in place of pre-drawn uniforms. CPU tensors run in the simulator."""
     if not simulated() and not available():

@@ -24,8 +24,8 @@ def gather_columns(beta: np.ndarray, ids: np.ndarray, beta_t: np.ndarray, cdf: n
     """beta_t[i, k] = beta[k, ids[i]] (as float64) and cdf[i] its running sum over k, in tiles
     of 32 sorted ids x 64 topics: each row of beta is read forward over nearby columns and each
     output row written contiguously. Reading scattered columns of a row-major K x W beta is
-    memory-bound (~0.5 s at K = 1,000, W = 100,000, 11k distinct words; the whole transpose
-    ~0.8 s): a learner keeping beta^T would make this a copy of W_b rows."""
+    memory-bound (at large K and W nearly the cost of the whole transpose): a learner keeping
+    beta^T would make this a copy of W_b rows."""
     n_topics = beta.shape[0]
     n = ids.shape[0]
     rows = 32
