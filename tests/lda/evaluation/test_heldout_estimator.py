@@ -61,6 +61,7 @@ def test_chains_started_from_beta_keep_the_collapsed_posterior(method):
         start += len(words)
 
 
+@pytest.mark.slow
 def test_default_estimator_is_within_a_percent_of_a_long_exact_run():
     # K = 50 topics drawn from the model, 400 held-out documents of 150 tokens (15 test each).
     g = torch.Generator().manual_seed(2)

@@ -143,6 +143,7 @@ def _run_copy(
 WALKS = {"list": lambda n_topics: n_topics + 1, "all topics": lambda n_topics: 0}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("walk", sorted(WALKS))
 @pytest.mark.parametrize("method", ["exact", "rao-blackwell"])
 def test_sparse_kernel_matches_enumeration(method, walk, monkeypatch):
@@ -217,6 +218,7 @@ def dense_law() -> tuple[torch.Tensor, torch.Tensor]:
     return _run(beta, batch, "rao-blackwell", "dense", 100)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("walk", ["list", "default"])
 @pytest.mark.parametrize("method", ["exact", "rao-blackwell"])
 def test_sparse_and_dense_kernels_share_their_law(dense_law, method, walk, monkeypatch):
