@@ -40,6 +40,8 @@ RESERVOIR_KEY = PREFIX + "reservoir"
 def reservoir_key(rank: int) -> str:
     """The reservoir of one rank of the worker (0 for a lone worker)."""
     return f"{RESERVOIR_KEY}:{rank}"
+
+
 # Written by the scrapers, read by the API (service.store.source_status).
 SOURCE_STATUS_KEY = PREFIX + "scraper:status"
 
