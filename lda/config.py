@@ -144,9 +144,9 @@ class LearnerConfig:
     # Each minibatch's fresh start: every token's topic uniform, or drawn from p(k | w) ∝ beta_kw
     # (fewer topics per document from the first sweep: the sparse kernel's cost); the sampler's.
     gibbs_init: Init | None = None
-    # Where the training Gibbs sweeps run (lda.gibbs.expectations.Backend): "auto" is the
-    # compiled CPU kernel on the CPU and the CUDA kernel when the model is on a CUDA device;
-    # "cpu" keeps them in the CPU kernel whatever the device.
+    # Where the training Gibbs sweeps run (Backend above): "auto" is the compiled CPU kernel on
+    # the CPU and the CUDA kernel when the model is on a CUDA device; "cpu" keeps them in the
+    # CPU kernel whatever the device.
     gibbs_backend: Backend = "auto"
     gibbs_kernel: Kernel = "auto"  # the collapsed methods' kernel (Kernel above)
     # The held-out estimator (docs/heldout.md), whatever trains: Rao-Blackwellised sweeps from

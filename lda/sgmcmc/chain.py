@@ -26,7 +26,7 @@ from lda.sgmcmc.scir.chain import LazySCIRChain
 from lda.sgmcmc.scir.lazy import LazyChain
 
 if TYPE_CHECKING:
-    from lda.gibbs.expectations import GibbsExpectations
+    from lda.gibbs import GibbsExpectations
 
 
 @dataclass(frozen=True)
