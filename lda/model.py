@@ -72,8 +72,10 @@ class StreamingLDA:
             new_chain(config, self.device, self.generator, seed) if chain is None else chain
         )
         self.posterior_average = PosteriorAverage()
-        self.docs_seen = 0
+        self.docs_seen = 0  # fresh documents learned (a revisit does not count again)
         self.tokens_seen = 0
+        self.revisit_steps = 0  # steps taken on documents seen before (docs/samplers.md)
+        self.revisited_docs = 0
 
     @property
     def state(self) -> SamplerState:
@@ -99,24 +101,33 @@ class StreamingLDA:
 
     @property
     def step_size(self) -> float:
+        """The schedule's step at the stream's position: revisits do not advance it."""
         assert self.config.schedule is not None
-        return self.config.schedule(self.state.step)
+        return self.config.schedule(self.state.step - self.revisit_steps)
 
     def corpus_size(self, n_documents: int) -> float:
-        """N in the gradient's N/n: fixed, or growing with the documents seen (this batch too)."""
+        """N in the gradient's N/n: fixed, or growing with the documents seen (this batch too,
+        when fresh: ``n_documents`` 0 for a revisit)."""
         if self.config.corpus_growth:
             return max(self.config.corpus_size, float(self.docs_seen + n_documents))
         return self.config.corpus_size
 
     def update(
-        self, batch: Batch, reducer: Reducer | None = None, where: Layout | None = None
+        self,
+        batch: Batch,
+        reducer: Reducer | None = None,
+        where: Layout | None = None,
+        *,
+        revisit: bool = False,
     ) -> StepInfo:
         """Learn from one minibatch: Gibbs expectations, then one sampler step.
 
         With a ``reducer`` the minibatch is the union of every rank's ``batch`` (one may be
         empty): each rank computes its documents' expectations, their sum goes into the same
         step on every rank (:mod:`lda.parallel`). ``where`` is the step's layout when the
-        caller already has it (saves a collective)."""
+        caller already has it (saves a collective). A ``revisit`` is a minibatch of documents
+        learned before: the same step, at the stream's N and step size, counted apart from the
+        documents seen (docs/samplers.md, "Revisiting a reservoir")."""
         if where is None:
             where = layout(reducer, batch.n_documents, batch.n_tokens)
         if where.documents == 0:
@@ -126,11 +137,15 @@ class StreamingLDA:
             batch=Batch(batch.words.to(self.device), batch.offsets),
             expectations=lambda beta, documents: self._expectations(beta, documents, at),
             group=_group(reducer),
-            scale=self.corpus_size(where.documents) / where.documents,
+            scale=self.corpus_size(0 if revisit else where.documents) / where.documents,
         )
         info = self.chain.update(minibatch, self.step_size, self.generator)
-        self.docs_seen += where.documents
-        self.tokens_seen += where.tokens
+        if revisit:
+            self.revisit_steps += 1
+            self.revisited_docs += where.documents
+        else:
+            self.docs_seen += where.documents
+            self.tokens_seen += where.tokens
         return info
 
     def _expectations(self, beta: torch.Tensor, batch: Batch, where: Layout) -> GibbsExpectations:
@@ -180,6 +195,8 @@ class StreamingLDA:
             "step": chain["step"],
             "docs_seen": self.docs_seen,
             "tokens_seen": self.tokens_seen,
+            "revisit_steps": self.revisit_steps,  # absent from older checkpoints: 0
+            "revisited_docs": self.revisited_docs,
             "generator": self.generator.get_state(),
             "eval_generator": self.eval_generator.get_state(),
             "posterior_average": self.posterior_average.state_dict(),
@@ -199,6 +216,8 @@ class StreamingLDA:
         model = cls(config, device, seed, chain=chain)
         model.docs_seen = int(state["docs_seen"])
         model.tokens_seen = int(state["tokens_seen"])
+        model.revisit_steps = int(state.get("revisit_steps", 0))
+        model.revisited_docs = int(state.get("revisited_docs", 0))
         model.generator.set_state(state["generator"])
         model.eval_generator.set_state(state["eval_generator"])
         average = dict(state["posterior_average"])

@@ -66,3 +66,26 @@ def test_defaults_follow_the_minibatch_in_one_place():
     assert decay == pytest.approx(scir.mean_decay**10)
     assert scaled_defaults("scir", 50) == (scir.schedule, scir.mean_decay)
     assert scaled_defaults("sgld", 1000) == (DEFAULTS["sgld"].schedule, DEFAULTS["sgld"].mean_decay)
+
+
+@pytest.mark.parametrize("sampler", ["scir", "sgrld"])
+def test_a_revisit_steps_at_the_streams_n_and_step_size(sampler: str) -> None:
+    """A revisit is a step like any other, but the documents seen, the schedule's position
+    and a growing N stay the stream's (docs/samplers.md, "Revisiting a reservoir")."""
+    config = LearnerConfig(4, 12, sampler=sampler, sweeps=4, corpus_size=5.0, corpus_growth=True)
+    model = StreamingLDA(config, seed=2)
+    fresh = Batch.from_ids([[0, 1, 2, 2], [5, 6], [11]])
+    model.update(fresh)
+    step_size, scale = model.step_size, model.corpus_size(0)
+    assert scale == 5.0  # N = max(5, 3 documents seen)
+    before = model.beta_mean.clone()
+    model.update(Batch.from_ids([[0, 1], [5, 6, 7]]), revisit=True)
+    assert model.docs_seen == 3 and model.tokens_seen == 7
+    assert model.state.step == 2 and model.revisit_steps == 1 and model.revisited_docs == 2
+    assert model.step_size == step_size and model.corpus_size(0) == scale
+    assert not torch.equal(model.beta_mean, before)  # it learned
+    model.update(fresh)
+    assert model.step_size == config.schedule(2)  # two fresh steps: the schedule's position
+    restored = StreamingLDA.from_state_dict(model.state_dict())
+    assert (restored.revisit_steps, restored.revisited_docs) == (1, 2)
+    assert restored.step_size == model.step_size
