@@ -221,6 +221,20 @@ class Settings(BaseSettings):
         description="Trained entries held unacknowledged that trigger a checkpoint (bounds the "
         "stream beyond the high-water mark)",
     )
+    revisit: bool = Field(
+        True,
+        description="Learn while the stream is quiet: revisit a uniform sample of the articles "
+        "learned whenever nothing fresh is unread (docs/samplers.md, revisiting a reservoir)",
+    )
+    reservoir_size: int = Field(
+        50_000, ge=1, description="Articles the reservoir of revisits holds (per worker rank)"
+    )
+    revisit_ratio: float = Field(
+        3.0,
+        ge=0,
+        description="At most this many revisited documents learned per fresh one; past it an "
+        "empty stream leaves the worker idle",
+    )
     checkpoint_idle_s: float = Field(
         2.0,
         ge=0,

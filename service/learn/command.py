@@ -16,6 +16,7 @@ import torch
 from lda.model import resolve_device
 from service.errors import CommandError
 from service.ingest.queue import ArticleQueue, QueueConfig
+from service.keys import reservoir_key
 from service.learn.checkpointer import CheckpointConfig, Checkpointer
 from service.learn.coordinator import Coordinator, GroupCoordinator, SoloCoordinator
 from service.learn.distributed import (
@@ -28,6 +29,7 @@ from service.learn.distributed import (
 from service.learn.heldout_store import HeldoutStore
 from service.learn.model_store import CHECKPOINT_NAME
 from service.learn.publisher import NullPublisher, PublishConfig, Publisher, Publishing
+from service.learn.reservoir import Reservoir
 from service.learn.runtime import set_threads
 from service.learn.session import LearningSession, SessionConfig
 from service.learn.topic_watch import TopicWatch
@@ -179,4 +181,14 @@ def build_worker(
         heldout_store=HeldoutStore(client, settings.heldout_key),
         device=device,
         stop=stop,
+        reservoir=(
+            Reservoir(
+                client,
+                reservoir_key(coordinator.rank),
+                settings.reservoir_size,
+                settings.seed + coordinator.rank,
+            )
+            if settings.revisit
+            else None
+        ),
     )

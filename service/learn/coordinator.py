@@ -63,6 +63,7 @@ class Coordinator(Protocol):
 
     leads: bool  # decides, publishes, scores and writes checkpoints
     ranks: int
+    rank: int  # this process's place in the group (0 alone)
     consumer_suffix: str
     stop_scoring_s: float | None  # most wait for scoring at stop (None: the worker's own)
     finishes_alone: bool  # on a Redis give-up at stop, checkpoint and finish (no group to wait)
@@ -84,6 +85,7 @@ class SoloCoordinator:
 
     leads = True
     ranks = 1
+    rank = 0
     consumer_suffix = ""
     stop_scoring_s: float | None = None
     finishes_alone = True
@@ -133,6 +135,7 @@ class GroupCoordinator:
         self.reducer = reducer
         self.leads = group.leader
         self.ranks = group.world_size
+        self.rank = group.rank
         self.consumer_suffix = f"-{group.rank}"
         self.model_epoch = 0  # rank 0: bumped whenever the model is replaced
         self.sent_epoch = 0

@@ -59,6 +59,10 @@ class WorkerStatus:
 
     docs_per_s: float
     tokens_per_s: float
+    fresh_docs_per_s: float  # documents learned a second, wall time, fresh and revisited
+    revisit_docs_per_s: float
+    reservoir_articles: int
+    reservoir_passes: float
     rank_docs_per_s: list[float]
     counters: dict[str, int]
     idle_since: float | None
@@ -96,7 +100,7 @@ class Publisher:
         self.watch = watch  # per-topic coherence, drift and word intervals
         self.device = device
         self.model_published = False
-        self.published_docs = -1  # docs_seen of the last snapshot published
+        self.published_step = -1  # the chain's step at the last snapshot published
         self.published_quality: int | None = None  # its per-topic figures' evaluation
         self.published_at = -math.inf  # its time.monotonic()
         self.publish_cost_s = 0.0  # how long the last snapshot took to make and publish
@@ -142,7 +146,7 @@ class Publisher:
     def stale(self, model: StreamingLDA) -> bool:
         """True if the last snapshot is behind the model or its per-topic figures behind the
         latest evaluation."""
-        return (self.published_docs, self.published_quality) != (model.docs_seen, self.watch.docs)
+        return (self.published_step, self.published_quality) != (model.state.step, self.watch.docs)
 
     def snapshot(self, model: StreamingLDA, vocab: Vocabulary, now: WorkerStatus) -> None:
         """The top words of beta_mean and of the current sample, with the worker's figures."""
@@ -161,6 +165,10 @@ class Publisher:
             sample_topics=ranked_words((sample_weights, sample_ids), vocab.words),
             docs_per_s=now.docs_per_s,
             tokens_per_s=now.tokens_per_s,
+            fresh_docs_per_s=now.fresh_docs_per_s,
+            revisit_docs_per_s=now.revisit_docs_per_s,
+            reservoir_articles=now.reservoir_articles,
+            reservoir_passes=now.reservoir_passes,
             counters=now.counters,
             rank_docs_per_s=now.rank_docs_per_s,
             idle_since=now.idle_since,
@@ -170,7 +178,7 @@ class Publisher:
         self.redis(
             "publishing the snapshot", functools.partial(publish_snapshot, self.client, snapshot)
         )
-        self.published_docs, self.published_at = model.docs_seen, time.monotonic()
+        self.published_step, self.published_at = model.state.step, time.monotonic()
         self.published_quality = self.watch.docs
         self.publish_cost_s = time.perf_counter() - started
 

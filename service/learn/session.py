@@ -271,18 +271,33 @@ class LearningSession(Generic[Item]):
         return [item for item, _ in taken], Batch.from_ids([ids for _, ids in taken], self.device)
 
     def learn(
-        self, batch: Batch, reducer: Reducer | None = None, where: Layout | None = None
+        self,
+        batch: Batch,
+        reducer: Reducer | None = None,
+        where: Layout | None = None,
+        *,
+        revisit: bool = False,
     ) -> None:
         """One sampler step on ``batch`` (with a group's ``reducer``, on every rank's union);
         raises lda.model.NonFiniteError and leaves the learner as it was if theta would not be
-        finite. Only the step is timed: the throughput reported is the learner's."""
+        finite. Only the step is timed: the throughput reported is the learner's on fresh
+        documents (a ``revisit`` counts apart)."""
         model = self.model
         assert model is not None
         started = time.perf_counter()
-        model.update(batch, reducer, where)
+        model.update(batch, reducer, where, revisit=revisit)
+        if revisit:
+            return
         self.busy_s += time.perf_counter() - started
         self.docs_here += batch.n_documents
         self.tokens_here += batch.n_tokens
+
+    def encode(self, texts: Iterable[str]) -> Batch | None:
+        """Texts as a minibatch in today's vocabulary, those with no word of it left out (None
+        when none has one): how a revisit reads the articles the reservoir kept as text."""
+        assert self.vocabulary is not None
+        documents = [ids for ids in map(self.vocabulary.encode, texts) if ids]
+        return Batch.from_ids(documents, self.device) if documents else None
 
     def evaluation_due(self) -> bool:
         """True once per multiple of eval_every reached (several at once count as one)."""

@@ -45,6 +45,14 @@ acknowledged with the next checkpoint: a poison minibatch is skipped, never retr
 Nothing non-finite is ever published. While Redis is unavailable every Redis call is retried
 with backoff; progress stays in memory.
 
+While nothing fresh is unread the worker revisits (``revisit``): each article it trains on is
+offered to a reservoir (:mod:`service.learn.reservoir`, a uniform sample of them kept in Redis;
+held-out articles never are), and an empty read is followed by one minibatch drawn from it,
+learned at the stream's N and step size (docs/samplers.md, "Revisiting a reservoir"), then a
+read that does not wait, so a fresh article waits at most for the step in progress. Revisits
+stop at ``revisit_ratio`` per fresh document; the worker then idles as before. The reservoir's
+slots are written before each checkpoint, which keeps its count and generator.
+
 The loop is the same for a lone worker and for each rank of a data-parallel group
 (docs/service.md); it is built from parts: a coordinator (:mod:`service.learn.coordinator`)
 makes each iteration's plan, a checkpointer (:mod:`service.learn.checkpointer`) says when a
@@ -75,6 +83,8 @@ from service.learn.coordinator import Coordinator, Counts, Plan, Step
 from service.learn.evaluator import Evaluator
 from service.learn.heldout_store import HeldoutStore
 from service.learn.publisher import Publishing, WorkerStatus
+from service.learn.recent_rates import RecentRates
+from service.learn.reservoir import Reservoir
 from service.learn.runtime import release_freed_memory
 from service.learn.session import LearningSession, ModelTooLarge, VocabularyError
 from service.store.counters import WORKER_COUNTERS
@@ -107,6 +117,7 @@ class WorkerConfig:
     threads: int | None
     heldout: int
     vocab: Path | None
+    revisit_ratio: float  # revisited documents learned at most per fresh one (0: none)
 
 
 class Worker:
@@ -126,6 +137,7 @@ class Worker:
         heldout_store: HeldoutStore,
         device: torch.device,
         stop: threading.Event,
+        reservoir: Reservoir | None = None,
     ) -> None:
         self.config = config
         self.client = client
@@ -148,6 +160,10 @@ class Worker:
         self.checkpoint_seq = 0
         self.empty_since: float | None = None  # when reads began finding the stream empty
         self.idle_since: float | None = None  # time.time() it was reported idle (rates 0)
+        # Articles learned, kept for revisits while the stream is quiet (None: revisits off).
+        self.reservoir = reservoir
+        self.revisiting = False  # the last step was a revisit: read without waiting
+        self.recent = RecentRates()
 
     @property
     def model(self) -> StreamingLDA | None:
@@ -198,6 +214,9 @@ class Worker:
             self.counters.update(extra.get("counters", {}))
             done = [str(e) for e in extra.get("acked_entries", [])]
             self.redis("acknowledging checkpointed entries", lambda: self.queue.ack(done))
+            reservoir, kept = self.reservoir, extra.get("reservoir")
+            if reservoir is not None and kept is not None:
+                self.redis("reading the reservoir", lambda: reservoir.load_state_dict(kept))
             log.info(
                 "resumed from %s at %d documents (%s, K=%d, W=%d)",
                 self.checkpointer.path,
@@ -325,6 +344,7 @@ class Worker:
         entries = self._read()
         if entries:
             self.empty_since = self.idle_since = None
+            self.revisiting = False
             self._ingest(entries)
         return bool(entries)
 
@@ -337,8 +357,8 @@ class Worker:
         )
         if isinstance(step, Step):
             self._train_next(step)
-        elif not step and not self._publish_if_stale():  # the stream ran dry: show it now
-            self._beat()
+        elif not step and not self._revisit() and not self._publish_if_stale():
+            self._beat()  # the stream ran dry and nothing waits to be revisited: show it now
             if self.model is not None and self._idle_long_enough():
                 self._go_idle()
 
@@ -361,7 +381,11 @@ class Worker:
         self._publish_snapshot()
 
     def _read(self) -> list[Entry]:
-        wanted, block_ms = self.session.wanted, self.config.read_block_ms
+        """Up to a minibatch of entries, waiting up to read_block_ms for them; not waiting
+        while revisits keep the learner busy (a fresh article goes first, but the learner
+        does not idle for it)."""
+        wanted = self.session.wanted
+        block_ms = None if self.revisiting else self.config.read_block_ms
         return self.redis(
             "reading the stream",
             lambda: self.queue.read(self.consumer, wanted, block_ms=block_ms),
@@ -391,6 +415,8 @@ class Worker:
                 self.trained.append(entry_id)  # nothing to learn: acknowledged with the rest
             elif where.kind == "heldout" and article is not None:
                 self._hold_out(entry_id, article)
+            elif where.kind == "train" and article is not None and self.reservoir is not None:
+                self.reservoir.offer(article.text)  # held-out articles never enter it
         if not had_heldout and self.session.heldout is not None:
             self._heldout_complete()
 
@@ -473,6 +499,7 @@ class Worker:
             self._restore(exc, entries)
             return
         self.counters["updates"] += 1
+        self.recent.add(fresh=len(entries))
         self.trained += entries
         model, vocab = self.model, self.vocab
         assert model is not None and vocab is not None
@@ -486,6 +513,41 @@ class Worker:
             self._publish_snapshot()
         else:
             self._beat()
+
+    def _revisit(self) -> bool:
+        """With the stream empty, one minibatch of articles learned before, drawn from the
+        reservoir (docs/samplers.md, "Revisiting a reservoir"); False when there is none to
+        take: revisits off or not begun, a group (ranks revisit nothing yet), or
+        ``revisit_ratio`` revisits per fresh document reached."""
+        reservoir, model = self.reservoir, self.model
+        if reservoir is None or model is None or self.coordinator.ranks > 1 or not reservoir.size:
+            return False
+        if model.revisited_docs >= self.config.revisit_ratio * model.docs_seen:
+            self.revisiting = False
+            return False
+        size = self.session.config.batch_size
+        batch = self.session.encode(
+            self.redis("reading the reservoir", lambda: reservoir.draw(size))
+        )
+        if batch is None:
+            return False
+        try:
+            self.session.learn(batch, revisit=True)
+        except NonFiniteError as exc:
+            self._restore(exc, [])
+            return True
+        self.revisiting = True
+        self.recent.add(revisited=batch.n_documents)
+        vocab = self.vocab
+        assert vocab is not None
+        self.publisher.trained(model)
+        if self.publisher.model_due():
+            self.publisher.model(model, vocab)
+        if self.publisher.snapshot_due():
+            self._publish_snapshot()
+        else:
+            self._beat()
+        return True
 
     def _beat(self) -> None:
         self.publisher.beat()
@@ -578,6 +640,10 @@ class Worker:
         assert model is not None and vocab is not None
         self.counters["checkpoints"] += 1
         extra: dict[str, Any] = {"counters": dict(self.counters)}
+        reservoir = self.reservoir
+        if reservoir is not None:  # its slots first: the checkpoint then counts them
+            self.redis("writing the reservoir", reservoir.flush)
+            extra["reservoir"] = reservoir.state_dict()
         if self.evaluator is not None:
             # The model's evaluation state is the scorer's as of the last published point.
             state, scored_docs, pending = self.evaluator.checkpoint_state()
@@ -625,9 +691,15 @@ class Worker:
             "evals_waiting": 0 if self.evaluator is None else len(self.evaluator.pending),
             "scorer_restarts": 0 if self.evaluator is None else self.evaluator.restarts,
         }
+        fresh_per_s, revisit_per_s = (0.0, 0.0) if idle else self.recent.rates()
+        reservoir = self.reservoir
         status = WorkerStatus(
             docs_per_s=docs_per_s,
             tokens_per_s=tokens_per_s,
+            fresh_docs_per_s=fresh_per_s,
+            revisit_docs_per_s=revisit_per_s,
+            reservoir_articles=0 if reservoir is None else reservoir.size,
+            reservoir_passes=0.0 if reservoir is None else reservoir.passes,
             rank_docs_per_s=[0.0 if idle else r for r in self.coordinator.rank_rates()],
             counters={name: int(value) for name, value in counters.items()},
             idle_since=self.idle_since,

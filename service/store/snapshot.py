@@ -79,6 +79,12 @@ class Snapshot:
     sample_topics: list[list[WordWeight]]
     docs_per_s: float = 0.0
     tokens_per_s: float = 0.0
+    # Documents learned a second over the last minute of wall time, fresh and revisited, and
+    # the reservoir revisits come from: articles held, revisits per article so far.
+    fresh_docs_per_s: float = 0.0
+    revisit_docs_per_s: float = 0.0
+    reservoir_articles: int = 0
+    reservoir_passes: float = 0.0
     counters: dict[str, int] = field(default_factory=dict)
     rank_docs_per_s: list[float] = field(default_factory=list)  # per rank of a group
     idle_since: float | None = None  # unix time the worker found the stream empty (rates 0)

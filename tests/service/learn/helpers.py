@@ -31,8 +31,11 @@ POLL_S = 0.1
 HELDOUT = 20
 VOCAB_DOCS = 30
 
-# Small and fast: K=5, 4 sweeps, a 500-word vocabulary built from the first 30 articles.
+# Small and fast: K=5, 4 sweeps, a 500-word vocabulary built from the first 30 articles. No
+# revisits: these tests hold the worker to exactly the steps of the stream (replay() and the
+# idle state); tests/service/learn/test_revisit.py turns them on.
 WORKER_ENV = {
+    "STREAMLDA_REVISIT": "false",
     "STREAMLDA_TOPICS": "5",
     "STREAMLDA_SWEEPS": "4",
     "STREAMLDA_BATCH_SIZE": "10",

@@ -1,0 +1,138 @@
+"""Learning while quiet: with the stream empty the worker revisits the articles it learned, as
+many per fresh one as the setting allows, then idles; held-out articles are never revisited,
+fresh ones always go first, and the reservoir outlives a restart."""
+
+from __future__ import annotations
+
+import threading
+import zlib
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from service.api.app import create_app
+from service.keys import reservoir_key
+from service.learn.command import build_worker
+from service.learn.heldout_store import HeldoutStore
+from service.learn.model_store import CHECKPOINT_NAME, load_model
+from service.learn.worker import Worker
+from service.settings import Settings
+from service.store.redis_client import connect
+from service.store.snapshot import read_snapshot
+from tests.service.learn.helpers import (
+    HELDOUT,
+    articles,
+    drained,
+    queue_articles,
+    wait_until,
+    worker_settings,
+)
+from tests.support.redis_server import RedisServer
+
+pytestmark = pytest.mark.slow  # a real Redis, a worker in this process
+
+RATIO = 2.0
+
+
+def revisiting(redis_url: str, data_dir: Path) -> Settings:
+    return worker_settings(
+        redis_url, data_dir, revisit=True, revisit_ratio=RATIO, checkpoint_idle_s=0.5
+    )
+
+
+def started(settings: Settings) -> tuple[Worker, threading.Event, threading.Thread]:
+    stop = threading.Event()
+    worker = build_worker(settings, connect(settings), stop)
+    thread = threading.Thread(target=worker.run, daemon=True)
+    thread.start()
+    return worker, stop, thread
+
+
+def stopped(stop: threading.Event, thread: threading.Thread) -> None:
+    stop.set()
+    thread.join(60)
+    assert not thread.is_alive()
+
+
+def held_texts(settings: Settings) -> list[str]:
+    stored = connect(settings).hgetall(reservoir_key(0))
+    return [zlib.decompress(blob).decode("utf-8") for blob in stored.values()]
+
+
+def test_a_quiet_stream_is_revisited_up_to_the_ratio_then_idles(
+    redis_server: RedisServer, tmp_path: Path
+) -> None:
+    settings = revisiting(redis_server.url, tmp_path / "data")
+    client = connect(settings)
+    queue_articles(client, 0, 120)
+    worker, stop, thread = started(settings)
+    try:
+
+        def idle() -> bool:
+            snap = read_snapshot(client)
+            return drained(client) and snap is not None and snap.idle_since is not None
+
+        wait_until(idle, "the worker to learn, revisit up to the ratio and go idle")
+        model = worker.model
+        assert model is not None
+        trained = model.docs_seen
+        assert trained == 120 - HELDOUT - worker.counters["empty_docs"]
+        batch = settings.batch_size
+        assert RATIO * trained <= model.revisited_docs < RATIO * trained + batch
+        assert worker.reservoir is not None and worker.reservoir.size == trained
+        snap = read_snapshot(client)
+        assert snap is not None and snap.docs_seen == trained
+        assert snap.reservoir_articles == trained
+        assert snap.reservoir_passes == pytest.approx(model.revisited_docs / trained)
+        with TestClient(create_app(settings)) as api:
+            assert api.app.state.view.wait_fresh(10)  # type: ignore[attr-defined]
+            stats = api.get("/stats").json()
+            assert stats["worker_state"].startswith("idle, queue empty since ")
+            assert stats["reservoir_articles"] == trained
+            assert stats["fresh_docs_per_s"] == stats["revisit_docs_per_s"] == 0
+            metrics = api.get("/metrics").text
+            assert f"streamlda_reservoir_articles {float(trained)}" in metrics
+            assert "streamlda_revisit_docs_per_second 0.0" in metrics
+
+        # Fresh articles are learned, and reopen the budget of revisits.
+        revisited = model.revisited_docs
+        queue_articles(client, 120, 30)
+        wait_until(lambda: model.docs_seen > trained, "the fresh articles to be learned")
+        wait_until(lambda: model.revisited_docs > revisited, "revisits to begin again")
+    finally:
+        stopped(stop, thread)
+
+    # No held-out article was ever offered, so none is ever revisited.
+    held = set(held_texts(settings))
+    heldout = set(HeldoutStore(client, settings.heldout_key).texts())
+    assert len(heldout) == HELDOUT and not held & heldout
+    assert held <= {a.text for a in articles(0, 150)}
+
+
+def test_the_reservoir_outlives_a_restart(redis_server: RedisServer, tmp_path: Path) -> None:
+    settings = revisiting(redis_server.url, tmp_path / "data")
+    client = connect(settings)
+    queue_articles(client, 0, 90)
+    worker, stop, thread = started(settings)
+    wait_until(lambda: drained(client), "the first articles to be learned")
+    stopped(stop, thread)  # the final checkpoint writes the reservoir's slots first
+    assert worker.reservoir is not None and worker.model is not None
+    offered, revisited = worker.reservoir.offered, worker.model.revisited_docs
+    _, _, extra = load_model(tmp_path / "data" / CHECKPOINT_NAME)
+    assert extra["reservoir"]["offered"] == offered == worker.model.docs_seen
+    assert len(held_texts(settings)) == offered
+
+    again, stop, thread = started(settings)
+    try:
+        wait_until(lambda: again.model is not None, "the worker to resume")
+        assert again.reservoir is not None and again.reservoir.offered == offered
+        assert again.model is not None and again.model.revisited_docs >= revisited
+        queue_articles(client, 90, 20)
+        wait_until(lambda: drained(client), "the new articles to be learned")
+        wait_until(
+            lambda: again.reservoir is not None and again.reservoir.offered > offered, "offers"
+        )
+    finally:
+        stopped(stop, thread)
+    assert len(held_texts(settings)) == again.reservoir.offered
