@@ -145,6 +145,20 @@ class StatsOut(BaseModel):
         description="Each rank's own documents per second, in rank order (one entry per rank)"
     )
     tokens_per_s: float | None
+    fresh_docs_per_s: float | None = Field(
+        None, description="Fresh articles learned a second over the last minute (wall time)"
+    )
+    revisit_docs_per_s: float | None = Field(
+        None,
+        description="Articles learned again a second over the last minute: revisits while "
+        "nothing fresh is unread",
+    )
+    reservoir_articles: int | None = Field(
+        None, description="Articles held for revisits, a uniform sample of those learned"
+    )
+    reservoir_passes: float | None = Field(
+        None, description="Revisits per held article so far, on average"
+    )
     sampler: str | None
     step_size: float | None
     device: str | None

@@ -108,6 +108,10 @@ def stats(snapshot: Snapshot | None, live: LiveValues, sources: StreamKeys) -> S
         world_size=1 if s is None else s.world_size,
         rank_docs_per_s=[] if s is None else (s.rank_docs_per_s or [s.docs_per_s]),
         tokens_per_s=None if s is None else s.tokens_per_s,
+        fresh_docs_per_s=None if s is None else s.fresh_docs_per_s,
+        revisit_docs_per_s=None if s is None else s.revisit_docs_per_s,
+        reservoir_articles=None if s is None else s.reservoir_articles,
+        reservoir_passes=None if s is None else s.reservoir_passes,
         sampler=None if s is None else s.sampler,
         step_size=None if s is None else s.step_size,
         device=None if s is None else s.device,
@@ -184,6 +188,20 @@ def metrics(
         families += [
             Metric("streamlda_docs_seen", "Documents trained on").add(snapshot.docs_seen),
             Metric("streamlda_docs_per_second", "Training throughput").add(snapshot.docs_per_s),
+            Metric(
+                "streamlda_fresh_docs_per_second",
+                "Fresh articles learned a second over the last minute",
+            ).add(snapshot.fresh_docs_per_s),
+            Metric(
+                "streamlda_revisit_docs_per_second",
+                "Articles learned again a second over the last minute (revisits)",
+            ).add(snapshot.revisit_docs_per_s),
+            Metric("streamlda_reservoir_articles", "Articles held for revisits").add(
+                snapshot.reservoir_articles
+            ),
+            Metric("streamlda_reservoir_passes", "Revisits per held article so far").add(
+                snapshot.reservoir_passes
+            ),
             Metric("streamlda_world_size", "Worker ranks learning one model").add(
                 snapshot.world_size
             ),
