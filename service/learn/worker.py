@@ -517,10 +517,10 @@ class Worker:
     def _revisit(self) -> bool:
         """With the stream empty, one minibatch of articles learned before, drawn from the
         reservoir (docs/samplers.md, "Revisiting a reservoir"); False when there is none to
-        take: revisits off or not begun, a group (ranks revisit nothing yet), or
+        take: revisits off (a group's ranks have no reservoir yet) or not begun, or
         ``revisit_ratio`` revisits per fresh document reached."""
         reservoir, model = self.reservoir, self.model
-        if reservoir is None or model is None or self.coordinator.ranks > 1 or not reservoir.size:
+        if reservoir is None or model is None or not reservoir.size:
             return False
         if model.revisited_docs >= self.config.revisit_ratio * model.docs_seen:
             self.revisiting = False
