@@ -107,8 +107,15 @@ def watched(redis_client: redis.Redis, published: Published, settings: Settings)
     watch = watched_topics(published)
     now = time.time()
     fields = watch_fields(watch, published)
+    revisits = {
+        "fresh_docs_per_s": 48.0,
+        "revisit_docs_per_s": 650.0,
+        "reservoir_articles": 12_000,
+        "reservoir_passes": 2.5,
+    }
     publish_snapshot(
-        redis_client, dataclasses.replace(published.snapshot, checkpoint_at=now - 40, **fields)
+        redis_client,
+        dataclasses.replace(published.snapshot, checkpoint_at=now - 40, **fields, **revisits),
     )
     for i, point in enumerate(published.points):
         scored = dataclasses.replace(point, coherence=0.05 + 0.05 * i, diversity=0.6 + 0.1 * i)
@@ -197,6 +204,8 @@ def test_health_shows_the_pipeline_with_relative_times(
     assert field(dom, "scraper-errors") == "12"
     assert field(dom, "worker-rate") == "12.5"
     assert field(dom, "worker-ranks") == "1 (single worker)"
+    assert field(dom, "worker-learned") == "48.0 fresh · 650 revisited docs/s"
+    assert field(dom, "worker-reservoir") == "12,000 articles · 2.5 passes"
     assert field(dom, "worker-state") == "paused by an operator"
     assert '<span id="paused" class="badge">paused</span>' in dom  # shown: no hidden attribute
     relative = re.compile(r"^(just now|\d+ s ago)$")
