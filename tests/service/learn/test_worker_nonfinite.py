@@ -38,12 +38,12 @@ def test_nonfinite_step_restores_the_checkpoint_and_never_publishes_nan(
     calls = [0]
     docs_before_failure: list[int] = []
 
-    def update(self: StreamingLDA, batch: Any, *group: Any) -> Any:
+    def update(self: StreamingLDA, batch: Any, *group: Any, **options: Any) -> Any:
         calls[0] += 1
         if calls[0] in FAILING_CALLS:
             docs_before_failure.append(self.docs_seen)
             raise NonFiniteError("injected non-finite theta")
-        return real_update(self, batch, *group)
+        return real_update(self, batch, *group, **options)
 
     monkeypatch.setattr(StreamingLDA, "update", update)
     # A long periodic interval: the restores go back to the vocabulary-time checkpoint (0 docs).
