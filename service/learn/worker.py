@@ -162,7 +162,7 @@ class Worker:
         self.idle_since: float | None = None  # time.time() it was reported idle (rates 0)
         # Articles learned, kept for revisits while the stream is quiet (None: revisits off).
         self.reservoir = reservoir
-        self.revisiting = False  # the last step was a revisit: read without waiting
+        self.buffered_since: float | None = None  # when the fresh documents in hand began
         self.recent = RecentRates()
 
     @property
@@ -291,7 +291,7 @@ class Worker:
             return
         if plan.paused:
             if plan.buffered:  # train what is in hand; the next plan checkpoints it
-                self._train_or_idle(read=False)
+                self._train_or_idle(read=False, revisit=False)
             else:
                 self._beat()
                 self.stop.wait(self.config.read_block_ms / 1000)
@@ -344,23 +344,39 @@ class Worker:
         entries = self._read()
         if entries:
             self.empty_since = self.idle_since = None
-            self.revisiting = False
             self._ingest(entries)
         return bool(entries)
 
-    def _train_or_idle(self, *, read: bool) -> None:
-        """One step when the coordinator says so; else, with nothing read, show the latest
-        topics and go idle once the stream has stayed empty long enough."""
+    def _train_or_idle(self, *, read: bool, revisit: bool = True) -> None:
+        """One step when the coordinator says so, or a revisit while no fresh step is due (not
+        while paused); else, with nothing read, show the latest topics and go idle once the
+        stream has stayed empty long enough."""
+        if revisit and self._fresh_not_due() and self._revisit():
+            return
         buffer = self.session.buffer[: self.session.config.batch_size]  # what take() takes
         step = self.coordinator.step(
             len(buffer), sum(len(ids) for _, ids in buffer), self.session.batch_ready, read
         )
         if isinstance(step, Step):
             self._train_next(step)
-        elif not step and not self._revisit() and not self._publish_if_stale():
-            self._beat()  # the stream ran dry and nothing waits to be revisited: show it now
+        elif not step and not self._publish_if_stale():  # the stream ran dry: show it now
+            self._beat()
             if self.model is not None and self._idle_long_enough():
                 self._go_idle()
+
+    def _fresh_not_due(self) -> bool:
+        """No fresh step is due yet, so a revisit may take the time: no whole minibatch in
+        hand, and the oldest fresh document in hand has waited less than read_block_ms (what
+        a blocking read would have waited for more before training a part of one)."""
+        if self.session.batch_ready:
+            return False
+        if not self.session.buffer:
+            self.buffered_since = None
+            return True
+        now = time.monotonic()
+        if self.buffered_since is None:
+            self.buffered_since = now
+        return now - self.buffered_since < self.config.read_block_ms / 1000
 
     def _idle_long_enough(self) -> bool:
         """True once reads have found the stream empty for checkpoint_idle_s: a finished
@@ -382,10 +398,9 @@ class Worker:
 
     def _read(self) -> list[Entry]:
         """Up to a minibatch of entries, waiting up to read_block_ms for them; not waiting
-        while revisits keep the learner busy (a fresh article goes first, but the learner
-        does not idle for it)."""
+        while there is something to revisit (the learner revisits instead of waiting)."""
         wanted = self.session.wanted
-        block_ms = None if self.revisiting else self.config.read_block_ms
+        block_ms = None if self._may_revisit() else self.config.read_block_ms
         return self.redis(
             "reading the stream",
             lambda: self.queue.read(self.consumer, wanted, block_ms=block_ms),
@@ -514,16 +529,21 @@ class Worker:
         else:
             self._beat()
 
-    def _revisit(self) -> bool:
-        """With the stream empty, one minibatch of articles learned before, drawn from the
-        reservoir (docs/samplers.md, "Revisiting a reservoir"); False when there is none to
-        take: revisits off (a group's ranks have no reservoir yet) or not begun, or
-        ``revisit_ratio`` revisits per fresh document reached."""
+    def _may_revisit(self) -> bool:
+        """Whether a revisit can be taken: revisits on (a group's ranks have no reservoir
+        yet), a learner with articles held, and fewer than ``revisit_ratio`` revisited
+        documents per fresh one."""
         reservoir, model = self.reservoir, self.model
         if reservoir is None or model is None or not reservoir.size:
             return False
-        if model.revisited_docs >= self.config.revisit_ratio * model.docs_seen:
-            self.revisiting = False
+        return model.revisited_docs < self.config.revisit_ratio * model.docs_seen
+
+    def _revisit(self) -> bool:
+        """One minibatch of articles learned before, drawn from the reservoir, while no fresh
+        step is due (docs/samplers.md, "Revisiting a reservoir"); False when none can be
+        taken."""
+        reservoir, model = self.reservoir, self.model
+        if reservoir is None or model is None or not self._may_revisit():
             return False
         size = self.session.config.batch_size
         batch = self.session.encode(
@@ -536,7 +556,6 @@ class Worker:
         except NonFiniteError as exc:
             self._restore(exc, [])
             return True
-        self.revisiting = True
         self.recent.add(revisited=batch.n_documents)
         vocab = self.vocab
         assert vocab is not None

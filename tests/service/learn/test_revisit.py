@@ -136,3 +136,29 @@ def test_the_reservoir_outlives_a_restart(redis_server: RedisServer, tmp_path: P
     finally:
         stopped(stop, thread)
     assert len(held_texts(settings)) == again.reservoir.offered
+
+
+def test_revisits_fill_the_gaps_of_a_paced_stream(
+    redis_server: RedisServer, tmp_path: Path
+) -> None:
+    """Articles arriving a few at a time, each burst sooner than a read would wait: the worker
+    revisits between them instead of waiting, and still learns every fresh one."""
+    settings = revisiting(redis_server.url, tmp_path / "data").model_copy(
+        update={"read_block_ms": 1000}
+    )
+    client = connect(settings)
+    queue_articles(client, 0, 70)  # the vocabulary's, the held-out set and a first minibatch
+    worker, stop, thread = started(settings)
+    try:
+        wait_until(lambda: worker.model is not None and worker.model.docs_seen > 0, "a first step")
+        model = worker.model
+        assert model is not None
+        for start in range(70, 130, 5):
+            queue_articles(client, start, 5)
+            threading.Event().wait(0.3)
+        revisited_while_paced = model.revisited_docs
+        wait_until(lambda: drained(client), "every fresh article to be learned")
+        assert revisited_while_paced > 0
+        assert model.docs_seen == 130 - HELDOUT - worker.counters["empty_docs"]
+    finally:
+        stopped(stop, thread)
