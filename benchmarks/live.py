@@ -37,9 +37,8 @@ has caught up with the stream, or from its first step if it never does, to the l
 Wall time is from ``up``'s start to the last article placed (the stream alone lasts articles /
 rate); tomotopy's is its ``add_doc``, initialisation and training.
 
-``--quick`` is a smoke run: 600 articles at 25 a second (quiet enough to revisit), K = 20,
-W = 5,000, a vocabulary from the first 200 articles, 100 held out, tomotopy 10 and 20
-iterations.
+``--quick`` is a smoke run: 600 articles, K = 20, W = 5,000, a vocabulary from the first 200
+articles, 100 held out, tomotopy 10 and 20 iterations.
 
     .venv/bin/python benchmarks/live.py --quick
     .venv/bin/python benchmarks/live.py --json /tmp/live.json   # 20,000 articles at 50/s, K = 200
@@ -625,7 +624,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args.articles = args.articles or (600 if quick else 20_000)
     args.topics = args.topics or (20 if quick else 200)
     args.words = args.words or (5_000 if quick else 50_000)
-    args.rate_list = [float(r) for r in (args.rates or ("25" if quick else "50")).split(",") if r]
+    args.rate_list = [float(r) for r in (args.rates or "50").split(",") if r]
     iterations = args.tomotopy_iterations or ("10,20" if quick else "50,200")
     args.tomotopy_iteration_list = sorted({int(i) for i in iterations.split(",") if int(i or 0)})
     if min([args.articles, args.topics, args.words, args.threads, *args.rate_list]) <= 0:
