@@ -6,12 +6,15 @@ import gzip
 import importlib.util
 import json
 import math
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 import torch
+
+from tests.support.corpora import CORPORA
 
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "learner.py"
 CORPUS = SCRIPT.parent.parent.parent / "shared" / "corpora"
@@ -238,3 +241,48 @@ def test_cost_grid_runs_each_cell_in_its_own_process(tmp_path):
     ]
     assert all(r["docs_per_s"] > 0 and r["peak_rss_gib"] > 0 for r in rows)
     assert rows[0]["perplexity"] > 1 and rows[0]["gibbs_ns_per_token_sweep"] > 0
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (CORPORA / "dev-00.jsonl.gz").is_file(), reason="no DEV corpus")
+def test_live_benchmark_runs_up_with_and_without_revisits(tmp_path: Path) -> None:
+    """benchmarks/live.py --quick: ``up`` twice (revisits on, off) and tomotopy twice, every
+    row of the table with a finite held-out perplexity, off's ratio to itself 1."""
+    pytest.importorskip("tomotopy", reason="tomotopy is in the dev extra")
+    out = tmp_path / "live.json"
+    script = SCRIPT.parent / "live.py"
+    run = subprocess.run(
+        [sys.executable, str(script), "--quick", "--corpus-dir", str(CORPORA),
+         "--json", str(out)],
+        cwd=SCRIPT.parent.parent, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    lines = run.stdout.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["rate", "system"])
+    rows = lines[header + 1 :]
+    systems = ["revisit on", "revisit off", "tomotopy-10", "tomotopy-20"]
+    assert [line[6:20].strip() for line in rows] == systems  # 5 characters of rate, 14 of system
+    for line in rows:
+        perplexity = float(line[20:].split()[0])
+        assert math.isfinite(perplexity) and 1 < perplexity < 5_000 * 2, line
+    result = json.loads(out.read_text())
+    assert [r["system"] for r in result["rows"]] == systems
+    assert result["rows"][1]["over_off"] == 1.0
+    assert result["corpus"]["heldout_docs"] == 100 and result["corpus"]["words"] == 5_000
+
+
+def test_live_benchmark_times_each_article_from_queued_to_placed() -> None:
+    """Arrivals from the scraper's counters (a missed publication's batches spread evenly) and
+    waits to the first snapshot counting each article, once the worker has caught up."""
+    live = _load_benchmark(SCRIPT.parent / "live.py")
+
+    def poll(at: float, snapshot: float | None, placed: int, queued: int) -> object:
+        batches = queued // 2  # published at t = batches
+        return live.Poll(at, snapshot, placed, placed, 0, 0.0, 0.0, queued, batches, batches, None)
+
+    # batches of 2 articles queued at t = 1, 2, 3, 4; the poll at 3 missed the batch at t = 2
+    polls = [poll(1.0, 1.5, 2, 2), poll(3.0, 3.5, 6, 6), poll(4.0, 4.5, 8, 8)]
+    assert live.arrival_times(polls, started=0.0) == [1.0, 1.0, 2.0, 2.0, 3.0, 3.0, 4.0, 4.0]
+    measured = live.waits(polls, started=0.0, expected=8)
+    assert measured.caught_up and measured.since == 1.5  # every article queued by then placed
+    assert measured.seconds == [1.5, 1.5, 0.5, 0.5, 0.5, 0.5]
