@@ -162,7 +162,7 @@ class Worker:
         self.idle_since: float | None = None  # time.time() it was reported idle (rates 0)
         # Articles learned, kept for revisits while the stream is quiet (None: revisits off).
         self.reservoir = reservoir
-        self.buffered_since: float | None = None  # when the fresh documents in hand began
+        self.fresh_at = 0.0  # time.monotonic() a read last brought entries
         self.recent = RecentRates()
 
     @property
@@ -344,6 +344,7 @@ class Worker:
         entries = self._read()
         if entries:
             self.empty_since = self.idle_since = None
+            self.fresh_at = time.monotonic()
             self._ingest(entries)
         return bool(entries)
 
@@ -366,17 +367,13 @@ class Worker:
 
     def _fresh_not_due(self) -> bool:
         """No fresh step is due yet, so a revisit may take the time: no whole minibatch in
-        hand, and the oldest fresh document in hand has waited less than read_block_ms (what
-        a blocking read would have waited for more before training a part of one)."""
+        hand, and entries came less than read_block_ms ago (a blocking read would have waited
+        for more that long before training part of one)."""
         if self.session.batch_ready:
             return False
         if not self.session.buffer:
-            self.buffered_since = None
             return True
-        now = time.monotonic()
-        if self.buffered_since is None:
-            self.buffered_since = now
-        return now - self.buffered_since < self.config.read_block_ms / 1000
+        return time.monotonic() - self.fresh_at < self.config.read_block_ms / 1000
 
     def _idle_long_enough(self) -> bool:
         """True once reads have found the stream empty for checkpoint_idle_s: a finished
