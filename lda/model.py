@@ -119,6 +119,7 @@ class StreamingLDA:
         where: Layout | None = None,
         *,
         revisit: bool = False,
+        step_scale: float = 1.0,
     ) -> StepInfo:
         """Learn from one minibatch: Gibbs expectations, then one sampler step.
 
@@ -126,8 +127,8 @@ class StreamingLDA:
         empty): each rank computes its documents' expectations, their sum goes into the same
         step on every rank (:mod:`lda.parallel`). ``where`` is the step's layout when the
         caller already has it (saves a collective). A ``revisit`` is a minibatch of documents
-        learned before: the same step, at the stream's N and step size, counted apart from the
-        documents seen (docs/samplers.md, "Revisiting a reservoir")."""
+        learned before: the same step at the stream's N, its step size times ``step_scale``,
+        counted apart from the documents seen (docs/samplers.md, "Revisiting a reservoir")."""
         if where is None:
             where = layout(reducer, batch.n_documents, batch.n_tokens)
         if where.documents == 0:
@@ -139,7 +140,7 @@ class StreamingLDA:
             group=_group(reducer),
             scale=self.corpus_size(0 if revisit else where.documents) / where.documents,
         )
-        info = self.chain.update(minibatch, self.step_size, self.generator)
+        info = self.chain.update(minibatch, self.step_size * step_scale, self.generator)
         if revisit:
             self.revisit_steps += 1
             self.revisited_docs += where.documents

@@ -277,6 +277,7 @@ class LearningSession(Generic[Item]):
         where: Layout | None = None,
         *,
         revisit: bool = False,
+        step_scale: float = 1.0,
     ) -> None:
         """One sampler step on ``batch`` (with a group's ``reducer``, on every rank's union);
         raises lda.model.NonFiniteError and leaves the learner as it was if theta would not be
@@ -285,7 +286,7 @@ class LearningSession(Generic[Item]):
         model = self.model
         assert model is not None
         started = time.perf_counter()
-        model.update(batch, reducer, where, revisit=revisit)
+        model.update(batch, reducer, where, revisit=revisit, step_scale=step_scale)
         if revisit:
             return
         self.busy_s += time.perf_counter() - started

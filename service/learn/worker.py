@@ -549,7 +549,9 @@ class Worker:
         if batch is None:
             return False
         try:
-            self.session.learn(batch, revisit=True)
+            # A share of the stream's step: at most revisit_ratio of them per fresh document,
+            # they add averaging, not process time (docs/samplers.md).
+            self.session.learn(batch, revisit=True, step_scale=1 / (1 + self.config.revisit_ratio))
         except NonFiniteError as exc:
             self._restore(exc, [])
             return True
