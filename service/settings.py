@@ -175,7 +175,10 @@ class Settings(BaseSettings):
         0.5, gt=0, description="First wait (s) before reconnecting to an unavailable Redis"
     )
     redis_retry_max: float = Field(
-        30.0, gt=0, description="Longest wait (s) between reconnection attempts to Redis"
+        2.0,
+        gt=0,
+        description="Longest wait (s) between reconnection attempts to Redis: learning and "
+        "scraping resume within this of Redis answering again",
     )
     backpressure_poll: float = Field(
         1.0, gt=0, description="Seconds between checks of a full stream (scraper waiting)"
@@ -220,6 +223,12 @@ class Settings(BaseSettings):
         ge=1,
         description="Trained entries held unacknowledged that trigger a checkpoint (bounds the "
         "stream beyond the high-water mark)",
+    )
+    worker_silent_after_s: float = Field(
+        10.0,
+        gt=0,
+        description="A worker whose heartbeat is older than this shows as not responding, with "
+        "docs/s 0, in /stats, /metrics and the page (it beats after every step and every read)",
     )
     revisit: bool = Field(
         True,
@@ -284,10 +293,13 @@ class Settings(BaseSettings):
         1.0, gt=0, description="`up`: wait (s) before restarting a crashed child; doubles per crash"
     )
     restart_delay_max_s: float = Field(
-        60.0,
+        60.0, gt=0, description="`up`: longest wait (s) before a restart"
+    )
+    restart_stable_s: float = Field(
+        10.0,
         gt=0,
-        description="`up`: longest wait (s) before a restart; a child that ran this long "
-        "starts again from the first wait",
+        description="`up`: a child that ran at least this long before it died starts again "
+        "after the first wait; only one dying sooner (a crash loop) waits longer each time",
     )
 
     # --- API -------------------------------------------------------------------------------

@@ -141,12 +141,18 @@ def group_launcher(workers: int) -> list[str]:
 
 
 def describe_exit(code: int) -> str:
-    """``code 1`` or ``signal SIGKILL``: how a child ended, for people."""
+    """``code 1``, ``signal SIGKILL`` (killed) or ``stopped by SIGTERM`` (it exited 128 + the
+    signal it was stopped with): how a child ended, for people."""
     if code < 0:
         try:
             return f"signal {signal.Signals(-code).name}"
         except ValueError:
             return f"signal {-code}"
+    if code > 128:
+        try:
+            return f"stopped by {signal.Signals(code - 128).name}"
+        except ValueError:
+            pass
     return f"code {code}"
 
 
@@ -258,17 +264,19 @@ class Supervisor:
             return f"{child.name} exited with code {code} (its settings are wrong)"
         delay = self._next_delay(child)
         child.restart_at = time.monotonic() + delay
+        ended = "was stopped from outside" if code > 128 else "crashed"
         self.say(
             "up",
-            f"{child.name} crashed ({describe_exit(code)}): restart {child.restarts + 1} "
+            f"{child.name} {ended} ({describe_exit(code)}): restart {child.restarts + 1} "
             f"in {delay:.1f} s",
         )
         return None
 
     def _next_delay(self, child: Child) -> float:
-        """Exponential backoff over crashes in a row; a long enough run resets it."""
+        """Exponential backoff over crashes in a row: a child that ran restart_stable_s before
+        it died (a Redis killed after an hour, say) starts again after the first wait."""
         first, longest = self.settings.restart_delay_first_s, self.settings.restart_delay_max_s
-        if time.monotonic() - child.started_at >= longest:
+        if time.monotonic() - child.started_at >= self.settings.restart_stable_s:
             child.crashes_in_a_row = 0
         delay = min(longest, first * 2**child.crashes_in_a_row)
         child.crashes_in_a_row += 1

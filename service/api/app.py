@@ -78,6 +78,7 @@ def create_app(settings: Settings) -> FastAPI:
         settings.topic_words,
         settings.redis_url,
         sources,
+        settings.worker_silent_after_s,
     )
     app.state.view = View(app.state.redis, config)
     app.state.infer_pool = ThreadPoolExecutor(settings.infer_concurrency, "infer")

@@ -58,13 +58,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _install_stop_handlers(stop: threading.Event) -> None:
-    """First SIGINT/SIGTERM: finish the batch in hand, then exit. Second: exit now."""
+def _install_stop_handlers(stop: threading.Event, signals: list[int]) -> None:
+    """First SIGINT/SIGTERM: finish the batch in hand, then exit. Second: exit now. The signal
+    is recorded in ``signals``: the exit code says the scraper was stopped, not finished."""
 
     def handle(signum: int, _frame: FrameType | None) -> None:
         if stop.is_set():
             raise KeyboardInterrupt
         log.warning("signal %d: stopping after the batch in hand (again to stop now)", signum)
+        signals.append(signum)
         stop.set()
 
     if threading.current_thread() is threading.main_thread():
@@ -94,7 +96,8 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         client = connect(settings)
     except RedisURLError as exc:
         raise CommandError(str(exc)) from None
-    _install_stop_handlers(stop)
+    signals: list[int] = []
+    _install_stop_handlers(stop, signals)
     scraper = Scraper(scraper_config(settings), source, client=client, limit=limit, stop=stop)
     log.info(
         "scraping %s into %s (stream %s, high-water %d)",
@@ -108,7 +111,8 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     except SourceError as exc:
         log.error("source failed: %s; %s", exc, scraper.totals.summary())
         return 1
-    return 0
+    # 128 + the signal, the shell's convention: a supervisor tells stopped from finished.
+    return 128 + signals[0] if signals else 0
 
 
 def scraper_config(settings: Settings) -> ScraperConfig:

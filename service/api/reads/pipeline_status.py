@@ -6,7 +6,7 @@ refresher takes them every ``api_refresh_s``; the bodies are rendered then, once
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 import redis
@@ -75,15 +75,43 @@ def read_live_values(client: redis.Redis, sources: StreamKeys, at: float) -> Liv
     )
 
 
-def worker_state(snapshot: Snapshot | None, control: Control) -> str | None:
-    """What the worker is doing, in words: learning, paused, or idle since when."""
+def _utc(unix: float) -> str:
+    return datetime.fromtimestamp(unix, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def silent_since(snapshot: Snapshot | None, live: LiveValues, bound_s: float) -> float | None:
+    """The last heartbeat of a worker silent for more than ``bound_s`` seconds (None while it
+    beats, or before it ever did): a killed or hung worker leaves its last snapshot behind."""
+    if snapshot is None or live.heartbeat is None or live.at - live.heartbeat <= bound_s:
+        return None
+    return live.heartbeat
+
+
+def silenced(snapshot: Snapshot) -> Snapshot:
+    """What a silent worker's snapshot says now: its rates are 0, not the last ones it had."""
+    return replace(
+        snapshot,
+        docs_per_s=0.0,
+        tokens_per_s=0.0,
+        fresh_docs_per_s=0.0,
+        revisit_docs_per_s=0.0,
+        rank_docs_per_s=[0.0] * len(snapshot.rank_docs_per_s),
+    )
+
+
+def worker_state(
+    snapshot: Snapshot | None, control: Control, silent: float | None = None
+) -> str | None:
+    """What the worker is doing, in words: learning, paused, idle since when, or not
+    responding since its last heartbeat (``silent``)."""
     if snapshot is None:
         return None
+    if silent is not None:
+        return f"not responding since {_utc(silent)}"
     if control.paused:
         return "paused"
     if snapshot.idle_since is not None:
-        since = datetime.fromtimestamp(snapshot.idle_since, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-        return f"idle, queue empty since {since}"
+        return f"idle, queue empty since {_utc(snapshot.idle_since)}"
     return "learning"
 
 
@@ -98,13 +126,19 @@ def _source(status: SourceStatus) -> SourceOut:
     )
 
 
-def stats(snapshot: Snapshot | None, live: LiveValues, sources: StreamKeys) -> StatsOut:
-    """The body of ``/stats`` (worker fields are null before the first snapshot)."""
-    s = snapshot
+def stats(
+    snapshot: Snapshot | None,
+    live: LiveValues,
+    sources: StreamKeys,
+    silent: float | None = None,
+) -> StatsOut:
+    """The body of ``/stats`` (worker fields are null before the first snapshot; a ``silent``
+    worker's rates are 0)."""
+    s = snapshot if snapshot is None or silent is None else silenced(snapshot)
     return StatsOut(
         docs_seen=0 if s is None else s.docs_seen,
         docs_per_s=None if s is None else s.docs_per_s,
-        worker_state=worker_state(s, live.control),
+        worker_state=worker_state(s, live.control, silent),
         world_size=1 if s is None else s.world_size,
         rank_docs_per_s=[] if s is None else (s.rank_docs_per_s or [s.docs_per_s]),
         tokens_per_s=None if s is None else s.tokens_per_s,
@@ -168,9 +202,15 @@ def _scraper_metrics(published: dict[str, int | float]) -> list[Metric]:
 
 
 def metrics(
-    snapshot: Snapshot | None, point: PerplexityPoint | None, live: LiveValues
+    snapshot: Snapshot | None,
+    point: PerplexityPoint | None,
+    live: LiveValues,
+    silent: float | None = None,
 ) -> list[Metric]:
-    """Every metric family of ``/metrics`` while Redis answers."""
+    """Every metric family of ``/metrics`` while Redis answers (a ``silent`` worker's rates
+    are 0)."""
+    if snapshot is not None and silent is not None:
+        snapshot = silenced(snapshot)
     families = [
         redis_up(True),
         Metric("streamlda_queue_length", "Entries in the article stream").add(live.queue.length),
@@ -183,6 +223,10 @@ def metrics(
         Metric("streamlda_model_published", "1 once a model is available to /infer").add(
             int(live.model is not None)
         ),
+        Metric(
+            "streamlda_worker_responding",
+            "1 while the worker's heartbeat is recent (0 once silent past worker_silent_after_s)",
+        ).add(int(snapshot is not None and silent is None)),
     ]
     if snapshot is not None:
         families += [

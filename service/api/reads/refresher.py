@@ -134,6 +134,7 @@ class ViewConfig:
     topic_words: int
     redis_url: str | None
     sources: pipeline_status.StreamKeys
+    silent_after_s: float  # a worker whose heartbeat is older is not responding
 
 
 class View:
@@ -182,13 +183,14 @@ class View:
         perplexity = self._read_perplexity()
         now = pipeline_status.read_live_values(self.client, self.config.sources, time.time())
         snapshot = None if topics is None else topics.snapshot
-        stats = pipeline_status.stats(snapshot, now, self.config.sources).model_dump_json().encode()
-        families = pipeline_status.metrics(snapshot, perplexity.latest, now)
+        silent = pipeline_status.silent_since(snapshot, now, self.config.silent_after_s)
+        stats = pipeline_status.stats(snapshot, now, self.config.sources, silent)
+        families = pipeline_status.metrics(snapshot, perplexity.latest, now, silent)
         return State(
             error=None,
             topics=topics,
             perplexity=perplexity,
-            stats=Rendered.of(stats),
+            stats=Rendered.of(stats.model_dump_json().encode()),
             metrics=render_metrics(families).encode(),
             model=now.model,
         )

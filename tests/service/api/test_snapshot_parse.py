@@ -101,7 +101,7 @@ def test_readers_never_see_half_a_snapshot(
     redis_client: redis.Redis, settings: Settings, published: Published
 ) -> None:
     sources = StreamKeys(settings.stream, settings.group, settings.counters_key)
-    view = View(redis_client, ViewConfig(0.001, 256, 100, settings.redis_url, sources))
+    view = View(redis_client, ViewConfig(0.001, 256, 100, settings.redis_url, sources, 10.0))
     view.refresh()
     view.start()
     stop = threading.Event()
