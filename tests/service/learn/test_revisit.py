@@ -9,6 +9,7 @@ import zlib
 from pathlib import Path
 
 import pytest
+import redis
 from fastapi.testclient import TestClient
 
 from service.api.app import create_app
@@ -22,7 +23,9 @@ from service.store.redis_client import connect
 from service.store.snapshot import read_snapshot
 from tests.service.learn.helpers import (
     HELDOUT,
+    WorkerProcess,
     articles,
+    docs_seen,
     drained,
     queue_articles,
     wait_until,
@@ -160,5 +163,69 @@ def test_revisits_fill_the_gaps_of_a_paced_stream(
         wait_until(lambda: drained(client), "every fresh article to be learned")
         assert revisited_while_paced > 0
         assert model.docs_seen == 130 - HELDOUT - worker.counters["empty_docs"]
+        # A minibatch fills in two bursts (0.6 s); revisits between them delay it by at most
+        # the step in progress, milliseconds here.
+        waits = worker.recent.wait_quantiles()
+        assert waits is not None
+        median, p95 = waits
+        assert 0.0 <= median <= p95 <= 2.0, waits
     finally:
         stopped(stop, thread)
+
+
+def held_slots(client: redis.Redis) -> dict[int, str]:
+    """The reservoir's slots in Redis, slot by slot."""
+    stored = client.hgetall(reservoir_key(0))
+    return {int(s): zlib.decompress(blob).decode("utf-8") for s, blob in stored.items()}
+
+
+def test_a_killed_worker_keeps_its_reservoir(redis_server: RedisServer, tmp_path: Path) -> None:
+    """SIGKILL between checkpoints: the restarted process goes on from the checkpoint's count
+    over the same slots in Redis and revisits from them; none of them is a held-out article."""
+    client = redis_server.client()
+    data_dir = tmp_path / "data"
+    queue_articles(client, 0, 150)
+    env = {
+        "STREAMLDA_REVISIT": "true",
+        "STREAMLDA_REVISIT_RATIO": str(RATIO),
+        "STREAMLDA_CHECKPOINT_MAX_UNACKED": "50",  # on count only: the kill leaves some after
+        "STREAMLDA_CHECKPOINT_EVERY_S": "600",
+        "STREAMLDA_CHECKPOINT_IDLE_S": "600",
+    }
+    worker = WorkerProcess(redis_server.url, data_dir, tmp_path / "worker.log", **env)
+    checkpoint = data_dir / CHECKPOINT_NAME
+    try:
+        wait_until(
+            lambda: checkpoint.exists() and docs_seen(client) >= 60,
+            "a checkpoint and 60 trained documents",
+        )
+        worker.kill()
+    finally:
+        worker.ensure_dead()
+    _, _, extra = load_model(checkpoint)
+    counted = extra["reservoir"]["offered"]
+    before = held_slots(client)
+    assert counted > 0 and set(range(counted)) <= set(before)  # flushed before the checkpoint
+    heldout = set(HeldoutStore(client, Settings().heldout_key).texts())
+    assert len(heldout) == HELDOUT and not set(before.values()) & heldout
+
+    env["STREAMLDA_CHECKPOINT_IDLE_S"] = "0.5"
+    restarted = WorkerProcess(redis_server.url, data_dir, tmp_path / "worker.log", **env)
+    try:
+        wait_until(lambda: drained(client), "the stream drained after the restart")
+
+        def revisiting_again() -> bool:
+            snap = read_snapshot(client)
+            return snap is not None and snap.revisit_docs_per_s > 0
+
+        wait_until(revisiting_again, "revisits from the kept reservoir")
+        assert restarted.terminate() == 0
+    finally:
+        restarted.ensure_dead()
+    assert "resumed from" in restarted.output()
+    model, _, extra = load_model(checkpoint)
+    after = held_slots(client)
+    # The slots the checkpoint counted are the same articles; the restart offered the rest.
+    assert all(after[s] == before[s] for s in range(counted))
+    assert extra["reservoir"]["offered"] == model.docs_seen and len(after) >= model.docs_seen
+    assert model.revisited_docs > 0 and not set(after.values()) & heldout
