@@ -153,6 +153,14 @@ class StatsOut(BaseModel):
         description="Articles learned again a second over the last minute: revisits while "
         "nothing fresh is unread",
     )
+    fresh_wait_s: float | None = Field(
+        None,
+        description="Seconds from a fresh article's arrival in the queue to the end of the step "
+        "that learned it: the median over the last minute (null when none was learned in it)",
+    )
+    fresh_wait_p95_s: float | None = Field(
+        None, description="The same wait's 95th percentile over the last minute"
+    )
     reservoir_articles: int | None = Field(
         None, description="Articles held for revisits, a uniform sample of those learned"
     )

@@ -112,6 +112,11 @@ QUEUED_BEFORE = 2  # queued by an earlier attempt of the same batch whose reply 
 BATCH_RECORD_TTL_S = 24 * 3600
 
 
+def entry_time(entry_id: str) -> float:
+    """The unix time Redis added a stream entry: the milliseconds its id starts with."""
+    return int(entry_id.split("-", 1)[0]) / 1000
+
+
 def new_batch_token() -> str:
     """A token naming one batch across the attempts to add it (random: unique among scrapers)."""
     return uuid.uuid4().hex

@@ -61,6 +61,8 @@ class WorkerStatus:
     tokens_per_s: float
     fresh_docs_per_s: float  # documents learned a second, wall time, fresh and revisited
     revisit_docs_per_s: float
+    fresh_wait_s: float | None  # a fresh document's wait to be learned, median and 95th pct
+    fresh_wait_p95_s: float | None
     reservoir_articles: int
     reservoir_passes: float
     rank_docs_per_s: list[float]
@@ -167,6 +169,8 @@ class Publisher:
             tokens_per_s=now.tokens_per_s,
             fresh_docs_per_s=now.fresh_docs_per_s,
             revisit_docs_per_s=now.revisit_docs_per_s,
+            fresh_wait_s=now.fresh_wait_s,
+            fresh_wait_p95_s=now.fresh_wait_p95_s,
             reservoir_articles=now.reservoir_articles,
             reservoir_passes=now.reservoir_passes,
             counters=now.counters,

@@ -74,9 +74,9 @@ from typing import Any
 import redis
 import torch
 
-from lda.model import NonFiniteError, StreamingLDA
+from lda.model import NonFiniteError, StreamingLDA, revisit_step_scale
 from lda.vocab import Vocabulary
-from service.ingest.queue import ArticleQueue
+from service.ingest.queue import ArticleQueue, entry_time
 from service.ingest.sources import Article
 from service.learn.checkpointer import Checkpointer
 from service.learn.coordinator import Coordinator, Counts, Plan, Step
@@ -512,6 +512,7 @@ class Worker:
             return
         self.counters["updates"] += 1
         self.recent.add(fresh=len(entries))
+        self.recent.learned(entry_time(e) for e in entries)
         self.trained += entries
         model, vocab = self.model, self.vocab
         assert model is not None and vocab is not None
@@ -551,7 +552,8 @@ class Worker:
         try:
             # A share of the stream's step: at most revisit_ratio of them per fresh document,
             # they add averaging, not process time (docs/samplers.md).
-            self.session.learn(batch, revisit=True, step_scale=1 / (1 + self.config.revisit_ratio))
+            scale = revisit_step_scale(self.config.revisit_ratio)
+            self.session.learn(batch, revisit=True, step_scale=scale)
         except NonFiniteError as exc:
             self._restore(exc, [])
             return True
@@ -710,12 +712,15 @@ class Worker:
             "scorer_restarts": 0 if self.evaluator is None else self.evaluator.restarts,
         }
         fresh_per_s, revisit_per_s = (0.0, 0.0) if idle else self.recent.rates()
+        wait = None if idle else self.recent.wait_quantiles()
         reservoir = self.reservoir
         status = WorkerStatus(
             docs_per_s=docs_per_s,
             tokens_per_s=tokens_per_s,
             fresh_docs_per_s=fresh_per_s,
             revisit_docs_per_s=revisit_per_s,
+            fresh_wait_s=None if wait is None else wait[0],
+            fresh_wait_p95_s=None if wait is None else wait[1],
             reservoir_articles=0 if reservoir is None else reservoir.size,
             reservoir_passes=0.0 if reservoir is None else reservoir.passes,
             rank_docs_per_s=[0.0 if idle else r for r in self.coordinator.rank_rates()],

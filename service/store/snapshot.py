@@ -83,6 +83,10 @@ class Snapshot:
     # the reservoir revisits come from: articles held, revisits per article so far.
     fresh_docs_per_s: float = 0.0
     revisit_docs_per_s: float = 0.0
+    # Seconds from a fresh article's arrival in the queue to the end of the step that learned
+    # it, over the last minute: median and 95th percentile (None: none learned in it).
+    fresh_wait_s: float | None = None
+    fresh_wait_p95_s: float | None = None
     reservoir_articles: int = 0
     reservoir_passes: float = 0.0
     counters: dict[str, int] = field(default_factory=dict)

@@ -87,6 +87,20 @@ def silent_since(snapshot: Snapshot | None, live: LiveValues, bound_s: float) ->
     return live.heartbeat
 
 
+def _fresh_wait(snapshot: Snapshot) -> Metric:
+    """A fresh article's wait to be learned over the last minute, by quantile (none when no
+    fresh article was learned in it)."""
+    metric = Metric(
+        "streamlda_fresh_wait_seconds",
+        "Seconds from a fresh article's arrival in the queue to the step that learned it, "
+        "over the last minute",
+    )
+    for quantile, value in (("0.5", snapshot.fresh_wait_s), ("0.95", snapshot.fresh_wait_p95_s)):
+        if value is not None:
+            metric.add(value, quantile=quantile)
+    return metric
+
+
 def silenced(snapshot: Snapshot) -> Snapshot:
     """What a silent worker's snapshot says now: its rates are 0, not the last ones it had."""
     return replace(
@@ -95,6 +109,8 @@ def silenced(snapshot: Snapshot) -> Snapshot:
         tokens_per_s=0.0,
         fresh_docs_per_s=0.0,
         revisit_docs_per_s=0.0,
+        fresh_wait_s=None,
+        fresh_wait_p95_s=None,
         rank_docs_per_s=[0.0] * len(snapshot.rank_docs_per_s),
     )
 
@@ -144,6 +160,8 @@ def stats(
         tokens_per_s=None if s is None else s.tokens_per_s,
         fresh_docs_per_s=None if s is None else s.fresh_docs_per_s,
         revisit_docs_per_s=None if s is None else s.revisit_docs_per_s,
+        fresh_wait_s=None if s is None else s.fresh_wait_s,
+        fresh_wait_p95_s=None if s is None else s.fresh_wait_p95_s,
         reservoir_articles=None if s is None else s.reservoir_articles,
         reservoir_passes=None if s is None else s.reservoir_passes,
         sampler=None if s is None else s.sampler,
@@ -240,6 +258,7 @@ def metrics(
                 "streamlda_revisit_docs_per_second",
                 "Articles learned again a second over the last minute (revisits)",
             ).add(snapshot.revisit_docs_per_s),
+            _fresh_wait(snapshot),
             Metric("streamlda_reservoir_articles", "Articles held for revisits").add(
                 snapshot.reservoir_articles
             ),

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pytest
 import redis
 from fastapi.testclient import TestClient
 
+from service.store.snapshot import publish_snapshot
 from tests.service.conftest import Published
 
 pytestmark = pytest.mark.slow
@@ -101,3 +103,21 @@ def test_metrics_time_requests_by_route_template(api: TestClient, published: Pub
     assert requests("unmatched") == 1
     infinite = frozenset({("route", "/healthz"), ("method", "GET"), ("le", "+Inf")})
     assert samples[("streamlda_http_request_duration_seconds_bucket", infinite)] == 2
+
+
+def test_fresh_articles_wait_is_served_by_quantile(
+    api: TestClient, published: Published, redis_client: redis.Redis
+) -> None:
+    """A fresh article's wait to be learned: in /stats and as one gauge per quantile, and no
+    sample at all while the worker learned none in the last minute."""
+    assert not any(
+        name == "streamlda_fresh_wait_seconds" for name, _ in parse(api.get("/metrics").text)
+    )
+    assert api.get("/stats").json()["fresh_wait_s"] is None
+    waited = dataclasses.replace(published.snapshot, fresh_wait_s=1.5, fresh_wait_p95_s=3.25)
+    publish_snapshot(redis_client, waited)
+    samples = parse(api.get("/metrics").text)
+    assert samples[("streamlda_fresh_wait_seconds", frozenset({("quantile", "0.5")}))] == 1.5
+    assert samples[("streamlda_fresh_wait_seconds", frozenset({("quantile", "0.95")}))] == 3.25
+    stats = api.get("/stats").json()
+    assert (stats["fresh_wait_s"], stats["fresh_wait_p95_s"]) == (1.5, 3.25)

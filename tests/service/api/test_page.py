@@ -110,6 +110,8 @@ def watched(redis_client: redis.Redis, published: Published, settings: Settings)
     revisits = {
         "fresh_docs_per_s": 48.0,
         "revisit_docs_per_s": 650.0,
+        "fresh_wait_s": 2.34,
+        "fresh_wait_p95_s": 4.5,
         "reservoir_articles": 12_000,
         "reservoir_passes": 2.5,
     }
@@ -204,7 +206,8 @@ def test_health_shows_the_pipeline_with_relative_times(
     assert field(dom, "scraper-errors") == "12"
     assert field(dom, "worker-rate") == "12.5"
     assert field(dom, "worker-ranks") == "1 (single worker)"
-    assert field(dom, "worker-learned") == "48.0 fresh · 650 revisited docs/s"
+    learned = "48.0 fresh · 650 revisited docs/s · fresh learned in 2.3 s"
+    assert field(dom, "worker-learned") == learned
     assert field(dom, "worker-reservoir") == "12,000 articles · 2.5 passes"
     assert field(dom, "worker-state") == "paused by an operator"
     assert '<span id="paused" class="badge">paused</span>' in dom  # shown: no hidden attribute
