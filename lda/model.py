@@ -43,6 +43,12 @@ def resolve_device(name: str) -> torch.device:
     return device
 
 
+def revisit_step_scale(ratio: float) -> float:
+    """A revisit step's share of the stream's step when up to ``ratio`` revisited documents
+    follow each fresh one (docs/samplers.md, "Revisiting a reservoir")."""
+    return 1.0 / (1.0 + ratio)
+
+
 def _group(reducer: Reducer | None) -> Reducer | None:
     """The reducer when there is a group to sum over (more than one rank), else None."""
     return reducer if reducer is not None and reducer.world_size > 1 else None
