@@ -257,8 +257,13 @@ def run_part(
             code = child.wait(timeout=limit)
         except subprocess.TimeoutExpired:
             timed_out = True
-            end_group(child)
-            code = child.returncode
+            os.killpg(child.pid, signal.SIGTERM)
+            try:
+                code = child.wait(timeout=5.0)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                code = child.wait()
+        end_group(child.pid)  # what the part left running (a test's child, up's Redis)
     seconds = time.monotonic() - start
     ok = code == 0 and not timed_out
     error = None
@@ -280,22 +285,20 @@ def run_part(
     }
 
 
-def end_group(child: subprocess.Popen[bytes]) -> None:
-    """SIGTERM to the child's process group, SIGKILL what is left after a few seconds."""
-    for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+def end_group(group: int) -> None:
+    """SIGTERM to a process group, then SIGKILL to whatever is left of it a few seconds on."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
-            os.killpg(child.pid, sig)
+            os.killpg(group, sig)
         except ProcessLookupError:
             return
-        try:
-            child.wait(timeout=wait)
-            if sig == signal.SIGTERM:
-                os.killpg(child.pid, signal.SIGKILL)  # whatever the leader left behind
-            return
-        except subprocess.TimeoutExpired:
-            continue
-        except ProcessLookupError:
-            return
+        waited = time.monotonic() + 5.0
+        while time.monotonic() < waited:
+            try:
+                os.killpg(group, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.1)
 
 
 def child_env(bundle: Path, dry_run: bool) -> dict[str, str]:
@@ -1059,6 +1062,7 @@ def part(args: argparse.Namespace) -> int:
         results=Path(args.results),
         deadline=time.monotonic() + args.budget,
     )
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # at the limit: finally blocks run
     if args.dry_run:
         # The simulator runs each GPU thread as a Python thread and switches at every barrier:
         # a short switch interval makes it many times faster (as in the kernels' tests).
