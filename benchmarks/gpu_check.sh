@@ -19,13 +19,22 @@
 #
 #   bash benchmarks/gpu_check.sh --dry-run   # here: tiny sizes on the CPU, numba's simulator
 #
-# PYTHON picks the interpreter (default: python3 on a GPU, .venv/bin/python for a dry run).
+# PYTHON picks the interpreter; by default .venv/bin/python for a dry run, and on a GPU the
+# first of python3.12, python3, python that has torch (the wheels are for CPython 3.12).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 if [ -z "${PYTHON:-}" ]; then
-  PYTHON=python3
   for arg in "$@"; do
     if [ "$arg" = --dry-run ] && [ -x .venv/bin/python ]; then PYTHON=.venv/bin/python; fi
   done
 fi
-exec "$PYTHON" benchmarks/gpu_check.py run "$@"
+if [ -z "${PYTHON:-}" ]; then
+  for candidate in python3.12 python3 python; do
+    if command -v "$candidate" >/dev/null 2>&1 && "$candidate" -c \
+        'import importlib.util, sys; sys.exit(importlib.util.find_spec("torch") is None)'; then
+      PYTHON=$candidate
+      break
+    fi
+  done
+fi
+exec "${PYTHON:-python3}" benchmarks/gpu_check.py run "$@"
