@@ -1,5 +1,5 @@
 """The CUDA Gibbs kernel (lda/gibbs/dense_cuda.py) under numba's CUDA simulator, in CI without a
-GPU.
+GPU, or on the GPU itself with STREAMLDA_CUDA_TESTS=device (tests/support/cuda_child.py).
 
 numba reads NUMBA_ENABLE_CUDASIM when it is first imported, and other test files import it
 first in the same pytest process, so the simulated runs happen in ONE child process (this file
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
 import sys
 import time
@@ -31,6 +30,7 @@ from lda.batch import Batch
 from lda.config import Backend, Method
 from lda.gibbs import GibbsConfig, gibbs_expectations
 from lda.parallel import Shard
+from tests.support.cuda_child import check_target, child_env
 
 ROOT = Path(__file__).resolve().parents[3]
 GAMMA = 0.1  # small, so forgetting to remove the current token's count (n_dk^-j) shows
@@ -235,8 +235,9 @@ def _reference(
 
 def _sim_reference() -> dict[str, Any]:
     """The kernel against the sequential reference, draw for draw, at several block sizes (one
-    topic per thread, several, idle threads), with an empty and a one-token document."""
-    from lda.gibbs.dense_cuda import collapsed_gibbs_cuda, philox_uniforms
+    topic per thread, several, idle threads), with an empty and a one-token document; on a
+    device also whole warps, with the warp-shuffle scan the simulator cannot run."""
+    from lda.gibbs.dense_cuda import Scan, collapsed_gibbs_cuda, philox_uniforms, simulated
 
     g = torch.Generator().manual_seed(4)
     beta = torch._sample_dirichlet(torch.full((4, 7), 0.4, dtype=torch.float64), generator=g)
@@ -244,6 +245,9 @@ def _sim_reference() -> dict[str, Any]:
     z = torch.randint(4, (batch.n_tokens,), generator=g)
     key, sweeps, burn_in = (987654321, 42), 5, 2
     uniforms = philox_uniforms(key, sweeps, batch.n_tokens)
+    geometries: list[tuple[Scan, int]] = [("shared", n) for n in (1, 2, 3, 6)]
+    if not simulated():
+        geometries += [(scan, n) for scan in ("shared", "warp") for n in (32, 64)]
     out: dict[str, Any] = {}
     for method in METHODS:
         rb = method == "rao-blackwell"
@@ -251,13 +255,13 @@ def _sim_reference() -> dict[str, Any]:
             beta.numpy(), batch.words.numpy(), batch.offsets.numpy(), z.numpy(), uniforms,
             burn_in, rb,
         )  # fmt: skip
-        for threads in (1, 2, 3, 6):
+        for scan, threads in geometries:
             topic_word, document_topic = collapsed_gibbs_cuda(
                 beta, batch.words, batch.offsets, GAMMA, z, torch.tensor(key), 0, sweeps,
-                burn_in, rb, threads=threads,
+                burn_in, rb, threads=threads, scan=scan,
             )  # fmt: skip
             assert topic_word is not None
-            out[f"{method}/{threads}"] = max(
+            out[f"{method}/{scan}/{threads}"] = max(
                 float(np.abs(document_topic.numpy() - want[0]).max()),
                 float(np.abs(topic_word.numpy() - want[1]).max()),
             )
@@ -300,9 +304,7 @@ _SIMULATIONS: dict[str, Callable[[], dict[str, Any]]] = {
 
 def _simulate() -> None:
     """The child: every simulation, then one JSON line (results and seconds per simulation)."""
-    from lda.gibbs.dense_cuda import simulated
-
-    assert simulated(), "run with NUMBA_ENABLE_CUDASIM=1"
+    check_target()
     # The simulator hands control between its threads at every barrier: a short switch
     # interval makes that ~20x faster than Python's default 5 ms.
     sys.setswitchinterval(1e-5)
@@ -317,12 +319,11 @@ def _simulate() -> None:
 
 @pytest.fixture(scope="module")
 def simulation() -> dict[str, Any]:
-    """Every simulated run's results, from one child process with the simulator on."""
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    """Every simulated run's results, from one child process with the simulator on (or on the
+    device: tests/support/cuda_child.py)."""
     run = subprocess.run(
         [sys.executable, __file__],
-        env=env,
+        env=child_env(ROOT),
         cwd=ROOT,
         capture_output=True,
         text=True,

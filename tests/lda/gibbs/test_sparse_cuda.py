@@ -2,13 +2,12 @@
 draw the CPU sparse kernel (walking lists only) fed the same Philox uniforms, whose law
 tests/lda/gibbs/test_sparse.py checks. The simulator is switched on when numba is first
 imported, so the runs happen in one child process (this file run as a script), as in
-tests/lda/gibbs/test_dense_cuda.py.
+tests/lda/gibbs/test_dense_cuda.py; STREAMLDA_CUDA_TESTS=device runs it on the GPU instead.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +15,8 @@ from typing import Any
 
 import pytest
 import torch
+
+from tests.support.cuda_child import check_target, child_env
 
 pytestmark = pytest.mark.slow
 
@@ -36,10 +37,10 @@ def _simulate() -> None:
     """The child: both kernels on the same problem and uniforms, as one JSON line."""
     import lda.gibbs.sparse as sparse
     from lda.batch import Batch
-    from lda.gibbs.dense_cuda import philox_uniforms, simulated
+    from lda.gibbs.dense_cuda import philox_uniforms
     from lda.gibbs.sparse_cuda import sparse_collapsed_gibbs_cuda
 
-    assert simulated(), "run with NUMBA_ENABLE_CUDASIM=1"
+    check_target()
     sys.setswitchinterval(1e-5)
     sparse.by_topic_from = lambda n_topics: n_topics + 1  # lists only, as the CUDA kernel
     beta, docs = _problem()
@@ -115,10 +116,13 @@ def _wired(beta: torch.Tensor, batch: Any) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def simulation() -> dict[str, Any]:
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     run = subprocess.run(
-        [sys.executable, __file__], env=env, cwd=ROOT, capture_output=True, text=True, timeout=600
+        [sys.executable, __file__],
+        env=child_env(ROOT),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     if run.returncode != 0:
         pytest.fail(f"the simulated runs failed:\n{run.stderr[-4000:]}")
