@@ -10,6 +10,7 @@ Redis under other names); their defaults are the ``DEFAULT_*`` constants, which
 | ``workers`` (setting ``group``) | consumer group of the stream | worker | API (pending) | read but unacknowledged entries |
 | ``streamlda:seen`` (setting ``dedupe_key``) | set | scrapers | scrapers | every page id ever queued |
 | ``streamlda:seen:batch:<token>`` | hash | scrapers | scrapers | page id -> position of the ids one batch queued, so a retried add counts them as queued; deleted after the add, expires after a day; see :mod:`service.ingest.queue` |
+| ``streamlda:seen:position:<digest>`` | hash | scrapers | scrapers | how far the scrapers of one file source (``digest``: of its kind, resolved path, size and modification time) have queued: ``offset``, ``count``, ``member_at``, ``member_offset``, ``source``, ``updated_at``; written by the script that queues the batch; see :mod:`service.ingest.queue` |
 | ``streamlda:scraper:counters`` (setting ``counters_key``) | hash | scrapers | API | the scrapers' running totals |
 | ``streamlda:scraper:status`` | hash | scrapers | API | source -> JSON of a source reported unreachable (host, since, cause); see :mod:`service.store.source_status` |
 | ``streamlda:heldout`` (setting ``heldout_key``) | list | worker | worker | the held-out articles; see :mod:`service.learn.heldout_store` |
@@ -23,6 +24,8 @@ Redis under other names); their defaults are the ``DEFAULT_*`` constants, which
 """  # noqa: E501
 
 from __future__ import annotations
+
+import hashlib
 
 PREFIX = "streamlda:"
 
@@ -40,6 +43,13 @@ RESERVOIR_KEY = PREFIX + "reservoir"
 def reservoir_key(rank: int) -> str:
     """The reservoir of one rank of the worker (0 for a lone worker)."""
     return f"{RESERVOIR_KEY}:{rank}"
+
+
+def source_position_key(dedupe_key: str, identity: str) -> str:
+    """The position of one file source (``identity``: what makes the file that file), beside
+    the seen set whose ids it vouches for: positions and ids persist and vanish together."""
+    digest = hashlib.sha1(identity.encode("utf-8"), usedforsecurity=False).hexdigest()[:20]
+    return f"{dedupe_key}:position:{digest}"
 
 
 # Written by the scrapers, read by the API (service.store.source_status).

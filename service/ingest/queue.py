@@ -15,11 +15,18 @@ Redis keys (names are settings, defaults shown; every key of the service: :mod:`
   the ids this batch queued -> their position in it, so that an add retried after its reply was
   lost counts its own entries as queued, not as duplicates. Deleted once the add returns;
   expires after :data:`BATCH_RECORD_TTL_S` if it never does (the scraper died, or gave up).
+* ``streamlda:seen:position:<digest>`` (``dedupe_key`` + ``:position:`` + a digest of a file
+  source's identity: kind, resolved path, size, modification time): hash of how far that file's
+  scrapers have queued, ``offset`` (decompressed bytes), ``count`` (lines or pages),
+  ``member_at`` and ``member_offset`` (where a reader restarts to reach it: see
+  :mod:`service.ingest.sources.files`), ``source`` (the identity), ``updated_at``. Every id
+  before ``offset`` is in the seen set, so a scraper starting there loses nothing.
 * ``streamlda:scraper:counters`` (``counters_key``): hash of the scrapers' running totals,
   summed over every scraper process, for ``/stats`` and ``/metrics``: ``fetched``, ``queued``,
-  ``duplicates``, ``skipped`` and ``skipped:<reason>``, ``requests``, ``retries``,
-  ``backpressure_waits``, ``backpressure_wait_seconds``, ``redis_reconnects``, ``batches``,
-  and ``updated_at`` (Unix seconds of the last update).
+  ``duplicates`` (seen ids read where no scraper had read them), ``rereads`` (seen ids read
+  again before a file source's position), ``skipped`` and ``skipped:<reason>``, ``requests``,
+  ``retries``, ``backpressure_waits``, ``backpressure_wait_seconds``, ``redis_reconnects``,
+  ``batches``, and ``updated_at`` (Unix seconds of the last update).
 
 Adding is one Lua script per batch, atomic in Redis: an article is appended only if its id is
 new *and* fewer than the high-water mark are unread (stream length minus the group's pending
@@ -30,6 +37,12 @@ instead of dropping or trimming. A Redis error can come after the script ran and
 reply arrived; the caller then adds the same batch again under the same token, and its own
 entries are recognised by their batch record (the id at the same position of the same batch),
 while ids queued by any other batch, or earlier in this one, are still duplicates.
+
+The same script moves a file source's position to the furthest article of the batch it handled
+(queued, duplicate or re-read; never the ones it left for backpressure), and never back: the
+position and the seen ids change together, in one step, and persist together (AOF). A seen id
+at or before the position the script found is a re-read (its file's scrapers handled it: a
+second scraper behind the first, or a retried add), not a duplicate.
 
 Reading reclaims entries another consumer has held longer than ``claim_after_ms``
 (XAUTOCLAIM), so a crashed worker's entries are redelivered; a consumer keeps its own
@@ -48,16 +61,20 @@ from typing import Any
 
 import redis
 
-from service.ingest.sources import Article
+from service import keys
+from service.ingest.sources import Article, Position
 
 log = logging.getLogger(__name__)
 
-# KEYS: stream, seen-set, this batch's record. ARGV: high-water mark, fetched_at, group, record
-# TTL (s; 0: no record), position in the batch of the first article, then id/title/text/source
-# per article.
+# KEYS: stream, seen-set, this batch's record, the source's position. ARGV: high-water mark,
+# fetched_at, group, record TTL (s; 0: no record), position in the batch of the first article,
+# whether to keep the source's position ("1") and its identity, then id/title/text/source and
+# offset/count/member_at/member_offset (offset -1: none) per article.
 # Returns one status per article handled: 1 queued, 2 queued already by an earlier attempt of
-# this batch (its reply was lost), 0 duplicate, -1 too many unread (then it stops: that article
-# and the rest are left to the caller to retry).
+# this batch (its reply was lost), 3 re-read (a seen id at or before the source's position: its
+# scrapers handled it already), 0 duplicate, -1 too many unread (then it stops: that article
+# and the rest are left to the caller to retry). The source's position moves to the furthest
+# article handled, never back.
 # Unread = XLEN - the group's pending count (no group yet: everything is unread); XPENDING's
 # summary form exists in every Redis with streams (5.0+).
 _ADD_SCRIPT = """
@@ -70,19 +87,33 @@ end
 local unread = redis.call('XLEN', KEYS[1]) - pending
 local ttl = tonumber(ARGV[4])
 local position = tonumber(ARGV[5])
+local track = ARGV[6] == '1'
+local reached = -1
+if track then
+  reached = tonumber(redis.call('HGET', KEYS[4], 'offset') or '-1')
+end
+local furthest = nil
 local statuses = {}
 local recorded = false
 local function finish()
   if recorded then
     redis.call('EXPIRE', KEYS[3], ARGV[4])
   end
+  if furthest then
+    redis.call('HSET', KEYS[4], 'offset', ARGV[furthest + 4], 'count', ARGV[furthest + 5],
+               'member_at', ARGV[furthest + 6], 'member_offset', ARGV[furthest + 7],
+               'source', ARGV[7], 'updated_at', ARGV[2])
+  end
   return statuses
 end
-for base = 6, #ARGV, 4 do
+for base = 8, #ARGV, 8 do
   local id = ARGV[base]
+  local offset = tonumber(ARGV[base + 4])
   if redis.call('SISMEMBER', KEYS[2], id) == 1 then
     if ttl > 0 and redis.call('HGET', KEYS[3], id) == tostring(position) then
       statuses[#statuses + 1] = 2
+    elseif track and offset >= 0 and offset <= reached then
+      statuses[#statuses + 1] = 3
     else
       statuses[#statuses + 1] = 0
     end
@@ -100,6 +131,10 @@ for base = 6, #ARGV, 4 do
     unread = unread + 1
     statuses[#statuses + 1] = 1
   end
+  if track and offset > reached then
+    reached = offset
+    furthest = base
+  end
   position = position + 1
 end
 return finish()
@@ -107,6 +142,7 @@ return finish()
 
 QUEUED, DUPLICATE, FULL = 1, 0, -1
 QUEUED_BEFORE = 2  # queued by an earlier attempt of the same batch whose reply was lost
+REREAD = 3  # read again from a file its scrapers had already handled up to there
 
 # How long a batch record outlives an add that never returned (its retry must come sooner).
 BATCH_RECORD_TTL_S = 24 * 3600
@@ -132,6 +168,7 @@ class AddResult:
 
     queued: int = 0
     duplicates: int = 0
+    rereads: int = 0  # seen ids read again from where the source's position says it was read
     backpressure_waits: int = 0  # times the stream was found full
     waited_s: float = 0.0  # seconds spent waiting on the full stream
     unqueued: list[Article] = field(default_factory=list)  # left when stopped while waiting
@@ -181,10 +218,13 @@ class ArticleQueue:
         *,
         batch: str | None = None,
         position: int = 0,
+        source: str | None = None,
     ) -> list[int]:
-        """One atomic attempt: a status per article handled (QUEUED, QUEUED_BEFORE, DUPLICATE, or
-        FULL last). ``articles`` start at ``position`` in the batch whose token is ``batch``; with
-        no token nothing is recorded, so a retry cannot tell its own entries from duplicates."""
+        """One atomic attempt: a status per article handled (QUEUED, QUEUED_BEFORE, REREAD,
+        DUPLICATE, or FULL last). ``articles`` start at ``position`` in the batch whose token is
+        ``batch``; with no token nothing is recorded, so a retry cannot tell its own entries from
+        duplicates. With ``source`` (a file source's identity) the source's position moves to
+        the furthest article handled, in the same script."""
         if not articles:
             return []
         args: list[str | float | int] = [
@@ -193,10 +233,22 @@ class ArticleQueue:
             self.group,
             BATCH_RECORD_TTL_S if batch else 0,
             position,
+            "1" if source else "0",
+            source or "",
         ]
         for article in articles:
+            after = article.after
             args += [article.id, article.title, article.text, article.source]
-        keys = [self.stream, self.config.dedupe_key, self._batch_key(batch or "")]
+            if after is None:
+                args += [-1, 0, 0, 0]
+            else:
+                args += [after.offset, after.count, after.member_at, after.member_offset]
+        keys = [
+            self.stream,
+            self.config.dedupe_key,
+            self._batch_key(batch or ""),
+            self.position_key(source or ""),
+        ]
         statuses = self._add_script(keys=keys, args=args)
         return [int(status) for status in statuses]
 
@@ -207,9 +259,11 @@ class ArticleQueue:
         fetched_at: float | None = None,
         stop: threading.Event | None = None,
         batch: str | None = None,
+        source: str | None = None,
     ) -> AddResult:
         """Queue new articles, skipping known ids; wait while the unread entries are at the
-        high-water mark.
+        high-water mark. With ``source`` (a file source's identity), record how far its
+        articles were handled and count the seen ids before that as re-reads.
 
         Returns early only when ``stop`` is set while waiting; the articles not queued then are
         in ``unqueued``. Redis errors propagate: call again with the same ``batch`` token (see
@@ -221,12 +275,15 @@ class ArticleQueue:
         remaining = list(articles)
         while remaining:
             position = len(articles) - len(remaining)
-            statuses = self.try_add(remaining, fetched_at, batch=batch, position=position)
+            statuses = self.try_add(
+                remaining, fetched_at, batch=batch, position=position, source=source
+            )
             before = statuses.count(QUEUED_BEFORE)
             if before:
                 log.info("%d articles were queued by an attempt whose reply was lost", before)
             result.queued += statuses.count(QUEUED) + before
             result.duplicates += statuses.count(DUPLICATE)
+            result.rereads += statuses.count(REREAD)
             if not statuses or statuses[-1] != FULL:
                 break
             remaining = remaining[len(statuses) - 1 :]
@@ -240,6 +297,26 @@ class ArticleQueue:
         if batch and result.queued:
             self._forget_batch(batch)
         return result
+
+    def position_key(self, source: str) -> str:
+        """The key of a file source's position (``source``: its identity)."""
+        return keys.source_position_key(self.config.dedupe_key, source)
+
+    def position(self, source: str) -> Position | None:
+        """How far the scrapers of a file source (its identity) have queued; None: not yet."""
+        raw = self.client.hgetall(self.position_key(source))
+        values = {_text(key): _text(value) for key, value in raw.items()}
+        try:
+            return Position(
+                offset=int(values["offset"]),
+                count=int(values["count"]),
+                member_at=int(values["member_at"]),
+                member_offset=int(values["member_offset"]),
+            )
+        except (KeyError, ValueError):
+            if values:
+                log.warning("ignoring a malformed source position %s", sorted(values.items()))
+            return None
 
     def _batch_key(self, token: str) -> str:
         return f"{self.config.dedupe_key}:batch:{token}"

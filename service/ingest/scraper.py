@@ -9,6 +9,10 @@ Redis is back; only a stop request ends that wait, and then it says how many fet
 did not queue. Each batch is added under its own token, so when Redis dies after queueing it but
 before replying, the retry counts those articles as queued rather than as duplicates. Several
 scrapers can run at once; the queue's atomic de-duplication keeps every page id to one entry.
+
+A file source (``jsonl:``, ``dump:``) has a position in Redis, moved by the same script that
+queues each batch: a scraper starts where its file's scrapers got to, and the seen ids it reads
+again before that position count as re-reads (``rereads``), not as duplicates.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import redis
 
 from service.ingest.queue import ArticleQueue, QueueConfig, new_batch_token
 from service.ingest.source_health import SourceHealth
-from service.ingest.sources import Article, Source, SourceStopped
+from service.ingest.sources import Article, Source, SourceStopped, file_source
 from service.store.counters import SCRAPER_TOTALS
 from service.store.redis_retry import RedisGaveUp, RedisRetry, RetryConfig
 from service.store.source_status import (
@@ -62,6 +66,7 @@ class Totals:
         reasons = ", ".join(f"{reason} {n}" for reason, n in sorted(self.skipped.items()))
         return (
             f"{c['fetched']} fetched, {c['queued']} queued, {c['duplicates']} duplicates, "
+            f"{c['rereads']} re-reads, "
             f"{sum(self.skipped.values())} skipped"
             + (f" ({reasons})" if reasons else "")
             + f", {c['requests']} requests, {c['retries']} retries, {c['failures']} failures, "
@@ -110,6 +115,9 @@ class Scraper:
         self.health: SourceHealth | None = health if isinstance(health, SourceHealth) else None
         if self.health is not None:
             self.health.on_change = self._publish_status
+        # A file's identity: the key of its position (None: a source without one).
+        self.file = file_source(source)
+        self.identity = None if self.file is None else self.file.identity()
 
     def run(self) -> Totals:
         """Scrape until ``limit`` articles are queued, the source ends, or ``stop`` is set."""
@@ -117,6 +125,7 @@ class Scraper:
         try:
             self.redis("creating the consumer group", self.queue.ensure_group)
             self._adopt_status()
+            self._resume()
             for batch in self._batches():
                 self._queue_batch(batch)
                 if self.unqueued or self._done():
@@ -167,7 +176,9 @@ class Scraper:
         try:
             result = self.redis(
                 "queueing a batch",
-                lambda: self.queue.add(batch, fetched_at=fetched_at, stop=self.stop, batch=token),
+                lambda: self.queue.add(
+                    batch, fetched_at=fetched_at, stop=self.stop, batch=token, source=self.identity
+                ),
             )
         except RedisGaveUp:
             self.unqueued = batch
@@ -179,6 +190,7 @@ class Scraper:
         counts["fetched"] += len(batch)
         counts["queued"] += result.queued
         counts["duplicates"] += result.duplicates
+        counts["rereads"] += result.rereads
         counts["backpressure_waits"] += result.backpressure_waits
         self._count_source()
         self.totals.backpressure_wait_seconds += result.waited_s
@@ -189,11 +201,12 @@ class Scraper:
                 len(result.unqueued),
             )
         log.info(
-            "batch %d: %d fetched, %d queued, %d duplicates, %d skipped | total: %s",
+            "batch %d: %d fetched, %d queued, %d duplicates, %d re-reads, %d skipped | total: %s",
             counts["batches"],
             len(batch),
             result.queued,
             result.duplicates,
+            result.rereads,
             sum(self.totals.skipped.values()) - skipped_before,
             self.totals.summary(),
         )
@@ -216,6 +229,26 @@ class Scraper:
             log.warning("stopped while Redis was unavailable: the last counters are not published")
             return
         self._published = current
+
+    def _resume(self) -> None:
+        """Start a file source where its scrapers got to (the position queued with a batch)."""
+        file, identity = self.file, self.identity
+        if file is None or identity is None:
+            return
+        position = self.redis(
+            "reading the source's position", lambda: self.queue.position(identity)
+        )
+        if position is None:
+            log.info("%s: no position recorded, reading from the start", file.name)
+            return
+        file.resume_from(position)
+        log.info(
+            "%s: resuming after %d %s (decompressed byte %d)",
+            file.name,
+            position.count,
+            "pages" if file.kind == "dump" else "lines",
+            position.offset,
+        )
 
     def _adopt_status(self) -> None:
         """Carry on an outage of this source that an earlier scraper reported."""

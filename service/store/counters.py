@@ -31,6 +31,7 @@ SCRAPER_TOTALS = (
     "fetched",
     "queued",
     "duplicates",
+    "rereads",
     "skipped",
     "requests",
     "retries",

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 
 from service.ingest.sources.base import (
     Article,
+    FileSource,
+    Position,
     SkipCounter,
     Source,
     SourceError,
@@ -24,10 +26,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Article",
+    "FileSource",
+    "Position",
     "SkipCounter",
     "Source",
     "SourceError",
     "SourceStopped",
+    "file_source",
     "open_source",
     "require_file",
 ]
@@ -66,3 +71,12 @@ def open_source(
             raise SourceError("the wikipedia source needs its configuration (WikipediaConfig)")
         return WikipediaSource(wikipedia, stop=stop)
     raise SourceError(f"unknown source {spec!r}: expected jsonl:PATH, dump:PATH or wikipedia")
+
+
+def file_source(source: Source) -> FileSource | None:
+    """The file behind ``source`` (paced or not), whose position a scraper keeps; None for a
+    source that has no position (live Wikipedia)."""
+    from service.ingest.sources.pace import Paced
+
+    inner = source.source if isinstance(source, Paced) else source
+    return inner if isinstance(inner, FileSource) else None

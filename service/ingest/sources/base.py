@@ -13,13 +13,27 @@ from typing import Protocol
 
 
 @dataclass(frozen=True)
+class Position:
+    """How far into a file source: the decompressed byte offset just past what was read, the
+    lines or pages before it, and where a reader restarts to reach it (the compressed offset of
+    the gzip member or bzip2 stream holding it, and that member's decompressed start)."""
+
+    offset: int = 0
+    count: int = 0
+    member_at: int = 0
+    member_offset: int = 0
+
+
+@dataclass(frozen=True)
 class Article:
-    """One article: a stable id (the page id when known), its title, plain text and origin."""
+    """One article: a stable id (the page id when known), its title, plain text and origin;
+    from a file, also the position just past it (where a restarted scraper carries on)."""
 
     id: str
     title: str
     text: str
     source: str
+    after: Position | None = field(default=None, compare=False, repr=False)
 
 
 class SourceError(Exception):
@@ -50,6 +64,29 @@ class SkipCounter:
     @property
     def total(self) -> int:
         return sum(self.counts.values())
+
+
+class FileSource:
+    """What the file sources share: the file, skip counts, and a position to start from."""
+
+    kind = "file"
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.name = f"{self.kind}:{self.path}"
+        self.skipped = SkipCounter()
+        self.start = Position()
+        require_file(self.path)
+
+    def identity(self) -> str:
+        """The file as a position belongs to it: kind, resolved path, size and modification
+        time, so a replaced, changed or different file never inherits another's position."""
+        stat = self.path.stat()
+        return f"{self.kind}:{self.path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
+
+    def resume_from(self, position: Position) -> None:
+        """Start the next iteration at ``position`` (one this source's articles carried)."""
+        self.start = position
 
 
 class Source(Protocol):

@@ -8,38 +8,38 @@ counted by reason.
 
 from __future__ import annotations
 
-import gzip
+import io
 import json
 from collections.abc import Iterator
-from pathlib import Path
-from typing import IO
+from dataclasses import replace
 
 from service.ingest.cleaning import clean_wikitext, skip_reason
-from service.ingest.sources.base import Article, SkipCounter, SourceError, require_file
+from service.ingest.sources.base import Article, FileSource, Position, SourceError
+from service.ingest.sources.files import OUT_SIZE, DecompressedReader
 
 
-class JsonlSource:
-    """Articles from a JSON-lines file, read line by line (never whole into memory)."""
+class JsonlSource(FileSource):
+    """Articles from a JSON-lines file, read line by line (never whole into memory), from
+    :attr:`start` on; each carries the position just past its line."""
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self.name = f"jsonl:{self.path}"
-        self.skipped = SkipCounter()
-        require_file(self.path)
-
-    def _open(self) -> IO[str]:
-        if self.path.suffix == ".gz":
-            return gzip.open(self.path, "rt", encoding="utf-8")
-        return self.path.open(encoding="utf-8")
+    kind = "jsonl"
 
     def __iter__(self) -> Iterator[Article]:
-        number = 0
+        offset, number = self.start.offset, self.start.count
         try:
-            with self._open() as lines:
-                for number, line in enumerate(lines, 1):
-                    article = self._parse(line, number)
+            with (
+                DecompressedReader(self.path, self.start) as raw,
+                io.BufferedReader(raw, OUT_SIZE) as lines,
+            ):
+                for line in lines:
+                    text = line.decode("utf-8")
+                    number += 1
+                    offset += len(line)
+                    article = self._parse(text, number)
                     if article is not None:
-                        yield article
+                        at, member_offset = raw.restart_point(offset)
+                        after = Position(offset, number, at, member_offset)
+                        yield replace(article, after=after)
         except (OSError, EOFError, UnicodeDecodeError) as exc:
             raise SourceError(f"cannot read {self.path} after line {number}: {exc}") from exc
 

@@ -7,13 +7,14 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 from typing import Any
 
 import pytest
 import redis
 
 from service.ingest.queue import ArticleQueue, QueueConfig, new_batch_token
-from service.ingest.sources import Article
+from service.ingest.sources import Article, Position
 from service.settings import Settings
 from service.store.redis_client import connect
 from tests.service.ingest.helpers import fast_settings, stream_ids, wait_until
@@ -318,3 +319,42 @@ def test_ids_queued_by_another_batch_stay_duplicates_when_an_add_is_retried(
     assert (retried.queued, retried.duplicates) == (2, 6)  # 1-6 were never this batch's own
     assert stream_ids(redis_server.client(), queue.stream) == ["1", "2", "3", "4", "5", "7", "8"]
     assert queue.add(_articles(7, 3)).duplicates == 2  # and 7, 8 are duplicates for other batches
+
+
+def _placed(first: int, count: int) -> list[Article]:
+    """Articles as a file source gives them: each with the position just past its line."""
+    return [
+        replace(article, after=Position(offset=100 * i, count=i))
+        for i, article in zip(range(first, first + count), _articles(first, count), strict=True)
+    ]
+
+
+def test_a_source_position_moves_with_what_a_batch_handled_and_never_back(
+    redis_server: RedisServer,
+) -> None:
+    queue = _queue(redis_server, stream_high_water=5)
+    queue.ensure_group()
+    source = "jsonl:/data/a.jsonl:1000:1"
+    assert queue.position(source) is None
+    # Full after five: the sixth is left for the retry, so the position stops at the fifth.
+    assert queue.try_add(_placed(1, 8), source=source) == [1] * 5 + [-1]
+    assert queue.position(source) == Position(offset=500, count=5)
+    queue.read("w", 5, block_ms=50)
+    assert queue.try_add(_placed(6, 3), source=source) == [1, 1, 1]
+    assert queue.position(source) == Position(offset=800, count=8)
+    # Read again by a scraper behind: re-reads, not duplicates, and the position stays.
+    behind = queue.add(_placed(3, 4), source=source)
+    assert (behind.queued, behind.duplicates, behind.rereads) == (0, 0, 4)
+    assert queue.position(source) == Position(offset=800, count=8)
+    # A seen id past the position is the same page met anew: a duplicate.
+    again = queue.add(
+        [replace(_placed(1, 1)[0], after=Position(offset=900, count=9))], source=source
+    )
+    assert (again.queued, again.duplicates, again.rereads) == (0, 1, 0)
+    assert queue.position(source) == Position(offset=900, count=9)
+    # Another source's position is its own; without a source nothing is recorded.
+    other = queue.add(_placed(2, 2), source="jsonl:/data/b.jsonl:1000:1")
+    assert (other.duplicates, other.rereads) == (2, 0)
+    assert queue.add(_placed(20, 1)).queued == 1
+    assert queue.position(source) == Position(offset=900, count=9)
+    assert stream_ids(redis_server.client(), queue.stream) == [str(i) for i in [*range(1, 9), 20]]
