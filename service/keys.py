@@ -9,9 +9,9 @@ Redis under other names); their defaults are the ``DEFAULT_*`` constants, which
 | ``streamlda:docs`` (setting ``stream``) | stream | scrapers | worker, API | one entry per article; see :mod:`service.ingest.queue` |
 | ``workers`` (setting ``group``) | consumer group of the stream | worker | API (pending) | read but unacknowledged entries |
 | ``streamlda:seen`` (setting ``dedupe_key``) | set | scrapers | scrapers | every page id ever queued |
-| ``streamlda:seen:batch:<token>`` | hash | scrapers | scrapers | page id -> position of the ids one batch queued, so a retried add counts them as queued; deleted after the add, expires after a day; see :mod:`service.ingest.queue` |
+| ``streamlda:seen:batch:<token>`` | hash | scrapers | scrapers | page id -> position of the ids one batch queued, so a retried add counts them as queued, and the empty field -> the furthest position handled, so it counts that part's duplicates once; deleted after the add, expires after a day; see :mod:`service.ingest.queue` |
 | ``streamlda:seen:position:<digest>`` | hash | scrapers | scrapers | how far the scrapers of one file source (``digest``: of its kind, resolved path, size and modification time) have queued: ``offset``, ``count``, ``member_at``, ``member_offset``, ``source``, ``updated_at``; written by the script that queues the batch; see :mod:`service.ingest.queue` |
-| ``streamlda:scraper:counters`` (setting ``counters_key``) | hash | scrapers | API | the scrapers' running totals |
+| ``streamlda:scraper:counters`` (setting ``counters_key``) | hash | scrapers | API | the scrapers' running totals (``queued``, ``duplicates``, ``rereads`` counted by the script that queues each batch) |
 | ``streamlda:scraper:status`` | hash | scrapers | API | source -> JSON of a source reported unreachable (host, since, cause); see :mod:`service.store.source_status` |
 | ``streamlda:heldout`` (setting ``heldout_key``) | list | worker | worker | the held-out articles; see :mod:`service.learn.heldout_store` |
 | ``streamlda:reservoir:<rank>`` | hash | worker | worker | slot -> a zlib-compressed article text, the rank's uniform sample of what it learned; see :mod:`service.learn.reservoir` |

@@ -13,7 +13,9 @@ Redis keys (names are settings, defaults shown; every key of the service: :mod:`
   queued again, across restarts and across concurrent scrapers.
 * ``streamlda:seen:batch:<token>`` (``dedupe_key`` + ``:batch:`` + a token per batch): hash of
   the ids this batch queued -> their position in it, so that an add retried after its reply was
-  lost counts its own entries as queued, not as duplicates. Deleted once the add returns;
+  lost counts its own entries as queued, not as duplicates; and the empty field -> the furthest
+  position its attempts handled, so that the retry does not count that part's duplicates and
+  re-reads again. Deleted once the add returns;
   expires after :data:`BATCH_RECORD_TTL_S` if it never does (the scraper died, or gave up).
 * ``streamlda:seen:position:<digest>`` (``dedupe_key`` + ``:position:`` + a digest of a file
   source's identity: kind, resolved path, size, modification time): hash of how far that file's
@@ -26,7 +28,10 @@ Redis keys (names are settings, defaults shown; every key of the service: :mod:`
   ``duplicates`` (seen ids read where no scraper had read them), ``rereads`` (seen ids read
   again before a file source's position), ``skipped`` and ``skipped:<reason>``, ``requests``,
   ``retries``, ``backpressure_waits``, ``backpressure_wait_seconds``, ``redis_reconnects``,
-  ``batches``, and ``updated_at`` (Unix seconds of the last update).
+  ``batches``, and ``updated_at`` (Unix seconds of the last update). ``queued``,
+  ``duplicates`` and ``rereads`` are counted by the script that adds the batch, in the same
+  step as its entries (a scraper killed before it publishes the rest leaves them exact); the
+  scraper publishes the others after each batch.
 
 Adding is one Lua script per batch, atomic in Redis: an article is appended only if its id is
 new *and* fewer than the high-water mark are unread (stream length minus the group's pending
@@ -66,7 +71,8 @@ from service.ingest.sources import Article, Position
 
 log = logging.getLogger(__name__)
 
-# KEYS: stream, seen-set, this batch's record, the source's position. ARGV: high-water mark,
+# KEYS: stream, seen-set, this batch's record, the source's position, the scrapers' counters.
+# ARGV: high-water mark,
 # fetched_at, group, record TTL (s; 0: no record), position in the batch of the first article,
 # whether to keep the source's position ("1") and its identity, then id/title/text/source and
 # offset/count/member_at/member_offset (offset -1: none) per article.
@@ -74,7 +80,11 @@ log = logging.getLogger(__name__)
 # this batch (its reply was lost), 3 re-read (a seen id at or before the source's position: its
 # scrapers handled it already), 0 duplicate, -1 too many unread (then it stops: that article
 # and the rest are left to the caller to retry). The source's position moves to the furthest
-# article handled, never back.
+# article handled, never back. The counters' queued, duplicates and rereads grow by what this
+# call did, in the same step as the entries, so a scraper killed before its next publication
+# leaves them exact: not by 2 (the attempt that queued those counted them), nor by 0 or 3 at
+# positions an earlier attempt of this batch handled (the record's empty field, which no page
+# id is, holds the furthest such position).
 # Unread = XLEN - the group's pending count (no group yet: everything is unread); XPENDING's
 # summary form exists in every Redis with streams (5.0+).
 _ADD_SCRIPT = """
@@ -95,7 +105,22 @@ end
 local furthest = nil
 local statuses = {}
 local recorded = false
+local counted = {queued = 0, duplicates = 0, rereads = 0}
+local handled = -1
+if ttl > 0 then
+  handled = tonumber(redis.call('HGET', KEYS[3], '') or '-1')
+end
+local last = handled
 local function finish()
+  if last > handled then
+    redis.call('HSET', KEYS[3], '', tostring(last))
+    recorded = true
+  end
+  for _, name in ipairs({'queued', 'duplicates', 'rereads'}) do
+    if counted[name] > 0 then
+      redis.call('HINCRBY', KEYS[5], name, counted[name])
+    end
+  end
   if recorded then
     redis.call('EXPIRE', KEYS[3], ARGV[4])
   end
@@ -114,8 +139,14 @@ for base = 8, #ARGV, 8 do
       statuses[#statuses + 1] = 2
     elseif track and offset >= 0 and offset <= reached then
       statuses[#statuses + 1] = 3
+      if position > handled then
+        counted.rereads = counted.rereads + 1
+      end
     else
       statuses[#statuses + 1] = 0
+      if position > handled then
+        counted.duplicates = counted.duplicates + 1
+      end
     end
   elseif unread >= high_water then
     statuses[#statuses + 1] = -1
@@ -130,10 +161,14 @@ for base = 8, #ARGV, 8 do
     end
     unread = unread + 1
     statuses[#statuses + 1] = 1
+    counted.queued = counted.queued + 1
   end
   if track and offset > reached then
     reached = offset
     furthest = base
+  end
+  if ttl > 0 and position > last then
+    last = position
   end
   position = position + 1
 end
@@ -143,6 +178,8 @@ return finish()
 QUEUED, DUPLICATE, FULL = 1, 0, -1
 QUEUED_BEFORE = 2  # queued by an earlier attempt of the same batch whose reply was lost
 REREAD = 3  # read again from a file its scrapers had already handled up to there
+# The counters the add script keeps itself: a scraper's publication leaves them out.
+ADD_COUNTERS = frozenset({"queued", "duplicates", "rereads"})
 
 # How long a batch record outlives an add that never returned (its retry must come sooner).
 BATCH_RECORD_TTL_S = 24 * 3600
@@ -248,6 +285,7 @@ class ArticleQueue:
             self.config.dedupe_key,
             self._batch_key(batch or ""),
             self.position_key(source or ""),
+            self.config.counters_key,
         ]
         statuses = self._add_script(keys=keys, args=args)
         return [int(status) for status in statuses]
@@ -294,7 +332,7 @@ class ArticleQueue:
             if stopped:
                 result.unqueued = remaining
                 break
-        if batch and result.queued:
+        if batch:
             self._forget_batch(batch)
         return result
 

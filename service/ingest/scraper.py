@@ -2,8 +2,10 @@
 
 One log line per batch with its counts and the running totals (fetched, queued, duplicates,
 skipped by reason, requests, retries, backpressure waits); the totals are also added to the
-shared counters hash (see :mod:`service.ingest.queue`). When Redis is unavailable, at start or
-in the middle of a run, the scraper keeps the batch it holds and retries with exponential
+shared counters hash (see :mod:`service.ingest.queue`; queued, duplicates and re-reads are
+counted there by the script that queues each batch, so a scraper killed before it publishes
+never leaves them short). When Redis is unavailable, at start or in the middle of a run, the
+scraper keeps the batch it holds and retries with exponential
 backoff (:class:`service.store.redis_retry.RedisRetry`, counted as ``redis_reconnects``) until
 Redis is back; only a stop request ends that wait, and then it says how many fetched articles it
 did not queue. Each batch is added under its own token, so when Redis dies after queueing it but
@@ -27,7 +29,7 @@ from dataclasses import dataclass, field
 
 import redis
 
-from service.ingest.queue import ArticleQueue, QueueConfig, new_batch_token
+from service.ingest.queue import ADD_COUNTERS, ArticleQueue, QueueConfig, new_batch_token
 from service.ingest.source_health import SourceHealth
 from service.ingest.sources import Article, Source, SourceStopped, file_source
 from service.store.counters import SCRAPER_TOTALS
@@ -220,9 +222,14 @@ class Scraper:
         counts["failures"] = sum(getattr(self.source, "failures", {}).values())
 
     def _publish(self) -> None:
-        """Add what changed since the last publication to the shared counters hash."""
+        """Add what changed since the last publication to the shared counters hash, except
+        what the queue's add script counted there already."""
         current = self.totals.as_counters()
-        deltas = {name: value - self._published.get(name, 0) for name, value in current.items()}
+        deltas = {
+            name: value - self._published.get(name, 0)
+            for name, value in current.items()
+            if name not in ADD_COUNTERS
+        }
         try:
             self.redis("publishing counters", lambda: self.queue.publish_counters(deltas))
         except RedisGaveUp:

@@ -288,6 +288,29 @@ def test_an_add_retried_after_its_reply_was_lost_counts_its_own_entries_as_queue
     assert not redis_server.client().exists(_batch_record(queue, token))  # forgotten once done
 
 
+def test_the_add_script_counts_its_batch_once_even_when_its_reply_is_lost(
+    redis_server: RedisServer,
+) -> None:
+    queue = _queue(redis_server, stream_high_water=6)
+    queue.ensure_group()
+    queue.add(_articles(100, 1))  # an earlier batch: queued 1, counted by the script alone
+    assert queue.counters() == {"queued": 1}
+    batch = _articles(100, 1) + _articles(1, 6) + _articles(1, 1)  # dup, 6 new (5 fit), dup
+    token = new_batch_token()
+    answered = _lose_replies(queue, 1)
+    with pytest.raises(redis.ConnectionError):
+        queue.add(batch, batch=token)
+    assert answered == [[0] + [1] * 5 + [-1]]
+    # Counted with the entries, though the scraper never heard and never published.
+    assert queue.counters() == {"queued": 6, "duplicates": 1}
+    queue.read("w", 5, block_ms=50)  # room again
+    retried = queue.add(batch, batch=token)
+    assert answered[1:] == [[0] + [2] * 5 + [1, 0]]
+    assert (retried.queued, retried.duplicates) == (6, 2)  # the scraper's own totals
+    assert queue.counters() == {"queued": 7, "duplicates": 2}  # the first duplicate once
+    assert not redis_server.client().exists(_batch_record(queue, token))
+
+
 def test_a_retried_add_recognises_what_it_queued_on_both_sides_of_a_backpressure_wait(
     redis_server: RedisServer,
 ) -> None:

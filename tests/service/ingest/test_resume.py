@@ -165,6 +165,23 @@ def test_a_killed_scraper_resumes_far_into_its_file_within_seconds(
     assert stream_ids(redis_server.client(), queue.stream) == ids  # each once, in file order
     counters = queue.counters()
     assert counters.get("duplicates", 0) == 0 and counters.get("rereads", 0) == 0
+    assert counters["queued"] == len(ids)  # the killed one's last batch too
+
+
+def test_queued_is_exact_when_a_scraper_dies_before_it_publishes_its_counters(
+    redis_server: RedisServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "articles.jsonl"
+    ids = _write(path, range(1, 121))
+    # As if each scraper were killed between queueing a batch and publishing its totals.
+    monkeypatch.setattr(ArticleQueue, "publish_counters", lambda self, deltas: None)
+    assert _scrape(redis_server, path, limit=70).counts["queued"] == 70
+    copy = tmp_path / "copy.jsonl"
+    _write(copy, range(1, 121))  # the same lines in another file: its first 70 are duplicates
+    again = _scrape(redis_server, copy)
+    assert (again.counts["queued"], again.counts["duplicates"]) == (50, 70)
+    counters = _queue(redis_server).counters()
+    assert counters == {"queued": len(ids), "duplicates": 70}  # nothing else was published
 
 
 def test_two_scrapers_on_one_file_resume_losing_nothing_and_queueing_nothing_twice(
