@@ -3,22 +3,28 @@
 Writes ``--articles`` records (the DEV corpus over and over, each pass with its own page ids, so
 every line is a new article) to one plain JSON-lines file, runs ``streamlda up --source
 jsonl:FILE`` (embedded Redis, scraper, worker, API; a free port, a fresh data directory) and,
-for ``--minutes``, kills one of its children (scraper, redis, worker or api, chosen at random;
-the pid ``up`` logged last for it) every ``--every`` seconds. ``/stats`` is polled throughout.
-Per kill it measures, from the kill: the API answering again, ``docs_seen`` rising again and the
-scrapers' ``queued`` rising again (new articles queued). Availability is the share of polls
-the API answered. At the end the kills stop, the stream is let drain for up to ``--drain``
-seconds, and it reconciles: queued = learned (docs_seen) + held out + empty + dropped + still
-in the stream; also the scrapers' duplicates and re-reads (a file replayed once has neither
-unless a scraper read lines again).
+for ``--minutes`` (or until ``--kills`` kills), kills one of its children (one of ``--kinds``:
+scraper, redis, worker, api; chosen at random; the pid ``up`` logged last for it) every
+``--every`` seconds. ``/stats`` is polled throughout. Per kill it measures, from the kill: the
+API answering again, ``docs_seen`` past its value before the kill and the scrapers' ``queued``
+rising again (new articles queued); after a Redis kill also Redis answering PING again and,
+from then, the worker's snapshot in Redis showing more documents learned than Redis came back
+with ("learning resumes"). The report gives each as median and max over the kills of a kind.
+Availability is the share of polls the API answered. At the end the kills stop, the stream is
+let drain for up to ``--drain`` seconds with the scrapers frozen (SIGSTOP), and it reconciles:
+queued = learned (docs_seen) + held out + empty + dropped + still in the stream; also the
+scrapers' duplicates and re-reads (a file replayed once has neither unless a scraper read lines
+again).
 
     .venv/bin/python benchmarks/chaos.py --minutes 2 --articles 20000   # a smoke run
     .venv/bin/python benchmarks/chaos.py --minutes 10 --json /tmp/chaos.json
+    .venv/bin/python benchmarks/chaos.py --kinds redis --kills 10   # Redis recovery alone
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import os
@@ -29,6 +35,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -37,18 +44,27 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # this checkout's packages, not an installed copy's
 
 from benchmarks.dev_corpus import all_dev  # noqa: E402
 from service.ingest.sources.jsonl import JsonlSource  # noqa: E402
+from service.keys import SNAPSHOT_KEY  # noqa: E402
 from service.store.embedded_redis import free_port  # noqa: E402
 
 SHARED = Path(os.environ.get("STREAMLDA_SHARED", REPO.parent / "shared"))
 KINDS = ("scraper", "redis", "worker", "api")
 POLL_S = 0.25
+REDIS_POLL_S = 0.05
+REDIS_PORT = re.compile(r"^port (\d+)$", re.M)
+REDIS_PASSWORD = re.compile(r'^requirepass "(.*)"$', re.M)
 STARTED = re.compile(rb"started (scraper|redis|worker|api) \(pid (\d+)\)")
 STOP_TIMEOUT_S = 300.0
+SETTLE_S = 3.0
 
 
 def prepare(path: Path, corpora: Path, articles: int) -> int:
@@ -91,6 +107,62 @@ class Kill:
     api_s: float | None = None
     docs_s: float | None = None
     queued_s: float | None = None
+    redis_s: float | None = None  # Redis answering PING again (Redis kills only)
+    learn_s: float | None = None  # from then to a snapshot with more documents learned
+
+
+def redis_client(data: Path) -> redis.Redis:
+    """A client of the embedded Redis, from the config ``up`` wrote in ``data``."""
+    config = (data / "redis" / "redis.conf").read_text()
+    port, password = REDIS_PORT.search(config), REDIS_PASSWORD.search(config)
+    assert port and password, "no port or password in the embedded Redis's config"
+    return redis.Redis(
+        host="127.0.0.1",
+        port=int(port[1]),
+        password=password[1],  # URL-safe: never escaped in the config
+        socket_timeout=1.0,
+        socket_connect_timeout=1.0,
+        retry=Retry(NoBackoff(), 0),  # each PING tells, at once, whether Redis answers
+    )
+
+
+def learned(client: redis.Redis) -> int | None:
+    """docs_seen of the snapshot in Redis; None while Redis does not answer (or holds none)."""
+    try:
+        raw = client.get(SNAPSHOT_KEY)
+    except (redis.RedisError, OSError):
+        return None
+    return None if raw is None else int(json.loads(raw)["docs_seen"])
+
+
+def watch_redis(kill: Kill, client: redis.Redis, until: float) -> None:
+    """Fill in ``kill.redis_s`` (PING answered again) and ``kill.learn_s`` (then, a snapshot
+    with more documents than the one Redis came back with), polling until ``until``."""
+    back: int | None = None
+    gone = False  # a dying Redis can still answer: PING must fail first
+    while time.monotonic() < until:
+        now = time.monotonic()
+        if kill.redis_s is None:
+            try:
+                client.ping()
+            except (redis.RedisError, OSError):
+                gone = True
+                time.sleep(REDIS_POLL_S)
+                continue
+            if not gone:
+                client.connection_pool.disconnect()
+                time.sleep(REDIS_POLL_S)
+                continue
+            kill.redis_s = now - kill.at
+            client.connection_pool.disconnect()  # a fresh connection for the reads
+        seen = learned(client)
+        if seen is not None:
+            if back is None:
+                back = seen
+            elif seen > back:
+                kill.learn_s = max(0.0, now - kill.at - kill.redis_s)
+                return
+        time.sleep(REDIS_POLL_S)
 
 
 @dataclass
@@ -135,7 +207,10 @@ def soak(args: argparse.Namespace, work: Path, articles: Path) -> dict[str, Any]
     env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMLDA_")}
     env.update({"PYTHONPATH": str(REPO), "STREAMLDA_TOPICS": str(args.topics)})
     rng = random.Random(args.seed)
+    kinds = tuple(args.kinds)
     kills: list[Kill] = []
+    watchers: list[threading.Thread] = []
+    frozen: list[int] = []
     answered = polled = 0
     last: dict[str, Any] | None = None
     with log.open("wb") as out:
@@ -147,20 +222,29 @@ def soak(args: argparse.Namespace, work: Path, articles: Path) -> dict[str, Any]
                 raise SystemExit(f"up did not start learning; see {log}")
             time.sleep(POLL_S)
         end = time.monotonic() + 60 * args.minutes
+        if args.kills:  # the last kill gets its whole interval to recover
+            end = time.monotonic() + args.every * (args.kills + 1)
         next_kill = time.monotonic() + args.every
         kill: Kill | None = None
         before: dict[str, Any] = answer
         while time.monotonic() < end:
             now = time.monotonic()
-            if now >= next_kill:
-                kind = rng.choice(KINDS)
+            if now >= next_kill and not (args.kills and len(kills) >= args.kills):
+                kind = rng.choice(kinds)
                 pid = pids(log).get(kind)
                 if pid is not None:
+                    client = redis_client(data) if kind == "redis" else None
                     os.kill(pid, signal.SIGKILL)
                     kill = Kill(kind, now)
                     kills.append(kill)
                     before = last or before
                     print(f"killed {kind} (pid {pid})", file=sys.stderr, flush=True)
+                    if client is not None:
+                        watcher = threading.Thread(
+                            target=watch_redis, args=(kill, client, now + args.every), daemon=True
+                        )
+                        watcher.start()
+                        watchers.append(watcher)
                 next_kill = now + args.every
             answer = stats(port)
             polled += 1
@@ -178,15 +262,29 @@ def soak(args: argparse.Namespace, work: Path, articles: Path) -> dict[str, Any]
                     ):
                         kill.queued_s = since
             time.sleep(POLL_S)
+        for watcher in watchers:
+            watcher.join()
+        # The scrapers frozen (SIGSTOP: up sees them running), the worker learns what is left
+        # and acknowledges it at its idle checkpoint: then the counts hold still to compare.
         drained = time.monotonic() + args.drain
         while time.monotonic() < drained:
+            pid = pids(log).get("scraper")
+            if pid is not None and pid not in frozen:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGSTOP)
+                    frozen.append(pid)
             answer = stats(port)
             if answer is not None:
                 last = answer
-                if answer["queue"]["length"] == 0:
+                if answer["queue"]["length"] == 0 and pid in frozen:
                     break
             time.sleep(1.0)
+        time.sleep(SETTLE_S)  # the snapshot after the stream ran dry
+        last = stats(port) or last
     finally:
+        for pid in frozen:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
         if up.poll() is None:
             up.send_signal(signal.SIGTERM)
             try:
@@ -199,23 +297,33 @@ def soak(args: argparse.Namespace, work: Path, articles: Path) -> dict[str, Any]
     return {"kills": kills, "availability": answered / max(1, polled), "totals": totals(last)}
 
 
-def _median(values: Sequence[float | None]) -> str:
+def _spread(values: Sequence[float | None]) -> str:
+    """``median / max s``, and how many kills it did not happen within their interval."""
     known = [v for v in values if v is not None]
     missed = len(values) - len(known)
-    text = f"{statistics.median(known):6.1f} s" if known else "     —  "
+    text = f"{statistics.median(known):5.1f} /{max(known):5.1f} s" if known else "      —      "
     return text + (f" ({missed} missed)" if missed else "")
 
 
 def report(result: dict[str, Any]) -> str:
-    """The per-kind recovery table, availability and the reconciliation."""
-    lines = ["kind     kills   API again        docs_seen again   queued again"]
+    """The per-kind recovery table (median / max), availability and the reconciliation."""
+    lines = [
+        "recovery after a kill, median / max over the kills of a kind:",
+        "kind     kills  API again        docs_seen again  queued again",
+    ]
     for kind in KINDS:
         of = [k for k in result["kills"] if k.kind == kind]
         if of:
             lines.append(
-                f"{kind:8} {len(of):5}   {_median([k.api_s for k in of]):16} "
-                f"{_median([k.docs_s for k in of]):17} {_median([k.queued_s for k in of])}"
+                f"{kind:8} {len(of):5}  {_spread([k.api_s for k in of]):16} "
+                f"{_spread([k.docs_s for k in of]):16} {_spread([k.queued_s for k in of])}"
             )
+    redis_kills = [k for k in result["kills"] if k.kind == "redis"]
+    if redis_kills:
+        lines.append(
+            f"redis answering PING again {_spread([k.redis_s for k in redis_kills])}; "
+            f"learning resumes after Redis answers {_spread([k.learn_s for k in redis_kills])}"
+        )
     t: Totals = result["totals"]
     lines.append(f"availability (polls the API answered): {result['availability']:.1%}")
     lines.append(
@@ -230,6 +338,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--minutes", type=float, default=10.0, help="how long to kill children")
     p.add_argument("--every", type=float, default=30.0, help="seconds between kills")
+    p.add_argument(
+        "--kills", type=int, default=0, help="stop after this many kills (0: run --minutes)"
+    )
+    p.add_argument(
+        "--kinds",
+        type=lambda text: [kind for kind in text.split(",") if kind],
+        default=list(KINDS),
+        help=f"comma-separated children to kill (default {','.join(KINDS)})",
+    )
     p.add_argument("--articles", type=int, default=500_000, help="lines of the replay")
     p.add_argument("--topics", type=int, default=50, help="K")
     p.add_argument("--drain", type=float, default=120.0, help="seconds to let the stream drain")
@@ -237,11 +354,20 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--corpora", type=Path, default=SHARED / "corpora")
     p.add_argument("--work", type=Path, help="keep the file, the data and up's log here")
     p.add_argument("--json", type=Path, help="write the results here")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    unknown = sorted(set(args.kinds) - set(KINDS))
+    if unknown or not args.kinds:
+        p.error(f"--kinds: choose among {', '.join(KINDS)} (not {', '.join(unknown) or 'none'})")
+    return args
+
+
+def _interrupt(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")  # stops up on the way out
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
+    signal.signal(signal.SIGTERM, _interrupt)
     with tempfile.TemporaryDirectory(prefix="chaos-") as scratch:
         work = args.work or Path(scratch)
         work.mkdir(parents=True, exist_ok=True)
