@@ -18,6 +18,11 @@ all encoding (minibatches, bags of words, CSR matrices) happens before any timin
   5k, 10k documents for 50 and 200 iterations (``train`` calls timed; ``add_doc`` and the
   initialisation reported apart as prep); the last one is also scored every 10 iterations.
 
+A spec's ``revisit=R`` runs it as the worker runs on a quiet stream: after each fresh minibatch,
+revisit minibatches from the worker's reservoir until R revisited documents per fresh one, each
+step a share of the stream's step (``revisit_step=S`` sets it; default the worker's rule,
+``lda.model.revisit_step_scale``). Their time counts as the learner's.
+
 ``--repeat`` cycles through the training documents when ``--docs`` asks for more than the
 corpus holds (a stream that sees each article again; the DEV corpus has ~29,000).
 
@@ -71,10 +76,17 @@ from lda.evaluation.perplexity import (
     test_token_probabilities,
 )
 from lda.gibbs import GibbsConfig
-from lda.model import LearnerConfig, NonFiniteError, StreamingLDA, resolve_device
+from lda.model import (
+    LearnerConfig,
+    NonFiniteError,
+    StreamingLDA,
+    resolve_device,
+    revisit_step_scale,
+)
 from lda.sgmcmc.samplers import SAMPLERS
 from lda.sgmcmc.schedules import StepSchedule
 from lda.vocab import Vocabulary, build_vocabulary
+from service.learn.reservoir import Reservoir
 from service.learn.session import LearningSession, learner_config
 from service.settings import Settings
 
@@ -170,6 +182,8 @@ class RunSpec:
     device: str | None = (
         None  # auto, cpu or cuda (":" splits specs: --device cuda:1); None: --device
     )
+    revisit: float = 0.0  # revisited documents per fresh one, as the worker at a live pace
+    revisit_step: float | None = None  # a revisit step's share of eps; None: the worker's
 
 
 def read_texts(corpus_dir: Path) -> tuple[list[Path], Iterator[str]]:
@@ -381,6 +395,7 @@ def parse_run_spec(spec: str) -> RunSpec:
     overrides: dict[str, Any] = {}
     batch_size: int | None = None
     device: str | None = None
+    revisit: dict[str, float] = {}
     for option in options:
         key, sep, text = option.partition("=")
         if not sep or not text:
@@ -394,8 +409,21 @@ def parse_run_spec(spec: str) -> RunSpec:
             device = text.strip()
             torch.device("cpu" if device == "auto" else device)  # a malformed name fails here
             continue
+        if key.strip() in ("revisit", "revisit_step"):  # the worker's revisits, not fields
+            revisit[key.strip()] = float(text)
+            if revisit[key.strip()] < 0:
+                raise ValueError(f"{key.strip()} must not be negative in {spec!r}")
+            continue
         overrides[key.strip()] = _config_value(key.strip(), text.strip())
-    return RunSpec(spec.strip(), sampler, overrides, batch_size, device)
+    return RunSpec(
+        spec.strip(),
+        sampler,
+        overrides,
+        batch_size,
+        device,
+        revisit.get("revisit", 0.0),
+        revisit.get("revisit_step"),
+    )
 
 
 def make_config(args: argparse.Namespace, spec: RunSpec, n_words: int) -> LearnerConfig:
@@ -444,6 +472,12 @@ def run_streamlda(
     session: LearningSession[None] = LearningSession(Settings.model_construct(), device)
     model = session.begin(vocabulary, StreamingLDA(config, device, seed=args.seed))
     docs, tokens, index, train_s = 0, 0, 0, 0.0
+    # The worker at a live pace: after each fresh minibatch, revisits from a reservoir of the
+    # documents learned until spec.revisit per fresh one (service/learn/worker.py).
+    held = Reservoir(None, "revisits", Settings.model_fields["reservoir_size"].default, args.seed)
+    scale = revisit_step_scale(spec.revisit) if spec.revisit_step is None else spec.revisit_step
+    if spec.revisit:
+        run.settings.update(revisit=spec.revisit, revisit_step=scale)
     for host_batch in batches:
         # The worker builds each minibatch on the learner's device before learning it
         # (session.take): one at a time, outside the learner's time and its peak memory's count.
@@ -460,6 +494,15 @@ def run_streamlda(
         train_s += time.perf_counter() - start
         docs += batch.n_documents
         tokens += batch.n_tokens
+        if spec.revisit:
+            _offer(held, host_batch)
+            start = time.perf_counter()
+            while model.revisited_docs < spec.revisit * model.docs_seen:
+                again = _draw(held, batch.n_documents)
+                again = Batch(again.words.to(device), again.offsets)
+                session.learn(again, revisit=True, step_scale=scale)
+            _synchronize(device)
+            train_s += time.perf_counter() - start
         if device.type == "cuda":
             run.gpu_peak_mib = torch.cuda.max_memory_allocated(device) / 2**20
         if index < len(checkpoints) and docs >= checkpoints[index]:
@@ -474,6 +517,18 @@ def run_streamlda(
             _progress(name, point)
             index += 1
     return run
+
+
+def _offer(reservoir: Reservoir, batch: Batch) -> None:
+    """Offer each document of ``batch`` to the worker's reservoir, as its word ids in text."""
+    words, offsets = batch.words.cpu().tolist(), batch.offsets.tolist()
+    for start, end in itertools.pairwise(offsets):
+        reservoir.offer(" ".join(map(str, words[start:end])))
+
+
+def _draw(reservoir: Reservoir, n: int) -> Batch:
+    """One revisit minibatch of ``n`` held documents, drawn as the worker draws them."""
+    return Batch.from_ids([[int(w) for w in text.split()] for text in reservoir.draw(n)])
 
 
 def _synchronize(device: torch.device) -> None:

@@ -26,13 +26,13 @@ has caught up with the stream, or from its first step if it never does, to the l
   of ``/stats`` over that time; passes: ``reservoir_passes`` once every article is learned;
 * the worker's CPU share: its process's user + system time (``/proc/<pid>/stat``, the pid
   ``up`` logs; its scoring process apart) over that time (1.0 is one core);
-* each fresh article's wait, from the moment the scraper queued it (the scraper's ``queued``
-  counter and its ``updated_at``; a poll that missed a batch spreads the batches evenly) to the
-  first worker snapshot (``/stats`` ``updated_at``) counting it placed: median and p95. The
-  snapshot is what the API serves, published at most every ``publish_every_s`` while the worker
-  steps, so a wait includes that publication delay. The bound printed beside it is one step's
-  time, ``batch_size`` over the learner's own docs/s: a fresh minibatch waits at most for the
-  revisit step in progress.
+* a fresh article's wait, as the worker measures it (``/stats`` ``fresh_wait_s`` and
+  ``fresh_wait_p95_s``: from the article's stream entry id to the end of the step that learned
+  it, over the last minute): the median over the steady part's polls of each. The bound printed
+  beside it is one step's time, ``batch_size`` over the learner's own docs/s: a fresh minibatch
+  waits at most for the revisit step in progress. The JSON also holds the wait until the first
+  snapshot counting the article (the scraper's ``queued`` and ``updated_at`` to ``/stats``
+  ``updated_at``), which adds the publication delay and resolves only the snapshots' spacing.
 
 Wall time is from ``up``'s start to the last article placed (the stream alone lasts articles /
 rate); tomotopy's is its ``add_doc``, initialisation and training.
@@ -164,6 +164,8 @@ class Poll:
     batches: int
     scraper_at: float | None
     cpu_s: float | None  # the worker process's user + system seconds
+    wait_s: float | None = None  # the worker's fresh_wait_s and fresh_wait_p95_s (last minute)
+    wait_p95_s: float | None = None
 
     @classmethod
     def of(cls, at: float, stats: dict[str, Any], cpu_s: float | None) -> Poll:
@@ -186,6 +188,8 @@ class Poll:
             batches=int(scraper.get("batches", 0)),
             scraper_at=scraper.get("updated_at"),
             cpu_s=cpu_s,
+            wait_s=stats.get("fresh_wait_s"),
+            wait_p95_s=stats.get("fresh_wait_p95_s"),
         )
 
 
@@ -403,6 +407,9 @@ def live_row(live: Live, expected: int, batch_size: int) -> Row:
         cpu_share = (cpu[-1].cpu_s - cpu[0].cpu_s) / max(cpu[-1].at - cpu[0].at, 1e-9)
     speed = next((p.docs_per_s for p in reversed(live.polls) if p.docs_per_s > 0), 0.0)
     seconds = sorted(measured.seconds)
+    # The worker's own measure, entry id to the step's end: the median of its last-minute
+    # figures over the steady part (snapshot times resolve seconds, not a step's time).
+    steady = [p for p in live.polls if p.at >= measured.since and p.wait_s is not None]
     return Row(
         rate=live.rate,
         system=live.name,
@@ -411,12 +418,14 @@ def live_row(live: Live, expected: int, batch_size: int) -> Row:
         fresh_per_s=(last.docs_seen - first.docs_seen) / span,
         revisit_per_s=(last.revisited - first.revisited) / span,
         passes=last.passes,
-        wait_median_s=statistics.median(seconds) if seconds else None,
-        wait_p95_s=_quantile(seconds, 0.95) if seconds else None,
+        wait_median_s=statistics.median(p.wait_s for p in steady) if steady else None,  # type: ignore[type-var]
+        wait_p95_s=statistics.median(p.wait_p95_s for p in steady) if steady else None,  # type: ignore[type-var]
         step_bound_s=batch_size / speed if speed > 0 else None,
         cpu_share=cpu_share,
         wall_s=live.ended - live.started,
         detail={
+            "snapshot_wait_median_s": statistics.median(seconds) if seconds else None,
+            "snapshot_wait_p95_s": _quantile(seconds, 0.95) if seconds else None,
             "waits_measured": len(seconds),
             "caught_up": measured.caught_up,
             "steady_from_s": measured.since - live.started,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import importlib.util
+import itertools
 import json
 import math
 import subprocess
@@ -199,6 +200,25 @@ def test_benchmark_repeats_the_stream_and_runs_on_the_named_device(
         assert "device cuda:1 was asked for" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         bench.parse_args([*argv[:-1], "sgrld:device=gpu"])
+
+
+def test_a_run_spec_revisits_as_the_worker_does() -> None:
+    """``revisit=R`` and ``revisit_step=S`` are the run's revisits, not LearnerConfig fields;
+    documents go through the worker's reservoir and come back as they went in."""
+    bench = _load_benchmark()
+    spec = bench.parse_run_spec("scir:revisit=6:revisit_step=0.5:sweeps=3")
+    assert (spec.revisit, spec.revisit_step, spec.overrides) == (6.0, 0.5, {"sweeps": 3})
+    assert bench.parse_run_spec("scir").revisit == 0.0
+    with pytest.raises(ValueError, match="revisit must not be negative"):
+        bench.parse_run_spec("scir:revisit=-1")
+    reservoir = bench.Reservoir(None, "test", 10, seed=0)
+    documents = [[3, 1, 4], [1, 5], [9, 2, 6, 5]]
+    bench._offer(reservoir, bench.Batch.from_ids(documents))
+    drawn = bench._draw(reservoir, 3)
+    ids = drawn.words.tolist()
+    offsets = drawn.offsets.tolist()
+    again = sorted(ids[a:b] for a, b in itertools.pairwise(offsets))
+    assert again == sorted(documents)
 
 
 @pytest.mark.slow
