@@ -239,7 +239,7 @@ class Settings(BaseSettings):
         50_000, ge=1, description="Articles the reservoir of revisits holds (per worker rank)"
     )
     revisit_ratio: float = Field(
-        3.0,
+        6.0,
         ge=0,
         description="At most this many revisited documents learned per fresh one; past it an "
         "empty stream leaves the worker idle",
