@@ -24,7 +24,17 @@ from service.api.infer.proportions import warm_up
 from service.api.reads import pipeline_status
 from service.api.reads.prerendered import FastReads
 from service.api.reads.refresher import View, ViewConfig
-from service.api.routes import admin, health, infer, metrics, page, perplexity, stats, topics
+from service.api.routes import (
+    admin,
+    health,
+    infer,
+    metrics,
+    page,
+    perplexity,
+    stats,
+    topics,
+    words,
+)
 from service.settings import Settings
 from service.store.redis_client import connect
 
@@ -102,7 +112,7 @@ def create_app(settings: Settings) -> FastAPI:
     openapi_docs.install(app)
     app.include_router(topics.router(settings.topic_words))
     app.include_router(page.router(settings.page_refresh_s))
-    for module in (perplexity, stats, infer, health, metrics, admin):
+    for module in (perplexity, stats, infer, words, health, metrics, admin):
         app.include_router(module.router)
     # The last added is the outermost: the cap on requests taken decides before the body is
     # read; the body is read (size and time limits) before the work waits for a thread.

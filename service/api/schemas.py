@@ -234,6 +234,23 @@ class AdminOut(BaseModel):
 
 
 # Documented error responses, shared by the routes (every one of them can really happen).
+class WordTopicOut(BaseModel):
+    topic: int = Field(description="Topic id, 0 to K-1")
+    rank: int = Field(description="The word's place in the topic, 1 for its most probable word")
+    probability: float = Field(description="p(word | topic) in the published beta")
+    top_words: list[str] = Field(description="The topic's most probable words, for context")
+
+
+class WordTopicsOut(BaseModel):
+    """The topics a word ranks highest in (``GET /words/{word}/topics``)."""
+
+    word: str = Field(description="The word as the vocabulary holds it")
+    word_id: int
+    model_version: str
+    docs_seen: int = Field(description="Documents the published model had learned")
+    topics: list[WordTopicOut] = Field(description="Best rank first, ties by probability")
+
+
 INVALID: dict[int | str, dict[str, object]] = {
     422: {"model": ValidationErrorOut, "description": "Invalid parameters or body"}
 }

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import redis
 
 from lda.tokens import WordIndex
 from service.api.infer.proportions import word_columns
+from service.api.reads.word_topics import Ranked
 from service.store.snapshot import PublishedModel, read_model, read_model_version
 
 
@@ -21,6 +22,7 @@ class LoadedModel:
     model: PublishedModel
     words: WordIndex
     columns: np.ndarray  # word_columns(beta)
+    word_ranks: dict[int, Ranked] = field(default_factory=dict)  # /words' answers, this model's
 
 
 class ModelCache:

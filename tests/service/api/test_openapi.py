@@ -32,7 +32,7 @@ def test_api_conforms_to_its_schema(settings: Settings, published: Published) ->
             expected_statuses=[*rejected.expected_statuses, "413"]
         )
         operations = [result.ok() for result in schema.get_all_operations()]
-        assert len(operations) == 12
+        assert len(operations) == 13
         for operation in operations:
             cases = st.one_of([operation.as_strategy(mode) for mode in GenerationMode])
 
