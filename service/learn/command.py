@@ -188,7 +188,7 @@ def build_worker(
                 settings.reservoir_size,
                 settings.seed + coordinator.rank,
             )
-            if settings.revisit and coordinator.ranks == 1  # a group does not revisit yet
+            if settings.revisit
             else None
         ),
     )

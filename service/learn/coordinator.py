@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from lda.batch import Batch
 from lda.parallel import Layout, Reducer, layout
 from service.learn.distributed import DistributedReducer, Group
 
@@ -24,7 +25,8 @@ log = logging.getLogger(__name__)
 # rank still running 30 s after its SIGTERM; what is not scored stays in the checkpoint.
 GROUP_STOP_SCORING_S = 10.0
 
-ModelState = tuple[int, dict[str, Any], list[str]]  # (epoch, learner state, vocabulary)
+# (epoch, learner state, vocabulary, each rank's reservoir state as the checkpoint had it)
+ModelState = tuple[int, dict[str, Any], list[str], list[dict[str, Any] | None]]
 
 
 @dataclass(frozen=True)
@@ -54,8 +56,20 @@ class Step:
     where: Layout | None = None
 
 
+@dataclass(frozen=True)
+class RevisitStep:
+    """A revisit to take: this rank's documents (maybe none, in a group), the group's reducer
+    and layout (None alone) and the documents revisited in all."""
+
+    batch: Batch
+    reducer: Reducer | None
+    where: Layout | None
+    documents: int
+
+
 Decide = Callable[[Counts], Plan]
-Learner = Callable[[], tuple[dict[str, Any], list[str]] | None]  # the model to send, if any
+# The model to send, if any: learner state, vocabulary, the ranks' reservoir states.
+Learner = Callable[[], tuple[dict[str, Any], list[str], list[dict[str, Any] | None]] | None]
 
 
 class Coordinator(Protocol):
@@ -72,7 +86,9 @@ class Coordinator(Protocol):
     def plan(self, decide: Decide, counts: Counts, learner: Learner) -> Plan: ...
     def model_changed(self) -> None: ...
     def step(self, buffered: int, tokens: int, batch_ready: bool, read: bool) -> Step | bool: ...
+    def revisit_step(self, batch: Batch | None) -> RevisitStep | None: ...
     def gather(self, done: list[str]) -> list[str]: ...
+    def gather_all(self, value: Any) -> list[Any]: ...
     def written(self) -> None: ...
     def agree(self, value: bool) -> bool: ...
     def rates(self, docs: float, tokens: float) -> tuple[float, float]: ...
@@ -107,8 +123,15 @@ class SoloCoordinator:
             return Step()
         return read
 
+    def revisit_step(self, batch: Batch | None) -> RevisitStep | None:
+        """A revisit of ``batch``, the reservoir's draw (None: nothing in it to learn)."""
+        return None if batch is None else RevisitStep(batch, None, None, batch.n_documents)
+
     def gather(self, done: list[str]) -> list[str]:
         return done
+
+    def gather_all(self, value: Any) -> list[Any]:
+        return [value]
 
     def written(self) -> None:
         pass
@@ -178,9 +201,22 @@ class GroupCoordinator:
         where = layout(self.reducer, buffered, tokens)
         return Step(self.reducer, where) if where.documents else False
 
+    def revisit_step(self, batch: Batch | None) -> RevisitStep | None:
+        """A revisit on the union of the ranks' draws (a rank with none joins with no
+        documents), or None on every rank when no rank drew any."""
+        mine = Batch.from_ids([]) if batch is None else batch
+        where = layout(self.reducer, mine.n_documents, mine.n_tokens)
+        if not where.documents:
+            return None
+        return RevisitStep(mine, self.reducer, where, where.documents)
+
     def gather(self, done: list[str]) -> list[str]:
         """Every rank's entries for rank 0's checkpoint."""
         return [entry for rank in self.reducer.gather_objects(done) for entry in rank]
+
+    def gather_all(self, value: Any) -> list[Any]:
+        """Every rank's ``value``, in rank order, on every rank."""
+        return list(self.reducer.gather_objects(value))
 
     def written(self) -> None:
         """The broadcast orders every rank's acknowledgements after rank 0's write."""

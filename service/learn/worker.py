@@ -51,7 +51,8 @@ held-out articles never are), and an empty read is followed by one minibatch dra
 learned at the stream's N and step size (docs/samplers.md, "Revisiting a reservoir"), then a
 read that does not wait, so a fresh article waits at most for the step in progress. Revisits
 stop at ``revisit_ratio`` per fresh document; the worker then idles as before. The reservoir's
-slots are written before each checkpoint, which keeps its count and generator.
+slots are written before each checkpoint, which keeps its count and generator. A group's ranks
+each keep their own and revisit together when no rank has a fresh document in hand.
 
 The loop is the same for a lone worker and for each rank of a data-parallel group
 (docs/service.md); it is built from parts: a coordinator (:mod:`service.learn.coordinator`)
@@ -162,6 +163,10 @@ class Worker:
         self.idle_since: float | None = None  # time.time() it was reported idle (rates 0)
         # Articles learned, kept for revisits while the stream is quiet (None: revisits off).
         self.reservoir = reservoir
+        # Every rank's reservoir state as the last checkpoint kept it (rank 0 sends them with
+        # the model it resumed); a process loads its own once, when it resumes.
+        self.reservoir_states: list[dict[str, Any] | None] = []
+        self.reservoir_resumed = False
         self.fresh_at = 0.0  # time.monotonic() a read last brought entries
         self.recent = RecentRates()
 
@@ -214,9 +219,8 @@ class Worker:
             self.counters.update(extra.get("counters", {}))
             done = [str(e) for e in extra.get("acked_entries", [])]
             self.redis("acknowledging checkpointed entries", lambda: self.queue.ack(done))
-            reservoir, kept = self.reservoir, extra.get("reservoir")
-            if reservoir is not None and kept is not None:
-                self.redis("reading the reservoir", lambda: reservoir.load_state_dict(kept))
+            self.reservoir_states = _reservoir_states(extra)
+            self._resume_reservoir(self.reservoir_states)
             log.info(
                 "resumed from %s at %d documents (%s, K=%d, W=%d)",
                 self.checkpointer.path,
@@ -318,11 +322,12 @@ class Worker:
         ready = self.model is not None and heldout_done
         return Plan(ready, control.paused, reason, counts.buffered)
 
-    def _learner(self) -> tuple[dict[str, Any], list[str]] | None:
-        """The learner, for a group's other ranks."""
+    def _learner(self) -> tuple[dict[str, Any], list[str], list[dict[str, Any] | None]] | None:
+        """The learner, for a group's other ranks, with their reservoirs' states as the
+        checkpoint it came from kept them (none for a new model)."""
         if self.model is None or self.vocab is None:
             return None
-        return self.model.state_dict(), list(self.vocab.words)
+        return self.model.state_dict(), list(self.vocab.words), self.reservoir_states
 
     def _warm_up(self) -> None:
         """A group's rank 0, before training: read for the vocabulary and the held-out set."""
@@ -352,7 +357,8 @@ class Worker:
         """One step when the coordinator says so, or a revisit while no fresh step is due (not
         while paused); else, with nothing read, show the latest topics and go idle once the
         stream has stayed empty long enough."""
-        if revisit and self._fresh_not_due() and self._revisit():
+        alone = self.coordinator.ranks == 1
+        if revisit and alone and self._fresh_not_due() and self._revisit():
             return
         buffer = self.session.buffer[: self.session.config.batch_size]  # what take() takes
         step = self.coordinator.step(
@@ -360,6 +366,8 @@ class Worker:
         )
         if isinstance(step, Step):
             self._train_next(step)
+        elif revisit and not alone and self._revisit():
+            return  # a group: no rank had a fresh document, every rank revisits together
         elif not step and not self._publish_if_stale():  # the stream ran dry: show it now
             self._beat()
             if self.model is not None and self._idle_long_enough():
@@ -495,11 +503,19 @@ class Worker:
             if session.heldout is not None:
                 self._heldout_complete()
 
-    def _receive(self, epoch: int, state: dict[str, Any], words: list[str]) -> None:
-        """A group's other ranks: rank 0's model (new, resumed or restored)."""
+    def _receive(
+        self,
+        epoch: int,
+        state: dict[str, Any],
+        words: list[str],
+        reservoirs: list[dict[str, Any] | None],
+    ) -> None:
+        """A group's other ranks: rank 0's model (new, resumed or restored), and on resuming,
+        this rank's reservoir as the checkpoint kept it."""
         model = self.session.begin(
             Vocabulary(words), StreamingLDA.from_state_dict(state, self.device)
         )
+        self._resume_reservoir(reservoirs)
         log.info("model %d at %d documents from the deciding rank", epoch, model.docs_seen)
 
     def _train_next(self, step: Step) -> None:
@@ -511,7 +527,8 @@ class Worker:
             self._restore(exc, entries)
             return
         self.counters["updates"] += 1
-        self.recent.add(fresh=len(entries))
+        # A group's documents in all, as its docs/s and revisits count them.
+        self.recent.add(fresh=len(entries) if step.where is None else step.where.documents)
         self.recent.learned(entry_time(e) for e in entries)
         self.trained += entries
         model, vocab = self.model, self.vocab
@@ -528,11 +545,14 @@ class Worker:
             self._beat()
 
     def _may_revisit(self) -> bool:
-        """Whether a revisit can be taken: revisits on (a group's ranks have no reservoir
-        yet), a learner with articles held, and fewer than ``revisit_ratio`` revisited
-        documents per fresh one."""
+        """Whether a revisit can be taken: revisits on, a learner with articles held, and
+        fewer than ``revisit_ratio`` revisited documents per fresh one. A group's ranks decide
+        on the learner's counts alone, the same on every rank (a rank with nothing held joins
+        the step with no documents)."""
         reservoir, model = self.reservoir, self.model
-        if reservoir is None or model is None or not reservoir.size:
+        if reservoir is None or model is None:
+            return False
+        if not reservoir.size and self.coordinator.ranks == 1:
             return False
         return model.revisited_docs < self.config.revisit_ratio * model.docs_seen
 
@@ -547,17 +567,18 @@ class Worker:
         batch = self.session.encode(
             self.redis("reading the reservoir", lambda: reservoir.draw(size))
         )
-        if batch is None:
+        step = self.coordinator.revisit_step(batch)
+        if step is None:
             return False
         try:
             # A share of the stream's step: at most revisit_ratio of them per fresh document,
             # they add averaging, not process time (docs/samplers.md).
             scale = revisit_step_scale(self.config.revisit_ratio)
-            self.session.learn(batch, revisit=True, step_scale=scale)
+            self.session.learn(step.batch, step.reducer, step.where, revisit=True, step_scale=scale)
         except NonFiniteError as exc:
             self._restore(exc, [])
             return True
-        self.recent.add(revisited=batch.n_documents)
+        self.recent.add(revisited=step.documents)
         vocab = self.vocab
         assert vocab is not None
         self.publisher.trained(model)
@@ -641,13 +662,19 @@ class Worker:
 
     # --- durability ------------------------------------------------------------------------
     def _checkpoint(self, reason: str, *, final: bool = False, alone: bool = False) -> None:
-        """The deciding process writes one checkpoint listing every rank's entries, then each
-        rank acknowledges its own (``alone``: the deciding process only, before any rank
-        trains on a new model, when it has nothing else to list)."""
+        """The deciding process writes one checkpoint listing every rank's entries and
+        reservoir state (each rank writes its reservoir's slots first), then each rank
+        acknowledges its own (``alone``: the deciding process only, before any rank trains on
+        a new model, when it has nothing else to list; the other ranks' reservoir states are
+        then the last ones gathered)."""
         done = list(self.trained)
-        every = done if alone else self.coordinator.gather(done)
+        mine = self._reservoir_state()
+        if alone:
+            every, states = done, [mine, *self.reservoir_states[1:]]
+        else:
+            every, states = self.coordinator.gather(done), self.coordinator.gather_all(mine)
         if self.coordinator.leads:
-            self._save_checkpoint(reason, every)
+            self._save_checkpoint(reason, every, states)
         if not alone:
             self.coordinator.written()
         self.checkpointer.acknowledge(done, final=final)
@@ -655,15 +682,38 @@ class Worker:
         if self.coordinator.leads:
             self._after_checkpoint(reason, len(every), final=final)
 
-    def _save_checkpoint(self, reason: str, done: list[str]) -> None:
+    def _reservoir_state(self) -> dict[str, Any] | None:
+        """This rank's reservoir state for a checkpoint, its slots written first (the
+        checkpoint then counts only slots that are in Redis); None without revisits."""
+        reservoir = self.reservoir
+        if reservoir is None:
+            return None
+        self.redis("writing the reservoir", reservoir.flush)
+        return reservoir.state_dict()
+
+    def _resume_reservoir(self, states: list[dict[str, Any] | None]) -> None:
+        """Load this rank's reservoir state from a checkpoint's, once per process (a restore
+        after a non-finite step keeps the reservoir as it is); a rank the checkpoint did not
+        know starts empty."""
+        reservoir, rank = self.reservoir, self.coordinator.rank
+        if reservoir is None or self.reservoir_resumed or rank >= len(states):
+            return
+        kept = states[rank]
+        if kept is not None:
+            self.redis("reading the reservoir", lambda: reservoir.load_state_dict(kept))
+        self.reservoir_resumed = True
+
+    def _save_checkpoint(
+        self, reason: str, done: list[str], reservoirs: list[dict[str, Any] | None]
+    ) -> None:
         model, vocab = self.model, self.vocab
         assert model is not None and vocab is not None
         self.counters["checkpoints"] += 1
         extra: dict[str, Any] = {"counters": dict(self.counters)}
-        reservoir = self.reservoir
-        if reservoir is not None:  # its slots first: the checkpoint then counts them
-            self.redis("writing the reservoir", reservoir.flush)
-            extra["reservoir"] = reservoir.state_dict()
+        if self.reservoir is not None:
+            self.reservoir_states = list(reservoirs)
+            extra["reservoir"] = reservoirs[0]  # rank 0's, where older code reads it
+            extra["reservoirs"] = self.reservoir_states
         if self.evaluator is not None:
             # The model's evaluation state is the scorer's as of the last published point.
             state, scored_docs, pending = self.evaluator.checkpoint_state()
@@ -729,3 +779,11 @@ class Worker:
             checkpoint_at=self.checkpointer.at,
         )
         self.publisher.snapshot(model, vocab, status)
+
+
+def _reservoir_states(extra: dict[str, Any]) -> list[dict[str, Any] | None]:
+    """Each rank's reservoir state in a checkpoint's ``extra`` (older ones kept rank 0's alone)."""
+    states = extra.get("reservoirs")
+    if states is not None:
+        return list(states)
+    return [extra["reservoir"]] if extra.get("reservoir") is not None else []

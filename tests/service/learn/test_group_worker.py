@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import os
 import signal
+import zlib
 from pathlib import Path
 
 import pytest
+import redis
 
 from service.ingest.queue import ArticleQueue, QueueConfig
+from service.keys import reservoir_key
+from service.learn.heldout_store import HeldoutStore
 from service.learn.model_store import CHECKPOINT_NAME, load_model
 from service.settings import Settings
 from service.store.snapshot import read_snapshot
@@ -120,3 +124,60 @@ def _rank_pid(log: Path, rank: int) -> int:
         if f"rank {rank} of 2 joined" in line and "pid" in line:
             return int(line.rsplit("pid ", 1)[1].split(")")[0])
     raise AssertionError(f"rank {rank} never logged its pid")
+
+
+def _held(client: redis.Redis, rank: int) -> set[str]:
+    """The texts rank ``rank``'s reservoir holds in Redis."""
+    stored = client.hgetall(reservoir_key(rank))
+    return {zlib.decompress(blob).decode("utf-8") for blob in stored.values()}
+
+
+def test_a_quiet_group_revisits_together_and_each_rank_keeps_its_reservoir(
+    redis_server: RedisServer, tmp_path: Path
+) -> None:
+    """Two ranks revisit up to the ratio from their own reservoirs, then idle; the checkpoint
+    keeps each rank's reservoir, and the restarted group goes on from both."""
+    client = redis_server.client()
+    data_dir = tmp_path / "data"
+    log = tmp_path / "group.log"
+    queue_articles(client, 0, ARTICLES)
+    env = {
+        "STREAMLDA_REVISIT": "true",
+        "STREAMLDA_REVISIT_RATIO": "2",
+        "STREAMLDA_CHECKPOINT_IDLE_S": "0.5",
+    }
+
+    def idle() -> bool:
+        snap = read_snapshot(client)
+        return drained(client) and snap is not None and snap.idle_since is not None
+
+    group = WorkerProcess(redis_server.url, data_dir, log, ranks=2, **env)
+    try:
+        wait_until(idle, "the group to learn, revisit up to the ratio and idle", timeout=120)
+        _stop(group)
+    finally:
+        group.ensure_dead()
+    model, _, extra = load_model(data_dir / CHECKPOINT_NAME)
+    trained = model.docs_seen
+    assert trained == _expected_trained(data_dir)
+    assert 2 * trained <= model.revisited_docs < 2 * trained + 2 * 10  # one group minibatch
+    states = extra["reservoirs"]
+    assert len(states) == 2 and sum(s["offered"] for s in states) == trained
+    heldout = set(HeldoutStore(client, Settings().heldout_key).texts())
+    held = [_held(client, rank) for rank in (0, 1)]
+    assert [len(h) for h in held] == [s["offered"] for s in states]
+    assert not (held[0] | held[1]) & heldout and not held[0] & held[1]
+
+    queue_articles(client, ARTICLES, 40)
+    again = WorkerProcess(redis_server.url, data_dir, log, ranks=2, **env)
+    try:
+        wait_until(idle, "the restarted group to learn the new articles and idle", timeout=120)
+        _stop(again)
+    finally:
+        again.ensure_dead()
+    model, _, extra = load_model(data_dir / CHECKPOINT_NAME)
+    after = extra["reservoirs"]
+    # Each rank counted on from its own state: none started its reservoir over.
+    assert all(a["offered"] >= s["offered"] for a, s in zip(after, states, strict=True))
+    assert sum(a["offered"] for a in after) == model.docs_seen > trained
+    assert model.revisited_docs >= 2 * model.docs_seen
