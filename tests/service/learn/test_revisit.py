@@ -204,6 +204,7 @@ def test_a_killed_worker_keeps_its_reservoir(redis_server: RedisServer, tmp_path
         worker.ensure_dead()
     _, _, extra = load_model(checkpoint)
     counted = extra["reservoir"]["offered"]
+    kept_revisits = extra["reservoir"].get("revisited", 0)
     before = held_slots(client)
     assert counted > 0 and set(range(counted)) <= set(before)  # flushed before the checkpoint
     heldout = set(HeldoutStore(client, Settings().heldout_key).texts())
@@ -212,11 +213,15 @@ def test_a_killed_worker_keeps_its_reservoir(redis_server: RedisServer, tmp_path
     env["STREAMLDA_CHECKPOINT_IDLE_S"] = "0.5"
     restarted = WorkerProcess(redis_server.url, data_dir, tmp_path / "worker.log", **env)
     try:
+        # New articles reopen the budget of revisits, whatever the checkpoint had used of it.
+        queue_articles(client, 150, 30)
         wait_until(lambda: drained(client), "the stream drained after the restart")
 
-        def revisiting_again() -> bool:
+        def revisiting_again() -> bool:  # revisits past those the checkpoint counted
             snap = read_snapshot(client)
-            return snap is not None and snap.revisit_docs_per_s > 0
+            if snap is None:
+                return False
+            return snap.reservoir_passes * snap.reservoir_articles > kept_revisits + 0.5
 
         wait_until(revisiting_again, "revisits from the kept reservoir")
         assert restarted.terminate() == 0
