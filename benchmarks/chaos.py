@@ -52,6 +52,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # this checkout's packages, not an installed copy's
 
 from benchmarks.dev_corpus import all_dev  # noqa: E402
+from benchmarks.up_process import stop_up  # noqa: E402
 from service.ingest.sources.jsonl import JsonlSource  # noqa: E402
 from service.keys import SNAPSHOT_KEY  # noqa: E402
 from service.store.embedded_redis import free_port  # noqa: E402
@@ -285,13 +286,7 @@ def soak(args: argparse.Namespace, work: Path, articles: Path) -> dict[str, Any]
         for pid in frozen:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGCONT)
-        if up.poll() is None:
-            up.send_signal(signal.SIGTERM)
-            try:
-                up.wait(timeout=STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                up.kill()
-                up.wait()
+        stop_up(up, STOP_TIMEOUT_S)
     if last is None:
         raise SystemExit(f"the API never answered; see {log}")
     return {"kills": kills, "availability": answered / max(1, polled), "totals": totals(last)}

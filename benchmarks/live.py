@@ -74,6 +74,7 @@ sys.path.insert(0, str(REPO))  # this checkout's packages, not an installed copy
 
 from benchmarks import learner  # noqa: E402
 from benchmarks.dev_corpus import all_dev  # noqa: E402
+from benchmarks.up_process import stop_up  # noqa: E402
 from lda.evaluation.perplexity import HeldoutSet  # noqa: E402
 from lda.vocab import Vocabulary  # noqa: E402
 from service.ingest.sources.jsonl import JsonlSource  # noqa: E402
@@ -297,13 +298,7 @@ def failed(message: str, log: Path, lines: int = 30) -> SystemExit:
 
 
 def stop(up: subprocess.Popen[bytes]) -> None:
-    if up.poll() is None:
-        up.send_signal(signal.SIGTERM)
-        try:
-            up.wait(timeout=STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            up.kill()
-            up.wait()
+    stop_up(up, STOP_TIMEOUT_S)
 
 
 def _epoch(iso: str) -> float:
