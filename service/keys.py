@@ -21,6 +21,8 @@ Redis under other names); their defaults are the ``DEFAULT_*`` constants, which
 | ``streamlda:perplexity`` | sorted set | worker | API | JSON perplexity points scored by docs_seen |
 | ``streamlda:model`` | hash | worker | API (``/infer``) | beta, its vocabulary and their version |
 | ``streamlda:control`` | hash | API (admin) | worker | ``paused`` and ``checkpoint_seq`` |
+| ``streamlda:topic:history`` | sorted set | worker | API | JSON points of every topic's size, coherence, drift and top words, scored by docs_seen; see :mod:`service.store.topic_history` |
+| ``streamlda:topic:names`` | hash | API (admin); worker (moves them with their topics) | API | topic id -> JSON of the name an operator gave it; see :mod:`service.store.topic_names` |
 """  # noqa: E501
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ HEARTBEAT_KEY = PREFIX + "heartbeat"
 PERPLEXITY_KEY = PREFIX + "perplexity"
 MODEL_KEY = PREFIX + "model"
 CONTROL_KEY = PREFIX + "control"
+TOPIC_HISTORY_KEY = PREFIX + "topic:history"
+TOPIC_NAMES_KEY = PREFIX + "topic:names"
 # Written and read by the worker alone, one per rank (service.learn.reservoir).
 RESERVOIR_KEY = PREFIX + "reservoir"
 

@@ -322,6 +322,30 @@ class Settings(BaseSettings):
     perplexity_history: int = Field(
         10_000, ge=1, description="Perplexity points kept in Redis (oldest dropped)"
     )
+    topic_articles: int = Field(
+        10,
+        ge=0,
+        description="Articles the worker keeps behind each topic, those most about it "
+        "(0: none; docs/topics.md)",
+    )
+    topic_articles_half_life: int = Field(
+        20_000,
+        ge=1,
+        description="Documents seen over which a kept article's share of its topic counts half "
+        "as much, so a topic that moved on shows what it means now (docs/topics.md)",
+    )
+    topic_history: int = Field(
+        200, ge=1, description="Points of each topic's history kept in Redis (oldest dropped)"
+    )
+    topic_name_max: int = Field(
+        100, ge=1, description="Longest topic name an operator may set, in characters"
+    )
+    export_docs: int = Field(
+        2_000,
+        ge=0,
+        description="Learned documents whose length and topic shares the worker keeps (a "
+        "uniform sample) for the exported model's document view",
+    )
     infer_concurrency: int = Field(
         1,
         ge=1,

@@ -103,6 +103,12 @@ class Snapshot:
     topic_drift: list[float] | None = None
     topic_changed_at: list[int] | None = None
     intervals: list[list[list[float | None]]] | None = None
+    # Per topic (absent from older workers' snapshots): its share of the stream's tokens (a
+    # running average of the minibatches' expectations, summing to 1), and the articles most
+    # about it, largest aged share first, each a row [title, article id, source, share, docs
+    # seen when learned] (see TopicArticle; docs/topics.md says how they are ranked and aged).
+    topic_size: list[float] | None = None
+    topic_articles: list[list[list[Any]]] | None = None
 
     @property
     def world_size(self) -> int:
@@ -116,6 +122,12 @@ class Snapshot:
     def words(self, estimate: Estimate) -> list[list[WordWeight]]:
         """Each topic's top words in beta_mean (``mean``) or in the current sample (``sample``)."""
         return self.topics if estimate == "mean" else self.sample_topics
+
+    def articles(self, k: int) -> list[TopicArticle]:
+        """The articles behind topic ``k``, most about it first (none before a worker kept any)."""
+        if self.topic_articles is None or not 0 <= k < len(self.topic_articles):
+            return []
+        return [TopicArticle.from_row(row) for row in self.topic_articles[k]]
 
     def to_json(self) -> str:
         # Shallow: asdict would deep-copy every WordWeight first, the bulk of the cost.
@@ -132,6 +144,39 @@ class Snapshot:
         for name in ("topics", "sample_topics"):
             data[name] = [[WordWeight(str(w), float(p)) for w, p in t] for t in data[name]]
         return cls(**data)
+
+
+# The live source's articles link to Wikipedia by page id; a file source's have no link.
+WIKIPEDIA_SOURCE = "wikipedia"
+WIKIPEDIA_PAGE_URL = "https://en.wikipedia.org/?curid={id}"
+
+
+@dataclass(frozen=True)
+class TopicArticle:
+    """One article behind a topic: its title, id (the page id for Wikipedia), source, its
+    share of the topic in the Gibbs expectations it was learned with, and the documents seen
+    when it was learned."""
+
+    title: str
+    id: str
+    source: str
+    share: float
+    docs_seen: int
+
+    @property
+    def url(self) -> str | None:
+        """The article on Wikipedia for the live source; None for a file source."""
+        if self.source != WIKIPEDIA_SOURCE or not self.id.isdigit():
+            return None
+        return WIKIPEDIA_PAGE_URL.format(id=self.id)
+
+    def row(self) -> list[Any]:
+        return [self.title, self.id, self.source, self.share, self.docs_seen]
+
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> TopicArticle:
+        title, article_id, source, share, docs_seen = row
+        return cls(str(title), str(article_id), str(source), float(share), int(docs_seen))
 
 
 if TYPE_CHECKING:  # the worker's side hands torch tensors; the API reads without torch
@@ -301,10 +346,54 @@ class PublishedModel:
     beta: np.ndarray  # (K, W) float32, a view of the word-major values read
     vocab: list[str]
     published_at: float
+    # The stream's figures published with beta (None from a worker that predates them).
+    stream: StreamFigures | None = None
 
     @property
     def n_topics(self) -> int:
         return int(self.beta.shape[0])
+
+
+@dataclass(frozen=True)
+class StreamFigures:
+    """What the stream says beside beta, for relevance ranking and export: each vocabulary
+    word's count in the tokens learned (fresh, not revisited), each topic's share of the
+    stream's tokens, and a bounded uniform sample of the learned documents' lengths (tokens
+    in the vocabulary) and topic shares (rows sum to 1)."""
+
+    term_frequency: np.ndarray  # (W,) float64
+    topic_size: np.ndarray  # (K,) float64, sums to 1
+    doc_lengths: np.ndarray  # (n,) int64
+    doc_topic: np.ndarray  # (n, K) float32
+
+    def fields(self) -> dict[str, Any]:
+        """The model hash's fields for these figures (little-endian bytes)."""
+        for name in ("term_frequency", "topic_size", "doc_topic"):
+            if not _all_finite(np.asarray(getattr(self, name), dtype=np.float64)):
+                raise ValueError(f"{name} has non-finite entries: never publish NaN")
+        return {
+            "term_frequency": np.asarray(self.term_frequency, dtype="<f8").tobytes(),
+            "topic_size": np.asarray(self.topic_size, dtype="<f8").tobytes(),
+            "doc_lengths": np.asarray(self.doc_lengths, dtype="<i8").tobytes(),
+            "doc_topic": np.asarray(self.doc_topic, dtype="<f4").tobytes(),
+            "doc_sample": len(self.doc_lengths),
+        }
+
+    @classmethod
+    def from_fields(cls, fields: Mapping[str, Any], n_topics: int) -> StreamFigures | None:
+        """The figures of a model hash's ``fields`` (names decoded), or None without them."""
+        if fields.get("term_frequency") is None or fields.get("doc_sample") is None:
+            return None
+        n = int(_text(fields["doc_sample"]))
+        return cls(
+            term_frequency=np.frombuffer(_bytes(fields["term_frequency"]), dtype="<f8"),
+            topic_size=np.frombuffer(_bytes(fields["topic_size"]), dtype="<f8"),
+            doc_lengths=np.frombuffer(_bytes(fields["doc_lengths"]), dtype="<i8"),
+            doc_topic=np.frombuffer(_bytes(fields["doc_topic"]), dtype="<f4").reshape(n, n_topics),
+        )
+
+
+STREAM_FIELDS = ("term_frequency", "topic_size", "doc_lengths", "doc_topic", "doc_sample")
 
 
 def publish_model(
@@ -315,8 +404,10 @@ def publish_model(
     docs_seen: int,
     gamma: float,
     at: float | None = None,
+    stream: StreamFigures | None = None,
 ) -> str:
-    """Store beta (K×W) with its vocabulary in one atomic HSET; returns the new version."""
+    """Store beta (K×W) with its vocabulary (and the ``stream``'s figures) in one atomic
+    HSET; returns the new version."""
     import torch
 
     if beta.dim() != 2 or beta.shape[1] != len(vocab):
@@ -351,6 +442,12 @@ def publish_model(
         **parts,
         "vocab": "\n".join(vocab),
     }
+    if stream is not None:
+        if stream.term_frequency.shape != (len(vocab),) or stream.topic_size.shape != (
+            beta.shape[0],
+        ):
+            raise ValueError("the stream's figures do not match beta's shape")
+        fields.update(stream.fields())
     pipe.hset(MODEL_KEY, mapping=fields)
     pipe.execute()
     return version
@@ -403,8 +500,10 @@ def read_model(client: redis.Redis) -> PublishedModel | None:
         flat = np.empty(k * w, dtype="<f4")
         if _read_parts(client, int(_text(head["beta_parts"])), flat.view(np.uint8)):
             vocab = client.hget(MODEL_KEY, "vocab")
+            extra: list[Any] = client.hmget(MODEL_KEY, list(STREAM_FIELDS))
             if vocab is not None and client.hget(MODEL_KEY, "version") == head["version"]:
-                return _published({**head, "vocab": vocab}, flat)
+                stream = dict(zip(STREAM_FIELDS, extra, strict=True))
+                return _published({**head, **stream, "vocab": vocab}, flat)
     raw: Mapping[bytes | str, bytes | str] = client.hgetall(MODEL_KEY)
     if not raw:
         return None
@@ -463,6 +562,7 @@ def _published(fields: Mapping[str, Any], flat: np.ndarray) -> PublishedModel:
         beta=beta,
         vocab=_text(fields["vocab"]).split("\n"),
         published_at=float(_text(fields["published_at"])),
+        stream=StreamFigures.from_fields(fields, k),
     )
 
 
