@@ -12,6 +12,8 @@ evaluation), so evaluating does not change the training trajectory; both are par
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -126,6 +128,7 @@ class StreamingLDA:
         *,
         revisit: bool = False,
         step_scale: float = 1.0,
+        documents: Callable[[torch.Tensor], None] | None = None,
     ) -> StepInfo:
         """Learn from one minibatch: Gibbs expectations, then one sampler step.
 
@@ -134,7 +137,9 @@ class StreamingLDA:
         step on every rank (:mod:`lda.parallel`). ``where`` is the step's layout when the
         caller already has it (saves a collective). A ``revisit`` is a minibatch of documents
         learned before: the same step at the stream's N, its step size times ``step_scale``,
-        counted apart from the documents seen (docs/samplers.md, "Revisiting a reservoir")."""
+        counted apart from the documents seen (docs/samplers.md, "Revisiting a reservoir").
+        ``documents``, when given, receives this rank's documents' expected topic counts
+        E[n_dk] ((n, K) float64) from the same sweeps the step learns from."""
         if where is None:
             where = layout(reducer, batch.n_documents, batch.n_tokens)
         if where.documents == 0:
@@ -142,7 +147,7 @@ class StreamingLDA:
         at: Layout = where
         minibatch = Minibatch(
             batch=Batch(batch.words.to(self.device), batch.offsets),
-            expectations=lambda beta, documents: self._expectations(beta, documents, at),
+            expectations=lambda beta, docs: self._expectations(beta, docs, at, documents),
             group=_group(reducer),
             scale=self.corpus_size(0 if revisit else where.documents) / where.documents,
         )
@@ -155,10 +160,22 @@ class StreamingLDA:
             self.tokens_seen += where.tokens
         return info
 
-    def _expectations(self, beta: torch.Tensor, batch: Batch, where: Layout) -> GibbsExpectations:
-        """This rank's Gibbs expectations of ``batch`` on ``beta`` (the learner's sweeps)."""
+    def _expectations(
+        self,
+        beta: torch.Tensor,
+        batch: Batch,
+        where: Layout,
+        documents: Callable[[torch.Tensor], None] | None,
+    ) -> GibbsExpectations:
+        """This rank's Gibbs expectations of ``batch`` on ``beta`` (the learner's sweeps), the
+        document sums too when ``documents`` wants them."""
         sweeps = GibbsConfig.from_learner(self.config)
-        return gibbs_expectations(beta, batch, sweeps, self.generator, where.shard)
+        if documents is not None:
+            sweeps = dataclasses.replace(sweeps, need_document_topic=True)
+        result = gibbs_expectations(beta, batch, sweeps, self.generator, where.shard)
+        if documents is not None:
+            documents(result.document_topic().to(torch.float64))
+        return result
 
     def test_token_probabilities(self, heldout: HeldoutSet) -> torch.Tensor:
         """p(w | d) of the held-out test tokens under the current sample."""

@@ -322,13 +322,19 @@ class Settings(BaseSettings):
     perplexity_history: int = Field(
         10_000, ge=1, description="Perplexity points kept in Redis (oldest dropped)"
     )
+    topic_record: bool = Field(
+        True,
+        description="Keep each topic's size and the articles behind it, the stream's word counts "
+        "and a document sample for export (off: the worker's step skips the documents' topic "
+        "sums, and those are not served)",
+    )
     topic_articles: int = Field(
         10,
         ge=0,
         description="Articles the worker keeps behind each topic, those most about it "
         "(0: none; docs/topics.md)",
     )
-    topic_articles_half_life: int = Field(
+    topic_half_life: int = Field(
         20_000,
         ge=1,
         description="Documents seen over which a kept article's share of its topic counts half "

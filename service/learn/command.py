@@ -32,6 +32,7 @@ from service.learn.publisher import NullPublisher, PublishConfig, Publisher, Pub
 from service.learn.reservoir import Reservoir
 from service.learn.runtime import set_threads
 from service.learn.session import LearningSession, SessionConfig
+from service.learn.topic_record import RecordConfig
 from service.learn.topic_watch import TopicWatch
 from service.learn.worker import CannotLearn, Worker, WorkerConfig
 from service.learner_flags import add_learner_flags
@@ -191,4 +192,5 @@ def build_worker(
             if settings.revisit
             else None
         ),
+        record=settings.part(RecordConfig) if settings.topic_record else None,
     )

@@ -13,10 +13,11 @@ import logging
 import math
 import time
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import redis
 
+from lda.config import CHANGED_BITS
 from lda.model import StreamingLDA
 from lda.vocab import Vocabulary
 from service.learn.evaluator import Scored
@@ -25,12 +26,15 @@ from service.store.redis_retry import RedisRetry
 from service.store.snapshot import (
     PerplexityPoint,
     Snapshot,
+    StreamFigures,
     append_perplexity,
     beat,
     publish_model,
     publish_snapshot,
     ranked_words,
 )
+from service.store.topic_history import HistoryPoint, append_topic_history
+from service.store.topic_names import move_topic_names
 
 log = logging.getLogger(__name__)
 
@@ -46,11 +50,12 @@ PUBLISH_MAX_GAP_S = 10.0
 @dataclass(frozen=True)
 class PublishConfig:
     """How much a snapshot shows and how often: top words per topic, perplexity points kept,
-    the least time between snapshots while training."""
+    the least time between snapshots while training, points of the topics' history kept."""
 
     topic_words: int
     perplexity_history: int
     publish_every_s: float
+    topic_history: int
 
 
 @dataclass(frozen=True)
@@ -69,6 +74,8 @@ class WorkerStatus:
     counters: dict[str, int]
     idle_since: float | None
     checkpoint_at: float | None
+    topic_size: list[float] | None = None  # each topic's share of the stream's tokens
+    topic_articles: list[list[list[Any]]] | None = None  # rows of TopicArticle per topic
 
 
 class Publishing(Protocol):
@@ -77,12 +84,17 @@ class Publishing(Protocol):
     def trained(self, model: StreamingLDA) -> None: ...
     def forget_samples(self) -> None: ...
     def beat(self) -> None: ...
-    def model(self, model: StreamingLDA, vocab: Vocabulary) -> None: ...
+    def model(
+        self, model: StreamingLDA, vocab: Vocabulary, stream: StreamFigures | None = None
+    ) -> None: ...
     def model_due(self) -> bool: ...
     def snapshot(self, model: StreamingLDA, vocab: Vocabulary, now: WorkerStatus) -> None: ...
     def snapshot_due(self) -> bool: ...
     def stale(self, model: StreamingLDA) -> bool: ...
     def point(self, scored: Scored) -> bool: ...
+    def topics_scored(
+        self, scored: Scored, vocab: Vocabulary, sizes: list[float] | None
+    ) -> None: ...
 
 
 class Publisher:
@@ -118,14 +130,22 @@ class Publisher:
     def beat(self) -> None:
         self.redis("beating", functools.partial(beat, self.client))
 
-    def model(self, model: StreamingLDA, vocab: Vocabulary) -> None:
-        """beta_mean, the vocabulary and gamma, for /infer."""
+    def model(
+        self, model: StreamingLDA, vocab: Vocabulary, stream: StreamFigures | None = None
+    ) -> None:
+        """beta_mean, the vocabulary and gamma, for /infer (with the ``stream``'s figures, for
+        relevance and export)."""
         gamma = model.config.gamma
         assert gamma is not None
         self.redis(
             "publishing the model",
             lambda: publish_model(
-                self.client, model.beta_mean, vocab.words, docs_seen=model.docs_seen, gamma=gamma
+                self.client,
+                model.beta_mean,
+                vocab.words,
+                docs_seen=model.docs_seen,
+                gamma=gamma,
+                stream=stream,
             ),
         )
         self.model_published = True
@@ -177,6 +197,8 @@ class Publisher:
             rank_docs_per_s=now.rank_docs_per_s,
             idle_since=now.idle_since,
             checkpoint_at=now.checkpoint_at,
+            topic_size=now.topic_size,
+            topic_articles=now.topic_articles,
             **self.watch.fields(served_ids),
         )
         self.redis(
@@ -207,6 +229,33 @@ class Publisher:
         self.redis("appending perplexity", lambda: append_perplexity(self.client, point, keep=keep))
         return True
 
+    def topics_scored(self, scored: Scored, vocab: Vocabulary, sizes: list[float] | None) -> None:
+        """An evaluation's point of every topic's history; names follow labels that the drift
+        matching moved."""
+        topics = scored.topics
+        matched = topics.get("matched")
+        if matched is not None:
+            self.redis("moving topic names", lambda: move_topic_names(self.client, matched))
+        ids = topics.get("words")
+        coherence = topics.get("coherence")
+        if ids is None or coherence is None:
+            return  # a scorer from before top words: no point
+        drift = topics.get("drift") or [None] * len(ids)
+        point = HistoryPoint(
+            docs_seen=scored.docs_seen,
+            at=time.time(),
+            size=sizes or [],
+            coherence=list(coherence),
+            drift=list(drift),
+            changed=[d is not None and d > CHANGED_BITS for d in drift],
+            words=[[vocab.words[i] for i in row] for row in ids],
+        )
+        keep = self.config.topic_history
+        self.redis(
+            "appending the topics' history",
+            lambda: append_topic_history(self.client, point, keep=keep),
+        )
+
 
 class NullPublisher:
     """The publisher of a rank that does not publish (a group's ranks other than 0)."""
@@ -220,7 +269,9 @@ class NullPublisher:
     def beat(self) -> None:
         pass
 
-    def model(self, model: StreamingLDA, vocab: Vocabulary) -> None:
+    def model(
+        self, model: StreamingLDA, vocab: Vocabulary, stream: StreamFigures | None = None
+    ) -> None:
         pass
 
     def model_due(self) -> bool:
@@ -237,6 +288,9 @@ class NullPublisher:
 
     def point(self, scored: Scored) -> bool:
         return False
+
+    def topics_scored(self, scored: Scored, vocab: Vocabulary, sizes: list[float] | None) -> None:
+        pass
 
 
 def _finite_or_none(value: float) -> float | None:

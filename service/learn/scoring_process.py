@@ -98,11 +98,22 @@ def serve(
         outbox.put((*message, state))
 
 
+# Words of each topic in a point of its history.
+HISTORY_WORDS = 10
+
+
 def _per_topic(
     coherence: torch.Tensor, previous: torch.Tensor | None, topics: torch.Tensor
 ) -> dict[str, Any]:
-    """Each topic's coherence, and its drift since ``previous`` (None for the first)."""
-    out: dict[str, Any] = {"coherence": coherence.tolist(), "drift": None, "matched": None}
+    """Each topic's coherence, top words (ids, for its history) and its drift since
+    ``previous`` (None for the first)."""
+    top = torch.topk(topics, min(HISTORY_WORDS, topics.shape[1]), dim=1).indices
+    out: dict[str, Any] = {
+        "coherence": coherence.tolist(),
+        "words": top.tolist(),
+        "drift": None,
+        "matched": None,
+    }
     if previous is not None:
         drift = topic_drift(previous, topics)
         out["drift"], out["matched"] = drift.divergence.tolist(), drift.matched.tolist()

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
@@ -278,6 +278,7 @@ class LearningSession(Generic[Item]):
         *,
         revisit: bool = False,
         step_scale: float = 1.0,
+        documents: Callable[[torch.Tensor], None] | None = None,
     ) -> None:
         """One sampler step on ``batch`` (with a group's ``reducer``, on every rank's union);
         raises lda.model.NonFiniteError and leaves the learner as it was if theta would not be
@@ -286,7 +287,9 @@ class LearningSession(Generic[Item]):
         model = self.model
         assert model is not None
         started = time.perf_counter()
-        model.update(batch, reducer, where, revisit=revisit, step_scale=step_scale)
+        model.update(
+            batch, reducer, where, revisit=revisit, step_scale=step_scale, documents=documents
+        )
         if revisit:
             return
         self.busy_s += time.perf_counter() - started

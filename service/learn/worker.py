@@ -75,6 +75,7 @@ from typing import Any
 import redis
 import torch
 
+from lda.batch import Batch
 from lda.model import NonFiniteError, StreamingLDA, revisit_step_scale
 from lda.vocab import Vocabulary
 from service.ingest.queue import ArticleQueue, entry_time
@@ -88,9 +89,11 @@ from service.learn.recent_rates import RecentRates
 from service.learn.reservoir import Reservoir
 from service.learn.runtime import release_freed_memory
 from service.learn.session import LearningSession, ModelTooLarge, VocabularyError
+from service.learn.topic_record import ArticleRef, RecordConfig, TopicRecord
 from service.store.counters import WORKER_COUNTERS
 from service.store.redis_retry import RedisGaveUp, RedisRetry
-from service.store.snapshot import read_control, truncate_perplexity
+from service.store.snapshot import StreamFigures, read_control, truncate_perplexity
+from service.store.topic_history import truncate_topic_history
 
 log = logging.getLogger(__name__)
 
@@ -139,6 +142,7 @@ class Worker:
         device: torch.device,
         stop: threading.Event,
         reservoir: Reservoir | None = None,
+        record: RecordConfig | None = None,
     ) -> None:
         self.config = config
         self.client = client
@@ -169,6 +173,11 @@ class Worker:
         self.reservoir_resumed = False
         self.fresh_at = 0.0  # time.monotonic() a read last brought entries
         self.recent = RecentRates()
+        # Sizes, the articles behind each topic and the stream's tally (the deciding rank's:
+        # it publishes them); built with each model, from its checkpoint when it has one.
+        self.record_config = record
+        self.record: TopicRecord | None = None
+        self.placed: dict[str, ArticleRef] = {}  # entry -> its article, until learned
 
     @property
     def model(self) -> StreamingLDA | None:
@@ -435,8 +444,11 @@ class Worker:
                 self.trained.append(entry_id)  # nothing to learn: acknowledged with the rest
             elif where.kind == "heldout" and article is not None:
                 self._hold_out(entry_id, article)
-            elif where.kind == "train" and article is not None and self.reservoir is not None:
-                self.reservoir.offer(article.text)  # held-out articles never enter it
+            elif where.kind == "train" and article is not None:
+                if self.record_config is not None and self.coordinator.leads:
+                    self.placed[entry_id] = (article.title, article.id, article.source)
+                if self.reservoir is not None:
+                    self.reservoir.offer(article.text)  # held-out articles never enter it
         if not had_heldout and self.session.heldout is not None:
             self._heldout_complete()
 
@@ -472,6 +484,7 @@ class Worker:
         still wait for scoring."""
         self.coordinator.model_changed()
         self.session.begin(vocab, model)
+        self._new_record(model, vocab, extra)
         # Checkpoints before asynchronous scoring had every point up to docs_seen scored.
         evaluations = (extra or {}).get("evaluations", {})
         scored_docs = int(evaluations.get("scored_docs", model.docs_seen))
@@ -479,6 +492,10 @@ class Worker:
         self.redis(
             "truncating the perplexity history",
             functools.partial(truncate_perplexity, self.client, scored_docs),
+        )
+        self.redis(
+            "truncating the topics' history",
+            functools.partial(truncate_topic_history, self.client, scored_docs),
         )
         if self.evaluator is not None:
             self.evaluator.close()
@@ -503,6 +520,18 @@ class Worker:
             if session.heldout is not None:
                 self._heldout_complete()
 
+    def _new_record(
+        self, model: StreamingLDA, vocab: Vocabulary, extra: dict[str, Any] | None
+    ) -> None:
+        """The topics' record for ``model`` (on the deciding rank), as its checkpoint kept it."""
+        config = self.record_config
+        if config is None or not self.coordinator.leads:
+            return
+        self.record = TopicRecord(config, model.config.n_topics, len(vocab))
+        kept = (extra or {}).get("topics")
+        if kept is not None:
+            self.record.load_state_dict(kept)
+
     def _receive(
         self,
         epoch: int,
@@ -521,11 +550,19 @@ class Worker:
     def _train_next(self, step: Step) -> None:
         self.idle_since = None  # (a group's other ranks may have read what this one did not)
         entries, batch = self.session.take()
+        counts: list[torch.Tensor] = []  # the documents' E[n_dk], for the topics' record
         try:
-            self.session.learn(batch, step.reducer, step.where)  # checks theta is finite
+            # Checks theta is finite.
+            self.session.learn(
+                batch,
+                step.reducer,
+                step.where,
+                documents=None if self.record is None else counts.append,
+            )
         except NonFiniteError as exc:
             self._restore(exc, entries)
             return
+        self._record(entries, batch, counts)
         self.counters["updates"] += 1
         # A group's documents in all, as its docs/s and revisits count them.
         self.recent.add(fresh=len(entries) if step.where is None else step.where.documents)
@@ -537,12 +574,20 @@ class Worker:
         if self.session.evaluation_due() and self.evaluator is not None:
             self._hand_off()
         if self.publisher.model_due():
-            self.publisher.model(model, vocab)
+            self.publisher.model(model, vocab, self._figures())
         # Rendering top words every minibatch would cost the worker and the API CPU.
         if self.publisher.snapshot_due():
             self._publish_snapshot()
         else:
             self._beat()
+
+    def _record(self, entries: list[str], batch: Batch, counts: list[torch.Tensor]) -> None:
+        """A fresh minibatch learned: its documents and their topics into the record."""
+        record, model = self.record, self.model
+        articles = [self.placed.pop(e, ("", e, "")) for e in entries]
+        if record is None or model is None or not counts:
+            return
+        record.learned(batch.words, counts[0], articles, model.docs_seen)
 
     def _may_revisit(self) -> bool:
         """Whether a revisit can be taken: revisits on, a learner with articles held, and
@@ -583,7 +628,7 @@ class Worker:
         assert vocab is not None
         self.publisher.trained(model)
         if self.publisher.model_due():
-            self.publisher.model(model, vocab)
+            self.publisher.model(model, vocab, self._figures())
         if self.publisher.snapshot_due():
             self._publish_snapshot()
         else:
@@ -610,13 +655,19 @@ class Worker:
                 model.docs_seen,
                 len(evaluator.pending),
             )
-        self.publisher.model(model, vocab)
+        self.publisher.model(model, vocab, self._figures())
 
     def _collect(self, timeout: float = 0.0) -> None:
         """Publish the points scored since the last call, then commit each (see evaluator)."""
         if self.evaluator is None:
             return
         for scored in self.evaluator.poll(timeout):
+            if self.record is not None:
+                self.record.evaluated(scored.docs_seen, scored.topics)
+            vocab = self.vocab
+            assert vocab is not None
+            sizes = None if self.record is None else self.record.sizes()
+            self.publisher.topics_scored(scored, vocab, sizes)
             if self.publisher.point(scored):
                 log.info(
                     "docs %d perplexity %.1f averaged %.1f | %.1f docs/s %.0f tokens/s | "
@@ -710,6 +761,8 @@ class Worker:
         assert model is not None and vocab is not None
         self.counters["checkpoints"] += 1
         extra: dict[str, Any] = {"counters": dict(self.counters)}
+        if self.record is not None:
+            extra["topics"] = self.record.state_dict()
         if self.reservoir is not None:
             self.reservoir_states = list(reservoirs)
             extra["reservoir"] = reservoirs[0]  # rank 0's, where older code reads it
@@ -731,11 +784,15 @@ class Worker:
             acknowledged,
         )
         if not final:
-            self.publisher.model(model, vocab)
+            self.publisher.model(model, vocab, self._figures())
             if model.docs_seen:  # no topics before the first update
                 self._publish_snapshot()
 
     # --- publication -----------------------------------------------------------------------
+    def _figures(self) -> StreamFigures | None:
+        """The stream's figures published with the model (None without a record)."""
+        return None if self.record is None else self.record.figures()
+
     def _rates(self) -> tuple[float, float]:
         return self.coordinator.rates(*self.session.rates())
 
@@ -777,6 +834,10 @@ class Worker:
             counters={name: int(value) for name, value in counters.items()},
             idle_since=self.idle_since,
             checkpoint_at=self.checkpointer.at,
+            topic_size=None if self.record is None else self.record.sizes(),
+            topic_articles=None
+            if self.record is None
+            else self.record.article_rows(model.docs_seen),
         )
         self.publisher.snapshot(model, vocab, status)
 

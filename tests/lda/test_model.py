@@ -89,3 +89,19 @@ def test_a_revisit_steps_at_the_streams_n_and_step_size(sampler: str) -> None:
     restored = StreamingLDA.from_state_dict(model.state_dict())
     assert (restored.revisit_steps, restored.revisited_docs) == (1, 2)
     assert restored.step_size == model.step_size
+
+
+@pytest.mark.parametrize("sampler", ["scir", "sgrld"])
+def test_document_counts_come_from_the_steps_own_sweeps_and_change_no_draw(sampler: str) -> None:
+    """Asking for the documents' E[n_dk] hands over each document's expected topic counts
+    (each row sums to its tokens) and leaves the chain exactly where it would have been."""
+    config = LearnerConfig(4, 12, sampler=sampler, sweeps=4)
+    watched, plain = StreamingLDA(config, seed=3), StreamingLDA(config, seed=3)
+    batch = Batch.from_ids([[0, 1, 2, 2], [5, 6], [11, 11, 11]])
+    seen: list[torch.Tensor] = []
+    for _ in range(3):
+        watched.update(batch, documents=seen.append)
+        plain.update(batch)
+    assert len(seen) == 3 and seen[0].shape == (3, 4) and seen[0].dtype == torch.float64
+    torch.testing.assert_close(seen[-1].sum(1), torch.tensor([4.0, 2.0, 3.0], dtype=torch.float64))
+    assert torch.equal(watched.beta, plain.beta) and torch.equal(watched.beta_mean, plain.beta_mean)

@@ -1,0 +1,126 @@
+"""The articles behind each topic: for every topic the N learned articles with the largest
+aged share of it, in O(K x N) memory (docs/topics.md, "The articles behind a topic").
+
+An article's share of topic k is E[n_dk] / n_d from the Gibbs expectations its minibatch was
+learned with. Its score halves every ``half_life`` documents the stream brings after it, so a
+topic's list follows what the topic means now; a topic whose words changed a lot at an
+evaluation also forgets the articles learned before the evaluation ahead of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from service.store.snapshot import TopicArticle
+
+# Articles with fewer tokens in the vocabulary are not listed: a handful of tokens gives a
+# share of 1 to whatever topic drew them, which says little about the topic.
+MIN_TOKENS = 20
+
+
+class TopicArticles:
+    """Per topic, the ``keep`` articles most about it; fed each fresh minibatch's shares."""
+
+    def __init__(self, n_topics: int, keep: int, half_life: int) -> None:
+        self.keep, self.half_life = keep, half_life
+        self.share = torch.zeros(n_topics, keep, dtype=torch.float64)
+        self.docs_at = torch.zeros(n_topics, keep, dtype=torch.int64)
+        self.slot = torch.full((n_topics, keep), -1, dtype=torch.int64)  # -1: empty
+        self.articles: dict[int, tuple[str, str, str]] = {}  # slot id -> (title, id, source)
+        self.next_slot = 0
+
+    def score(self, docs_seen: int) -> torch.Tensor:
+        """(K, keep) each kept article's share aged to ``docs_seen`` (-inf where empty)."""
+        age = (docs_seen - self.docs_at).clamp_min(0).to(torch.float64)
+        aged = self.share * torch.exp2(-age / self.half_life)
+        return torch.where(self.slot >= 0, aged, torch.full_like(aged, -torch.inf))
+
+    def offer(
+        self,
+        counts: torch.Tensor,
+        articles: Sequence[tuple[str, str, str]],
+        docs_seen: int,
+    ) -> None:
+        """A minibatch's documents: ``counts`` (n, K) E[n_dk], ``articles`` each one's
+        (title, id, source), learned when the stream had brought ``docs_seen`` documents."""
+        if self.keep == 0 or not len(articles):
+            return
+        counts = counts.to("cpu", torch.float64)
+        lengths = counts.sum(dim=1, keepdim=True)
+        share = counts / lengths.clamp_min(1.0)
+        share[lengths.squeeze(1) < MIN_TOKENS] = -torch.inf
+        top = min(self.keep, share.shape[0])
+        best, rows = torch.topk(share.T, top, dim=1)  # (K, top)
+        base = self.next_slot
+        self.next_slot += len(articles)
+        fresh_slot = torch.where(torch.isfinite(best), rows + base, torch.full_like(rows, -1))
+        scores = torch.cat([self.score(docs_seen), best], dim=1)
+        shares = torch.cat([self.share, best.clamp_min(0.0)], dim=1)
+        at = torch.cat([self.docs_at, torch.full_like(rows, docs_seen)], dim=1)
+        slots = torch.cat([self.slot, fresh_slot], dim=1)
+        order = torch.topk(scores, self.keep, dim=1).indices
+        self.share, self.docs_at = shares.gather(1, order), at.gather(1, order)
+        self.slot = slots.gather(1, order)
+        self.slot[~torch.isfinite(scores.gather(1, order))] = -1
+        kept = set(self.slot[self.slot >= 0].tolist())
+        for i in kept - self.articles.keys():
+            if base <= i < self.next_slot:
+                self.articles[i] = articles[i - base]
+        for i in self.articles.keys() - kept:
+            del self.articles[i]
+
+    def changed(self, topics: Sequence[bool], since: int) -> None:
+        """Topics whose words changed a lot: forget their articles learned before ``since``
+        (the evaluation before the one that saw the change) or at it."""
+        mask = torch.tensor(list(topics), dtype=torch.bool).unsqueeze(1) & (self.docs_at <= since)
+        self.slot[mask] = -1
+        self.share[mask] = 0.0
+
+    def permute(self, matched: Sequence[int]) -> None:
+        """Topic k is now what topic ``matched[k]`` was (the drift matching moved labels)."""
+        order = torch.tensor(list(matched), dtype=torch.int64)
+        self.share, self.docs_at, self.slot = (
+            self.share[order],
+            self.docs_at[order],
+            self.slot[order],
+        )
+
+    def rows(self, docs_seen: int) -> list[list[list[Any]]]:
+        """Each topic's articles, largest aged share first, as the snapshot carries them."""
+        order = torch.sort(self.score(docs_seen), dim=1, descending=True).indices
+        out: list[list[list[Any]]] = []
+        for slots, shares, ats in zip(
+            self.slot.gather(1, order).tolist(),
+            self.share.gather(1, order).tolist(),
+            self.docs_at.gather(1, order).tolist(),
+            strict=True,
+        ):
+            out.append(
+                [
+                    TopicArticle(*self.articles[s], round(share, 4), at).row()
+                    for s, share, at in zip(slots, shares, ats, strict=True)
+                    if s >= 0
+                ]
+            )
+        return out
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "share": self.share.clone(),
+            "docs_at": self.docs_at.clone(),
+            "slot": self.slot.clone(),
+            "articles": dict(self.articles),
+            "next_slot": self.next_slot,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """A checkpoint's articles; one of another shape (K or keep changed) is ignored."""
+        if tuple(state["slot"].shape) != tuple(self.slot.shape):
+            return
+        self.share, self.docs_at = state["share"].clone(), state["docs_at"].clone()
+        self.slot = state["slot"].clone()
+        self.articles = dict(state["articles"])
+        self.next_slot = int(state["next_slot"])

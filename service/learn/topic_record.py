@@ -1,0 +1,85 @@
+"""The worker's record of its topics beside the chain: the stream's tally (word frequencies,
+topic sizes, a document sample) and the articles behind each topic, fed by each fresh
+minibatch's expectations, told of evaluations, and kept in checkpoints."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from lda.config import CHANGED_BITS
+from service.learn.stream_tally import StreamTally
+from service.learn.topic_articles import TopicArticles
+from service.store.snapshot import StreamFigures
+
+ArticleRef = tuple[str, str, str]  # (title, article id, source)
+
+
+@dataclass(frozen=True)
+class RecordConfig:
+    """Articles kept per topic (0: none), the documents over which an article's share and a
+    topic's size count half, and the learned documents sampled for export."""
+
+    topic_articles: int
+    topic_half_life: int
+    export_docs: int
+    seed: int
+
+
+class TopicRecord:
+    """Sizes, articles and the stream's tally of one learner (K topics, W words)."""
+
+    def __init__(self, config: RecordConfig, n_topics: int, n_words: int) -> None:
+        self.tally = StreamTally(
+            n_topics, n_words, config.export_docs, config.topic_half_life, config.seed
+        )
+        self.articles = TopicArticles(n_topics, config.topic_articles, config.topic_half_life)
+        self.evaluated_at: int | None = None  # documents seen at the last evaluation
+
+    def learned(
+        self,
+        words: torch.Tensor,
+        counts: torch.Tensor,
+        articles: Sequence[ArticleRef],
+        docs_seen: int,
+    ) -> None:
+        """A fresh minibatch learned: its tokens' word ids, its documents' E[n_dk] (n, K) and
+        each document's article, the stream at ``docs_seen`` documents after it."""
+        self.tally.learned(words, counts)
+        self.articles.offer(counts, articles, docs_seen)
+
+    def evaluated(self, docs_seen: int, topics: dict[str, Any]) -> None:
+        """An evaluation's per-topic figures (drift and matching): labels that moved take
+        their articles and sizes along; topics that changed a lot forget articles learned
+        before the evaluation ahead of this one."""
+        matched, drift = topics.get("matched"), topics.get("drift")
+        if matched is not None and any(int(m) != k for k, m in enumerate(matched)):
+            self.articles.permute(matched)
+            self.tally.permute(list(matched))
+        if drift is not None and self.evaluated_at is not None:
+            self.articles.changed([d > CHANGED_BITS for d in drift], self.evaluated_at)
+        self.evaluated_at = docs_seen
+
+    def sizes(self) -> list[float]:
+        return [round(float(s), 6) for s in self.tally.topic_size]
+
+    def article_rows(self, docs_seen: int) -> list[list[list[Any]]]:
+        return self.articles.rows(docs_seen)
+
+    def figures(self) -> StreamFigures:
+        return self.tally.figures()
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "tally": self.tally.state_dict(),
+            "articles": self.articles.state_dict(),
+            "evaluated_at": self.evaluated_at,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.tally.load_state_dict(state["tally"])
+        self.articles.load_state_dict(state["articles"])
+        self.evaluated_at = state.get("evaluated_at")
