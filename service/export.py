@@ -15,7 +15,12 @@ import redis
 from service.errors import CommandError
 from service.settings import Settings
 from service.store.export import Export, ExportError, write_directory
-from service.store.redis_client import RedisURLError, connect, unreachable_message
+from service.store.redis_client import (
+    REFUSED_ERRORS,
+    RedisURLError,
+    connect,
+    unreachable_message,
+)
 from service.store.snapshot import read_model
 
 
@@ -39,6 +44,8 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from None
     try:
         model = read_model(client)
+    except REFUSED_ERRORS:
+        raise  # the command line names the setting to change (service.cli)
     except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
         raise CommandError(unreachable_message(settings.redis_url, exc)) from None
     finally:

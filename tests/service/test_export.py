@@ -28,6 +28,7 @@ from service.store.snapshot import StreamFigures, publish_model
 from tests.service.api.test_page import CHROMIUM, dump_dom
 from tests.service.conftest import ADMIN_TOKEN, FreshClient
 from tests.support.corpora import CORPORA, plain_records
+from tests.support.redis_server import RedisServer
 
 pytestmark = pytest.mark.slow
 
@@ -142,3 +143,20 @@ def test_a_model_without_stream_figures_is_refused_and_nothing_is_written(
     assert "no stream figures" in done.stderr and "predates" in done.stderr
     assert "Traceback" not in done.stderr
     assert list(tmp_path.iterdir()) == [tmp_path / "redis"]
+
+
+def test_a_refused_password_and_a_bad_url_are_one_line_without_the_password(
+    redis_server: RedisServer, tmp_path: Path
+) -> None:
+    with redis_server.client() as client:
+        client.config_set("requirepass", "the-right-one")
+    for url, said in [
+        (f"redis://:not-the-password@127.0.0.1:{redis_server.port}/0", "Redis refused"),
+        ("redis://admin:not-the-password@host:bad/0", "bad Redis URL"),
+    ]:
+        done = export(url, tmp_path / "export")
+        assert done.returncode == 2
+        assert done.stderr.startswith(f"streamlda export: error: {said}"), done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert "not-the-password" not in done.stdout + done.stderr
+    assert not (tmp_path / "export").exists()
