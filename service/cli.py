@@ -29,6 +29,7 @@ COMMANDS = {
     "api": "service.api.command",
     "worker": "service.learn.command",
     "up": "service.up",
+    "export": "service.export",
 }
 
 

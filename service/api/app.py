@@ -26,6 +26,7 @@ from service.api.reads.prerendered import FastReads
 from service.api.reads.refresher import View, ViewConfig
 from service.api.routes import (
     admin,
+    export,
     health,
     infer,
     metrics,
@@ -112,7 +113,7 @@ def create_app(settings: Settings) -> FastAPI:
     openapi_docs.install(app)
     app.include_router(topics.router(settings.topic_words))
     app.include_router(page.router(settings.page_refresh_s))
-    for module in (perplexity, stats, infer, words, health, metrics, admin):
+    for module in (perplexity, stats, infer, words, health, metrics, admin, export):
         app.include_router(module.router)
     # The last added is the outermost: the cap on requests taken decides before the body is
     # read; the body is read (size and time limits) before the work waits for a thread.

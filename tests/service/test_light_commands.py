@@ -1,5 +1,6 @@
-"""Commands that need no maths load none: the settings and ``streamlda scrape`` import no torch,
-numba or FastAPI (a scraper host should not pay for them at every start)."""
+"""Commands that need no maths load none: the settings, ``streamlda scrape`` and ``streamlda
+export`` import no torch, numba or FastAPI (a scraper host should not pay for them at every
+start, nor an export that only reads Redis and writes files)."""
 
 from __future__ import annotations
 
@@ -47,3 +48,8 @@ def test_scrape_imports_no_torch(argv):
 
 def test_the_other_commands_still_register_and_load_what_they_need():
     assert "torch" in _loaded(_main(["worker", "--help"]))
+
+
+def test_export_imports_no_torch():
+    unreachable = ["export", "--redis", "redis://127.0.0.1:1/0", "--out", "never-written"]
+    assert _loaded(_main(unreachable)) == ""
