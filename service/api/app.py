@@ -24,6 +24,7 @@ from service.api.infer.proportions import warm_up
 from service.api.reads import pipeline_status
 from service.api.reads.prerendered import FastReads
 from service.api.reads.refresher import View, ViewConfig
+from service.api.reads.topic_history import TopicHistory
 from service.api.routes import (
     admin,
     health,
@@ -32,6 +33,8 @@ from service.api.routes import (
     page,
     perplexity,
     stats,
+    topic_history,
+    topic_names,
     topics,
     words,
 )
@@ -79,8 +82,9 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.redis_url = settings.redis_url  # named (redacted) in errors
     app.state.redis_timeout = settings.redis_timeout  # an admin request's wait for the view
     app.state.admin_token = settings.admin_token
+    app.state.topic_name_max = settings.topic_name_max
     app.state.redis = connect(settings, timeout=settings.redis_timeout)
-    app.state.model_cache = ModelCache()
+    app.state.model_cache = ModelCache(settings.topic_words)
     sources = pipeline_status.StreamKeys(settings.stream, settings.group, settings.counters_key)
     config = ViewConfig(
         settings.api_refresh_s,
@@ -90,7 +94,8 @@ def create_app(settings: Settings) -> FastAPI:
         sources,
         settings.worker_silent_after_s,
     )
-    app.state.view = View(app.state.redis, config)
+    app.state.view = View(app.state.redis, config, app.state.model_cache)
+    app.state.topic_history = TopicHistory(settings.render_cache)
     app.state.infer_pool = ThreadPoolExecutor(settings.infer_concurrency, "infer")
     # Each inference thread splits its batch over infer_threads threads: itself and helpers.
     helpers = settings.infer_concurrency * (settings.inference_threads - 1)
@@ -111,8 +116,9 @@ def create_app(settings: Settings) -> FastAPI:
     errors.install(app)
     openapi_docs.install(app)
     app.include_router(topics.router(settings.topic_words))
+    app.include_router(topic_history.router)
     app.include_router(page.router(settings.page_refresh_s))
-    for module in (perplexity, stats, infer, words, health, metrics, admin):
+    for module in (perplexity, stats, infer, words, health, metrics, admin, topic_names):
         app.include_router(module.router)
     # The last added is the outermost: the cap on requests taken decides before the body is
     # read; the body is read (size and time limits) before the work waits for a thread.
