@@ -82,7 +82,6 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.redis_url = settings.redis_url  # named (redacted) in errors
     app.state.redis_timeout = settings.redis_timeout  # an admin request's wait for the view
     app.state.admin_token = settings.admin_token
-    app.state.topic_name_max = settings.topic_name_max
     app.state.redis = connect(settings, timeout=settings.redis_timeout)
     app.state.model_cache = ModelCache(settings.topic_words)
     sources = pipeline_status.StreamKeys(settings.stream, settings.group, settings.counters_key)
@@ -118,7 +117,8 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(topics.router(settings.topic_words))
     app.include_router(topic_history.router)
     app.include_router(page.router(settings.page_refresh_s))
-    for module in (perplexity, stats, infer, words, health, metrics, admin, topic_names):
+    app.include_router(topic_names.router(settings.topic_name_max))
+    for module in (perplexity, stats, infer, words, health, metrics, admin):
         app.include_router(module.router)
     # The last added is the outermost: the cap on requests taken decides before the body is
     # read; the body is read (size and time limits) before the work waits for a thread.

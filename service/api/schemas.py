@@ -151,13 +151,6 @@ class TopicHistoryOut(BaseModel):
     points: list[TopicHistoryPointOut] = Field(description="One per evaluation, oldest first")
 
 
-class TopicNameIn(BaseModel):
-    name: str = Field(
-        description="Any text; surrounding whitespace is dropped, and what is left must be 1 "
-        "to the setting topic_name_max characters"
-    )
-
-
 class TopicNameOut(BaseModel):
     id: int
     name: str | None = Field(description="The topic's name now (null: none)")

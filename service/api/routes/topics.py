@@ -18,7 +18,6 @@ from typing import Annotated
 import redis
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, Response, status
 from fastapi.concurrency import run_in_threadpool
-from fastapi.exceptions import RequestValidationError
 
 from lda.config import Estimate
 from service.api.deps import ModelCacheDep, RedisDep, StateDep
@@ -43,6 +42,13 @@ from service.api.schemas import (
 _TOP = "Words per topic, most probable first (at most the setting topic_words)"
 EstimateQuery = Annotated[Estimate, Query(description=ESTIMATE)]
 UncertaintyQuery = Annotated[bool, Query(description=UNCERTAINTY)]
+# Both parameters are valid alone; the published model holds beta_mean only.
+CONFLICT: dict[int | str, dict[str, object]] = {
+    409: {
+        "model": ErrorOut,
+        "description": "relevance ranks the published beta_mean: not with estimate=sample",
+    }
+}
 RelevanceQuery = Annotated[float | None, Query(ge=0, le=1, description=RELEVANCE)]
 
 
@@ -58,15 +64,7 @@ async def ranking(
     if lam is None:
         return None
     if estimate != "mean":
-        raise RequestValidationError(
-            [
-                {
-                    "loc": ("query", "relevance"),
-                    "msg": "relevance ranks beta_mean's words: not with estimate=sample",
-                    "type": "value_error",
-                }
-            ]
-        )
+        raise HTTPException(status.HTTP_409_CONFLICT, CONFLICT[409]["description"])
     loaded = await run_in_threadpool(cache.get, client)
     if loaded is None:
         raise HTTPException(
@@ -90,7 +88,7 @@ def router(most: int) -> APIRouter:
         "/topics",
         dependencies=[Depends(strict(topics_query(most, one=False)))],
         response_model=TopicsOut,
-        responses={304: NOT_MODIFIED, **INVALID, **UNAVAILABLE},
+        responses={304: NOT_MODIFIED, **CONFLICT, **INVALID, **UNAVAILABLE},
         openapi_extra=IF_NONE_MATCH,
     )
     async def list_topics(
@@ -117,6 +115,7 @@ def router(most: int) -> APIRouter:
         responses={
             304: NOT_MODIFIED,
             404: {"model": ErrorOut, "description": "No topic with this id"},
+            **CONFLICT,
             **INVALID,
             **UNAVAILABLE,
         },

@@ -112,7 +112,7 @@ def test_relevance_needs_the_mean_and_a_model(
     api: TestClient, published: Published, redis_client: redis.Redis
 ) -> None:
     response = api.get("/topics/1?relevance=0.5&estimate=sample")
-    assert response.status_code == 422 and "estimate=sample" in response.json()["detail"]
+    assert response.status_code == 409 and "estimate=sample" in response.json()["detail"]
     redis_client.delete("streamlda:model")
     response = api.get("/topics?relevance=0.5")
     assert response.status_code == 503 and "no model" in response.json()["detail"]
