@@ -138,7 +138,7 @@ def create_app(settings: Settings) -> FastAPI:
         app.add_middleware(
             CORSMiddleware,
             allow_origins=settings.cors_origins,
-            allow_methods=["GET", "POST"],
+            allow_methods=["GET", "POST", "PUT", "DELETE"],
             allow_headers=["Authorization", "Content-Type", "If-None-Match"],
             expose_headers=["ETag"],
         )
