@@ -24,6 +24,7 @@ from service.api.infer.proportions import warm_up
 from service.api.reads import pipeline_status
 from service.api.reads.prerendered import FastReads
 from service.api.reads.refresher import View, ViewConfig
+from service.api.reads.topic_history import TopicHistory
 from service.api.routes import (
     admin,
     export,
@@ -33,6 +34,8 @@ from service.api.routes import (
     page,
     perplexity,
     stats,
+    topic_history,
+    topic_names,
     topics,
     words,
 )
@@ -81,7 +84,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.redis_timeout = settings.redis_timeout  # an admin request's wait for the view
     app.state.admin_token = settings.admin_token
     app.state.redis = connect(settings, timeout=settings.redis_timeout)
-    app.state.model_cache = ModelCache()
+    app.state.model_cache = ModelCache(settings.topic_words)
     sources = pipeline_status.StreamKeys(settings.stream, settings.group, settings.counters_key)
     config = ViewConfig(
         settings.api_refresh_s,
@@ -91,7 +94,8 @@ def create_app(settings: Settings) -> FastAPI:
         sources,
         settings.worker_silent_after_s,
     )
-    app.state.view = View(app.state.redis, config)
+    app.state.view = View(app.state.redis, config, app.state.model_cache)
+    app.state.topic_history = TopicHistory(settings.render_cache)
     app.state.infer_pool = ThreadPoolExecutor(settings.infer_concurrency, "infer")
     # Each inference thread splits its batch over infer_threads threads: itself and helpers.
     helpers = settings.infer_concurrency * (settings.inference_threads - 1)
@@ -112,7 +116,9 @@ def create_app(settings: Settings) -> FastAPI:
     errors.install(app)
     openapi_docs.install(app)
     app.include_router(topics.router(settings.topic_words))
+    app.include_router(topic_history.router)
     app.include_router(page.router(settings.page_refresh_s))
+    app.include_router(topic_names.router(settings.topic_name_max))
     for module in (perplexity, stats, infer, words, health, metrics, admin, export):
         app.include_router(module.router)
     # The last added is the outermost: the cap on requests taken decides before the body is
@@ -133,7 +139,7 @@ def create_app(settings: Settings) -> FastAPI:
         app.add_middleware(
             CORSMiddleware,
             allow_origins=settings.cors_origins,
-            allow_methods=["GET", "POST"],
+            allow_methods=["GET", "POST", "PUT", "DELETE"],
             allow_headers=["Authorization", "Content-Type", "If-None-Match"],
             expose_headers=["ETag"],
         )

@@ -41,7 +41,13 @@ UNCERTAINTY = (
     "Add each word's low and high: the 5% and 95% quantiles of its weight over the chain's "
     "recent samples (setting uncertainty_samples); wide means the data has not pinned it down"
 )
-SORT = "Order of the topics: id, or coherence (highest first, topics without one last)"
+SORT = "Order of the topics: id, coherence or size (highest first, topics without one last)"
+RELEVANCE = (
+    "Rank each topic's words by relevance with this lambda, 0 to 1 (rounded to 2 decimals): "
+    "lambda * log p(w|k) + (1 - lambda) * log(p(w|k) / p(w)), p(w) the word's share of the "
+    "stream; 1 is probability order, lower favours words peculiar to the topic. Absent: by "
+    "probability. Ranks the published model's beta_mean, so not with estimate=sample"
+)
 
 
 class WordOut(BaseModel):
@@ -68,6 +74,19 @@ class TopicOut(BaseModel):
         description="Jensen-Shannon divergence (bits, 0 to 1) of the topic since the evaluation "
         "before, topics matched across the two (null for the first)",
     )
+    size: float | None = Field(
+        None,
+        description="The topic's share of the stream's tokens (the topics' sum to 1; null from "
+        "a worker that does not measure it)",
+    )
+    name: str | None = Field(None, description="The name an operator gave the topic, or null")
+    suggested_name: str = Field(
+        description="The topic's first three words by relevance (lambda 0.6) in the published "
+        "model, joined by ' · ' (by probability before a model)"
+    )
+
+
+_RELEVANCE_OUT = "The lambda the words are ranked by relevance with; null: by probability"
 
 
 class TopicsOut(BaseModel):
@@ -75,10 +94,22 @@ class TopicsOut(BaseModel):
     updated_at: datetime
     sampler: str
     estimate: Estimate = Field(description=ESTIMATE)
+    relevance: float | None = Field(None, description=_RELEVANCE_OUT)
     quality_docs: int | None = Field(
         None, description="Documents seen at the evaluation that coherence and drift come from"
     )
     topics: list[TopicOut]
+
+
+class ArticleOut(BaseModel):
+    """An article behind a topic."""
+
+    title: str
+    id: str = Field(description="The article's id in its source (Wikipedia's page id)")
+    source: str = Field(description="Where it came from: wikipedia, or a file source")
+    share: float = Field(description="The topic's share of the article's tokens when learned")
+    docs_seen: int = Field(description="Documents seen when the article was learned")
+    url: str | None = Field(description="The article on Wikipedia; null for a file source")
 
 
 class OneTopicOut(TopicOut):
@@ -86,6 +117,7 @@ class OneTopicOut(TopicOut):
     updated_at: datetime
     sampler: str
     estimate: Estimate = Field(description=ESTIMATE)
+    relevance: float | None = Field(None, description=_RELEVANCE_OUT)
     quality_docs: int | None = Field(
         None, description="Documents seen at the evaluation that coherence and drift come from"
     )
@@ -94,6 +126,34 @@ class OneTopicOut(TopicOut):
         description="Documents seen at the last evaluation where the topic moved more than "
         "0.05 bits (or was first evaluated)",
     )
+    articles: list[ArticleOut] = Field(
+        default_factory=list,
+        description="The articles most about the topic, most first (docs/topics.md)",
+    )
+
+
+class TopicHistoryPointOut(BaseModel):
+    """One topic at one evaluation."""
+
+    docs_seen: int
+    at: datetime
+    size: float = Field(description="The topic's share of the stream's tokens")
+    coherence: float | None = Field(description="NPMI coherence (null without held-out data)")
+    drift: float | None = Field(description="Bits moved since the evaluation before")
+    changed: bool = Field(description="Whether it moved more than 0.05 bits since then")
+    words: list[str] = Field(description="Its top words, most probable first")
+
+
+class TopicHistoryOut(BaseModel):
+    """A topic over the evaluations kept (the setting topic_history)."""
+
+    id: int
+    points: list[TopicHistoryPointOut] = Field(description="One per evaluation, oldest first")
+
+
+class TopicNameOut(BaseModel):
+    id: int
+    name: str | None = Field(description="The topic's name now (null: none)")
 
 
 class PerplexityPointOut(BaseModel):

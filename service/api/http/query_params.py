@@ -11,6 +11,7 @@ else is an :class:`InvalidParameter` that names the parameter and shows at most
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -99,7 +100,25 @@ class Boolean:
         return text == "true"
 
 
-Kind = Integer | Choice | Boolean
+_DECIMAL = re.compile(r"(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+@dataclass(frozen=True)
+class Fraction:
+    """A number from 0 to 1 in decimal (an exponent allowed, as JSON numbers have one)."""
+
+    def parse(self, where: str, name: str, text: str) -> float:
+        if not text.isascii() or _DECIMAL.fullmatch(text) is None:
+            raise InvalidParameter(where, name, f"{shown(text)} is not a number", "float_parsing")
+        value = float(text)
+        if not 0.0 <= value <= 1.0:
+            raise InvalidParameter(
+                where, name, f"{shown(text)} is not between 0 and 1", "less_than_equal"
+            )
+        return value
+
+
+Kind = Integer | Choice | Boolean | Fraction
 
 
 def parse_query(raw: bytes | str, spec: Mapping[str, Kind]) -> dict[str, Any]:
@@ -136,7 +155,7 @@ def strict(
 
 
 ESTIMATE = Choice(("mean", "sample"))
-SORT = Choice(("id", "coherence"))
+SORT = Choice(("id", "coherence", "size"))
 SINCE = {"since": Integer(0)}
 TOPIC_ID = {"topic_id": Integer(0)}
 
@@ -147,5 +166,6 @@ def topics_query(most: int, one: bool) -> dict[str, Kind]:
         "top": Integer(1, most),
         "estimate": ESTIMATE,
         "uncertainty": Boolean(),
+        "relevance": Fraction(),
     }
     return spec if one else {**spec, "sort": SORT}

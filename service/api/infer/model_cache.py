@@ -10,6 +10,7 @@ import redis
 
 from lda.tokens import WordIndex
 from service.api.infer.proportions import word_columns
+from service.api.reads.relevance import Rankings
 from service.api.reads.word_topics import Ranked
 from service.store.snapshot import PublishedModel, read_model, read_model_version
 
@@ -22,13 +23,16 @@ class LoadedModel:
     model: PublishedModel
     words: WordIndex
     columns: np.ndarray  # word_columns(beta)
+    relevance: Rankings  # the topics' words by relevance, per lam asked for
     word_ranks: dict[int, Ranked] = field(default_factory=dict)  # /words' answers, this model's
 
 
 class ModelCache:
-    """Holds the latest model; each call costs one HGET unless the version changed."""
+    """Holds the latest model; each call costs one HGET unless the version changed.
+    ``ranked_words``: words per topic its relevance rankings keep (the setting topic_words)."""
 
-    def __init__(self) -> None:
+    def __init__(self, ranked_words: int = 100) -> None:
+        self.ranked_words = ranked_words
         self._lock = threading.Lock()
         self._loaded: LoadedModel | None = None
         self.loads = 0
@@ -46,6 +50,11 @@ class ModelCache:
                 model = read_model(client)
                 if model is None:
                     return None
-                self._loaded = LoadedModel(model, WordIndex(model.vocab), word_columns(model.beta))
+                self._loaded = LoadedModel(
+                    model,
+                    WordIndex(model.vocab),
+                    word_columns(model.beta),
+                    Rankings(model, self.ranked_words),
+                )
                 self.loads += 1
             return self._loaded

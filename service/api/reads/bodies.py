@@ -5,14 +5,17 @@ They follow the models of :mod:`service.api.schemas` (the OpenAPI schema); a tes
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from lda.config import Estimate
 from service.api.http.compact_json import dumps
-from service.store.snapshot import PerplexityPoint, Snapshot
+from service.api.reads.relevance import Ranking
+from service.store.snapshot import PerplexityPoint, Snapshot, WordWeight
 
-TopicOrder = Literal["id", "coherence"]
+TopicOrder = Literal["id", "coherence", "size"]
 # Default ``top`` of /topics and /topics/{id} (bounded by the setting topic_words).
 TOPICS_TOP = 10
 ONE_TOPIC_TOP = 20
@@ -23,24 +26,50 @@ def iso(unix: float) -> str:
     return datetime.fromtimestamp(unix, tz=UTC).isoformat().replace("+00:00", "Z")
 
 
+@dataclass(frozen=True)
+class Labels:
+    """What the topics are called: the operators' names by topic id, and a suggested name for
+    every topic (its first words by relevance)."""
+
+    names: Mapping[int, str]
+    suggested: Sequence[str]
+
+
 def _words(
-    snapshot: Snapshot, topic_id: int, top: int, estimate: Estimate, uncertainty: bool
+    snapshot: Snapshot,
+    topic_id: int,
+    top: int,
+    estimate: Estimate,
+    uncertainty: bool,
+    ranking: Ranking | None,
 ) -> list[dict[str, Any]]:
-    """The topic's ``top`` words; with ``uncertainty`` their intervals (beta_mean's words only:
-    null for the sample's, and before the worker has two samples)."""
-    words = snapshot.words(estimate)[topic_id][:top]
+    """The topic's ``top`` words, by probability or by ``ranking``'s relevance; with
+    ``uncertainty`` their intervals (beta_mean's words only: null for the sample's, before the
+    worker has two samples, and for a relevant word outside the snapshot's top words)."""
+    served: list[WordWeight] = snapshot.words(estimate)[topic_id]
+    words = served[:top] if ranking is None else ranking.words(topic_id, top)
     if not uncertainty:
         return [{"word": w.word, "weight": w.weight} for w in words]
     bounds = snapshot.intervals[topic_id] if snapshot.intervals and estimate == "mean" else None
+    if bounds is not None and ranking is not None:
+        at = {w.word: i for i, w in enumerate(served)}
+        found = [at.get(w.word) for w in words]
+        picked = [[None, None] if i is None else bounds[i] for i in found]
+    else:
+        picked = [[None, None] if bounds is None else bounds[i] for i in range(len(words))]
     return [
-        {
-            "word": w.word,
-            "weight": w.weight,
-            "low": None if bounds is None else bounds[i][0],
-            "high": None if bounds is None else bounds[i][1],
-        }
-        for i, w in enumerate(words)
+        {"word": w.word, "weight": w.weight, "low": low, "high": high}
+        for w, (low, high) in zip(words, picked, strict=True)
     ]
+
+
+def _label(snapshot: Snapshot, labels: Labels, topic_id: int) -> dict[str, Any]:
+    size = snapshot.topic_size
+    return {
+        "size": None if size is None or topic_id >= len(size) else size[topic_id],
+        "name": labels.names.get(topic_id),
+        "suggested_name": labels.suggested[topic_id],
+    }
 
 
 def _quality(snapshot: Snapshot, topic_id: int) -> dict[str, Any]:
@@ -51,31 +80,59 @@ def _quality(snapshot: Snapshot, topic_id: int) -> dict[str, Any]:
     }
 
 
-def _by_coherence(topic: dict[str, Any]) -> tuple[bool, float]:
-    coherence = topic["coherence"]
-    return coherence is None, -(coherence or 0.0)
+def _highest_first(name: str) -> Any:
+    """A sort key: the topic's ``name`` figure, highest first, topics without one last."""
+
+    def key(topic: dict[str, Any]) -> tuple[bool, float]:
+        value = topic[name]
+        return value is None, -(value or 0.0)
+
+    return key
+
+
+def _articles(snapshot: Snapshot, topic_id: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "title": a.title,
+            "id": a.id,
+            "source": a.source,
+            "share": a.share,
+            "docs_seen": a.docs_seen,
+            "url": a.url,
+        }
+        for a in snapshot.articles(topic_id)
+    ]
 
 
 def topics(
     snapshot: Snapshot,
+    labels: Labels,
     top: int,
     estimate: Estimate,
     uncertainty: bool = False,
     sort: TopicOrder = "id",
+    ranking: Ranking | None = None,
 ) -> bytes:
-    """``TopicsOut``: every topic of the ``estimate`` with its ``top`` words."""
+    """``TopicsOut``: every topic of the ``estimate`` with its ``top`` words (by ``ranking``'s
+    relevance when given, beta_mean's only)."""
     listed = [
-        {"id": k, "words": _words(snapshot, k, top, estimate, uncertainty), **_quality(snapshot, k)}
+        {
+            "id": k,
+            "words": _words(snapshot, k, top, estimate, uncertainty, ranking),
+            **_quality(snapshot, k),
+            **_label(snapshot, labels, k),
+        }
         for k in range(snapshot.n_topics)
     ]
-    if sort == "coherence":
-        listed.sort(key=_by_coherence)  # stable: ties keep id order
+    if sort != "id":
+        listed.sort(key=_highest_first(sort))  # stable: ties keep id order
     return dumps(
         {
             "docs_seen": snapshot.docs_seen,
             "updated_at": iso(snapshot.updated_at),
             "sampler": snapshot.sampler,
             "estimate": estimate,
+            "relevance": None if ranking is None else ranking.lam,
             "quality_docs": snapshot.quality_docs,
             "topics": listed,
         }
@@ -83,21 +140,31 @@ def topics(
 
 
 def one_topic(
-    snapshot: Snapshot, topic_id: int, top: int, estimate: Estimate, uncertainty: bool = False
+    snapshot: Snapshot,
+    labels: Labels,
+    topic_id: int,
+    top: int,
+    estimate: Estimate,
+    uncertainty: bool = False,
+    ranking: Ranking | None = None,
 ) -> bytes:
-    """``OneTopicOut``: one topic of the ``estimate`` (its id must be in range), ``top`` words."""
+    """``OneTopicOut``: one topic of the ``estimate`` (its id must be in range), ``top`` words,
+    and the articles behind it."""
     changed = snapshot.topic_changed_at
     return dumps(
         {
             "id": topic_id,
-            "words": _words(snapshot, topic_id, top, estimate, uncertainty),
+            "words": _words(snapshot, topic_id, top, estimate, uncertainty, ranking),
             **_quality(snapshot, topic_id),
+            **_label(snapshot, labels, topic_id),
             "docs_seen": snapshot.docs_seen,
             "updated_at": iso(snapshot.updated_at),
             "sampler": snapshot.sampler,
             "estimate": estimate,
+            "relevance": None if ranking is None else ranking.lam,
             "quality_docs": snapshot.quality_docs,
             "changed_at_docs": None if changed is None else changed[topic_id],
+            "articles": _articles(snapshot, topic_id),
         }
     )
 

@@ -69,21 +69,21 @@ class FastReads:
             return None
         one = path != TOPICS
         params = self._query(raw, self._one_topic if one else self._all_topics)
-        if params is None:
+        if params is None or "relevance" in params:  # ranked from the model: the routes'
             return None
         top = params.get("top", min(bodies.ONE_TOPIC_TOP if one else bodies.TOPICS_TOP, self.most))
         estimate = params.get("estimate", "mean")
         uncertainty = params.get("uncertainty", False)
         if not one:
             sort = params.get("sort", "id")
-            return TOPICS, topics.all(top, estimate, uncertainty, sort)
+            return TOPICS, topics.all(top, estimate, uncertainty, sort, None)
         try:
             topic_id = TOPIC_ID["topic_id"].parse("path", "topic_id", path[len(TOPICS) + 1 :])
         except InvalidParameter:
             return None
         if topic_id >= topics.snapshot.n_topics:
             return None
-        return ONE_TOPIC, topics.one(topic_id, top, estimate, uncertainty)
+        return ONE_TOPIC, topics.one(topic_id, top, estimate, uncertainty, None)
 
     def _lookup(self, state: State, path: str, raw: bytes) -> Found:
         if path == STATS:

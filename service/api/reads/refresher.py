@@ -6,6 +6,12 @@ version token, the perplexity signature, the live values of
 :mod:`service.api.reads.pipeline_status`) and reads and parses the snapshot or the perplexity
 history only when they changed. The JSON of a snapshot is rendered on first request, once per
 distinct query (``top``, topic id, ``estimate``), into a bounded LRU cache.
+
+Topic names are read whole (one HGETALL) on every refresh rather than tracked by a version:
+operators name a handful of topics and the worker rewrites the hash when it moves names with
+their topics, so a version key would have to be kept by both writers for a saving of a few
+hundred bytes a refresh. A change of names (or of the model the suggested names come from)
+makes a new :class:`TopicsView` over the same parsed snapshot, so bodies never show old names.
 """
 
 from __future__ import annotations
@@ -25,8 +31,10 @@ from lda.config import Estimate
 from service.api.http.errors import redis_failure, redis_failure_log
 from service.api.http.etags import Rendered
 from service.api.http.prometheus import render as render_metrics
+from service.api.infer.model_cache import ModelCache
 from service.api.reads import bodies, pipeline_status
-from service.api.reads.snapshot_parse import parse_snapshot
+from service.api.reads.relevance import SUGGESTED_JOIN, SUGGESTED_LAMBDA, SUGGESTED_WORDS, Ranking
+from service.api.reads.snapshot_parse import Pacer, parse_snapshot
 from service.store.snapshot import (
     PerplexityPoint,
     Snapshot,
@@ -35,6 +43,7 @@ from service.store.snapshot import (
     read_raw_snapshot,
     read_snapshot_version,
 )
+from service.store.topic_names import read_topic_names
 
 log = logging.getLogger(__name__)
 
@@ -42,30 +51,54 @@ NO_SNAPSHOT = "no topics yet: the worker has not published its first snapshot"
 STARTING = "the API has not read Redis yet"
 
 
-class TopicsView:
-    """One snapshot version and its bodies, each rendered on its first request."""
+def probable_names(snapshot: Snapshot) -> list[str]:
+    """Each topic's suggested name from its most probable words: the fallback before a model
+    (or when the model's K is not the snapshot's)."""
+    return [SUGGESTED_JOIN.join(w.word for w in t[:SUGGESTED_WORDS]) for t in snapshot.topics]
 
-    def __init__(self, version: str, snapshot: Snapshot, cache_size: int) -> None:
+
+AllTopics = Callable[[int, Estimate, bool, bodies.TopicOrder, Ranking | None], Rendered]
+OneTopic = Callable[[int, int, Estimate, bool, Ranking | None], Rendered]
+
+
+class TopicsView:
+    """One snapshot version with its topics' labels, and its bodies, each rendered on its
+    first request (by probability, or by a relevance ranking of the published model)."""
+
+    def __init__(
+        self, version: str, snapshot: Snapshot, cache_size: int, labels: bodies.Labels | None = None
+    ) -> None:
         self.version = version
         self.snapshot = snapshot
+        self.labels = labels = labels or bodies.Labels({}, probable_names(snapshot))
 
         # Closures over the snapshot, not bound methods: a cache holding ``self`` would make a
         # cycle, and every replaced view (tens of thousands of objects) would wait for a full
         # garbage collection, which stalled every request while it ran.
         def all_topics(
-            top: int, estimate: Estimate, uncertainty: bool, sort: bodies.TopicOrder
+            top: int,
+            estimate: Estimate,
+            uncertainty: bool,
+            sort: bodies.TopicOrder,
+            ranking: Ranking | None,
         ) -> Rendered:
-            return Rendered.of(bodies.topics(snapshot, top, estimate, uncertainty, sort))
+            return Rendered.of(
+                bodies.topics(snapshot, labels, top, estimate, uncertainty, sort, ranking)
+            )
 
-        def one_topic(topic_id: int, top: int, estimate: Estimate, uncertainty: bool) -> Rendered:
-            return Rendered.of(bodies.one_topic(snapshot, topic_id, top, estimate, uncertainty))
+        def one_topic(
+            topic_id: int,
+            top: int,
+            estimate: Estimate,
+            uncertainty: bool,
+            ranking: Ranking | None,
+        ) -> Rendered:
+            return Rendered.of(
+                bodies.one_topic(snapshot, labels, topic_id, top, estimate, uncertainty, ranking)
+            )
 
-        self.all: Callable[[int, Estimate, bool, bodies.TopicOrder], Rendered] = lru_cache(
-            maxsize=cache_size
-        )(all_topics)
-        self.one: Callable[[int, int, Estimate, bool], Rendered] = lru_cache(maxsize=cache_size)(
-            one_topic
-        )
+        self.all: AllTopics = lru_cache(maxsize=cache_size)(all_topics)
+        self.one: OneTopic = lru_cache(maxsize=cache_size)(one_topic)
 
 
 class PerplexityView:
@@ -140,11 +173,16 @@ class ViewConfig:
 class View:
     """Holds :class:`State` and the thread that refreshes it every ``config.refresh_s``."""
 
-    def __init__(self, client: redis.Redis, config: ViewConfig) -> None:
+    def __init__(
+        self, client: redis.Redis, config: ViewConfig, models: ModelCache | None = None
+    ) -> None:
         self.client = client
         self.config = config
+        self.models = models  # the process's published model, for the suggested names
         self.state = State(error=STARTING)
         self._topics: TopicsView | None = None
+        self._snapshot: tuple[str, Snapshot] | None = None
+        self._suggested: tuple[str, str | None, list[str]] | None = None
         self._perplexity: PerplexityView | None = None
         self._cycles = threading.Condition()
         self._started = self._finished = 0
@@ -154,20 +192,49 @@ class View:
 
     # --- reading Redis -------------------------------------------------------------------
 
-    def _read_topics(self) -> TopicsView | None:
+    def _read_snapshot(self) -> tuple[str, Snapshot] | None:
         version = read_snapshot_version(self.client)
-        if version is not None and self._topics is not None and self._topics.version == version:
-            return self._topics
+        if version is not None and self._snapshot is not None and self._snapshot[0] == version:
+            return self._snapshot
         read = read_raw_snapshot(self.client)
         if read is None:
+            self._snapshot = None
+        elif self._snapshot is None or self._snapshot[0] != read[0]:
+            # Parsed in slices, before the state that holds it is published whole: requests
+            # meanwhile are served the previous one.
+            self._snapshot = read[0], parse_snapshot(read[1])
+        return self._snapshot
+
+    def _suggested_names(self, version: str, snapshot: Snapshot, model: str | None) -> list[str]:
+        """Each topic's suggested name: its first words by relevance in the published model
+        (loaded once per version, shared with /infer), by probability without one."""
+        if self._suggested is not None and self._suggested[:2] == (version, model):
+            return self._suggested[2]
+        names = probable_names(snapshot)
+        loaded = None if model is None or self.models is None else self.models.get(self.client)
+        if loaded is not None and loaded.model.n_topics == snapshot.n_topics:
+            ranking = loaded.relevance.get(SUGGESTED_LAMBDA, Pacer())
+            names = [ranking.suggested_name(k) for k in range(snapshot.n_topics)]
+            model = loaded.model.version
+        self._suggested = version, model, names
+        return names
+
+    def _read_topics(self, model: str | None) -> TopicsView | None:
+        read = self._read_snapshot()
+        if read is None:
             self._topics = None
-        elif self._topics is None or self._topics.version != read[0]:
-            # Parsed in slices and its default body rendered here, before the state that
-            # holds it is published whole: requests meanwhile are served the previous one.
-            topics = TopicsView(read[0], parse_snapshot(read[1]), self.config.render_cache)
-            topics.all(min(bodies.TOPICS_TOP, self.config.topic_words), "mean", False, "id")
+            return None
+        version, snapshot = read
+        labels = bodies.Labels(
+            read_topic_names(self.client), self._suggested_names(version, snapshot, model)
+        )
+        topics = self._topics
+        if topics is None or topics.version != version or topics.labels != labels:
+            # Its default body rendered here, off the event loop.
+            topics = TopicsView(version, snapshot, self.config.render_cache, labels)
+            topics.all(min(bodies.TOPICS_TOP, self.config.topic_words), "mean", False, "id", None)
             self._topics = topics
-        return self._topics
+        return topics
 
     def _read_perplexity(self) -> PerplexityView:
         signature = perplexity_signature(self.client)
@@ -179,9 +246,9 @@ class View:
         return self._perplexity
 
     def _read(self) -> State:
-        topics = self._read_topics()
-        perplexity = self._read_perplexity()
         now = pipeline_status.read_live_values(self.client, self.config.sources, time.time())
+        topics = self._read_topics(None if now.model is None else now.model[0])
+        perplexity = self._read_perplexity()
         snapshot = None if topics is None else topics.snapshot
         silent = pipeline_status.silent_since(snapshot, now, self.config.silent_after_s)
         stats = pipeline_status.stats(snapshot, now, self.config.sources, silent)

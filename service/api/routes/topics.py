@@ -2,8 +2,11 @@
 
 ``?estimate=mean`` (the default) gives beta_mean's words, the topics served everywhere else;
 ``?estimate=sample`` the chain's current sample's. Each body says which. Every topic carries
-its coherence and drift as of the latest evaluation; ``?uncertainty=true`` adds each word's
-5-95% interval over the chain's recent samples, ``?sort=coherence`` orders the list.
+its coherence, drift and size as of the latest evaluation, its name and a suggested name;
+``?uncertainty=true`` adds each word's 5-95% interval over the chain's recent samples,
+``?sort=coherence`` or ``?sort=size`` orders the list, and ``?relevance=0.6`` ranks the words
+by relevance in the published model (reads/relevance.py), each ranking and body computed once
+per model version and lambda.
 
 Built per app by :func:`router`, because the bound of ``top`` (the setting topic_words) belongs
 in the OpenAPI schema. (No ``from __future__ import annotations`` here: the signatures use
@@ -12,16 +15,22 @@ the local bound ``most``, which string annotations could not resolve.)
 
 from typing import Annotated
 
+import redis
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, Response, status
+from fastapi.concurrency import run_in_threadpool
 
 from lda.config import Estimate
-from service.api.deps import StateDep
+from service.api.deps import ModelCacheDep, RedisDep, StateDep
 from service.api.http.etags import IF_NONE_MATCH, NOT_MODIFIED, respond
 from service.api.http.query_params import MAX_INTEGER, TOPIC_ID, strict, topics_query
+from service.api.infer.model_cache import ModelCache
 from service.api.reads.bodies import ONE_TOPIC_TOP, TOPICS_TOP, TopicOrder
+from service.api.reads.refresher import TopicsView
+from service.api.reads.relevance import Ranking
 from service.api.schemas import (
     ESTIMATE,
     INVALID,
+    RELEVANCE,
     SORT,
     UNAVAILABLE,
     UNCERTAINTY,
@@ -33,6 +42,42 @@ from service.api.schemas import (
 _TOP = "Words per topic, most probable first (at most the setting topic_words)"
 EstimateQuery = Annotated[Estimate, Query(description=ESTIMATE)]
 UncertaintyQuery = Annotated[bool, Query(description=UNCERTAINTY)]
+# Both parameters are valid alone; the published model holds beta_mean only.
+CONFLICT: dict[int | str, dict[str, object]] = {
+    409: {
+        "model": ErrorOut,
+        "description": "relevance ranks the published beta_mean: not with estimate=sample",
+    }
+}
+RelevanceQuery = Annotated[float | None, Query(ge=0, le=1, description=RELEVANCE)]
+
+
+async def ranking(
+    lam: float | None,
+    estimate: Estimate,
+    topics: TopicsView,
+    cache: ModelCache,
+    client: redis.Redis,
+) -> Ranking | None:
+    """The published model's relevance ranking at ``lam`` (None without one): loaded and
+    computed on the thread pool the first time, from the model's cache after."""
+    if lam is None:
+        return None
+    if estimate != "mean":
+        raise HTTPException(status.HTTP_409_CONFLICT, CONFLICT[409]["description"])
+    loaded = await run_in_threadpool(cache.get, client)
+    if loaded is None:
+        raise HTTPException(
+            status.HTTP_503_SERVICE_UNAVAILABLE,
+            "no model yet to rank words by relevance: the worker has not published one",
+        )
+    if loaded.model.n_topics != topics.snapshot.n_topics:
+        raise HTTPException(
+            status.HTTP_503_SERVICE_UNAVAILABLE,
+            f"the published model has {loaded.model.n_topics} topics and the snapshot "
+            f"{topics.snapshot.n_topics}: ask again once the worker has published both",
+        )
+    return await run_in_threadpool(loaded.relevance.get, lam)
 
 
 def router(most: int) -> APIRouter:
@@ -43,19 +88,25 @@ def router(most: int) -> APIRouter:
         "/topics",
         dependencies=[Depends(strict(topics_query(most, one=False)))],
         response_model=TopicsOut,
-        responses={304: NOT_MODIFIED, **INVALID, **UNAVAILABLE},
+        responses={304: NOT_MODIFIED, **CONFLICT, **INVALID, **UNAVAILABLE},
         openapi_extra=IF_NONE_MATCH,
     )
     async def list_topics(
         request: Request,
         state: StateDep,
+        cache: ModelCacheDep,
+        client: RedisDep,
         top: Annotated[int, Query(ge=1, le=most, description=_TOP)] = min(TOPICS_TOP, most),
         estimate: EstimateQuery = "mean",
         uncertainty: UncertaintyQuery = False,
         sort: Annotated[TopicOrder, Query(description=SORT)] = "id",
+        relevance: RelevanceQuery = None,
     ) -> Response:
-        """Every topic with its ``top`` most probable words, coherence and drift."""
-        return respond(state.require_topics().all(top, estimate, uncertainty, sort), request)
+        """Every topic with its ``top`` most probable (or most relevant) words, coherence,
+        drift, size and names."""
+        topics = state.require_topics()
+        ranked = await ranking(relevance, estimate, topics, cache, client)
+        return respond(topics.all(top, estimate, uncertainty, sort, ranked), request)
 
     @routes.get(
         "/topics/{topic_id}",
@@ -64,6 +115,7 @@ def router(most: int) -> APIRouter:
         responses={
             304: NOT_MODIFIED,
             404: {"model": ErrorOut, "description": "No topic with this id"},
+            **CONFLICT,
             **INVALID,
             **UNAVAILABLE,
         },
@@ -72,13 +124,17 @@ def router(most: int) -> APIRouter:
     async def get_topic(
         request: Request,
         state: StateDep,
+        cache: ModelCacheDep,
+        client: RedisDep,
         topic_id: Annotated[int, Path(ge=0, le=MAX_INTEGER, description="Topic id, 0 to K-1")],
         top: Annotated[int, Query(ge=1, le=most, description=_TOP)] = min(ONE_TOPIC_TOP, most),
         estimate: EstimateQuery = "mean",
         uncertainty: UncertaintyQuery = False,
+        relevance: RelevanceQuery = None,
     ) -> Response:
-        """One topic with its ``top`` most probable words, coherence, drift and when it last
-        changed; 404 for an id outside 0..K-1."""
+        """One topic with its ``top`` most probable (or most relevant) words, coherence, drift,
+        size, names, the articles behind it and when it last changed; 404 for an id outside
+        0..K-1."""
         topics = state.require_topics()
         k = topics.snapshot.n_topics
         if not 0 <= topic_id < k:
@@ -86,6 +142,7 @@ def router(most: int) -> APIRouter:
                 status.HTTP_404_NOT_FOUND,
                 f"no topic {topic_id}: topic ids are 0 to {k - 1}",
             )
-        return respond(topics.one(topic_id, top, estimate, uncertainty), request)
+        ranked = await ranking(relevance, estimate, topics, cache, client)
+        return respond(topics.one(topic_id, top, estimate, uncertainty, ranked), request)
 
     return routes

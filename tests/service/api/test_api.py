@@ -24,8 +24,12 @@ pytestmark = pytest.mark.slow
 
 def test_topics_lists_every_topic_with_top_words(api: TestClient, published: Published) -> None:
     body = api.get("/topics", params={"top": 3}).json()
-    assert set(body) == {"docs_seen", "updated_at", "sampler", "estimate", "quality_docs", "topics"}
-    assert set(body["topics"][0]) == {"id", "words", "coherence", "drift"}
+    assert set(body) == {
+        "docs_seen", "updated_at", "sampler", "estimate", "relevance", "quality_docs", "topics",
+    }  # fmt: skip
+    assert set(body["topics"][0]) == {
+        "id", "words", "coherence", "drift", "size", "name", "suggested_name",
+    }  # fmt: skip
     assert body["docs_seen"] == 3000 and body["sampler"] == "sgrld" and body["estimate"] == "mean"
     datetime.fromisoformat(body["updated_at"])
     assert [t["id"] for t in body["topics"]] == [0, 1, 2]

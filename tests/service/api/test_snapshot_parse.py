@@ -120,7 +120,7 @@ def test_readers_never_see_half_a_snapshot(
                 len(t) == 20 and all(int(w.weight) == marker for w in t)
                 for t in (*snapshot.topics, *snapshot.sample_topics)
             )
-            if not whole or topics.all(10, "mean", False, "id").body.count(b'"word"') != 500:
+            if not whole or topics.all(10, "mean", False, "id", None).body.count(b'"word"') != 500:
                 bad.append(f"snapshot {marker} served incomplete")
 
     reader = threading.Thread(target=read)

@@ -121,7 +121,7 @@ def test_a_replaced_view_is_freed_without_the_cycle_collector(published: Publish
     were its caches to hold the view, each replaced snapshot would wait for a full collection,
     which paused every request for 150-270 ms under load."""
     topics = TopicsView(published.version, published.snapshot, cache_size=8)
-    topics.all(10, "mean", False, "id"), topics.one(1, 5, "sample", True)
+    topics.all(10, "mean", False, "id", None), topics.one(1, 5, "sample", True, None)
     history = PerplexityView(("signature",), published.points, cache_size=8)
     history.since(None), history.since(1000)
     gone = [weakref.ref(topics), weakref.ref(history)]

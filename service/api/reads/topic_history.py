@@ -1,0 +1,79 @@
+"""Each topic's history (``GET /topics/{id}/history``), parsed once per change of the set.
+
+The history holds one point per evaluation with every topic in it, so the whole set grows
+with K. Its signature (two small commands) tells a poll whether anything changed; when it did,
+the members are read again but only those not seen before are parsed (a new evaluation adds
+one), and each topic's body is rendered on its first request and kept as bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Any
+
+import redis
+
+from service.api.http.compact_json import dumps
+from service.api.http.etags import Rendered
+from service.api.reads.bodies import iso
+from service.keys import TOPIC_HISTORY_KEY
+from service.store.topic_history import HistoryPoint, topic_history_signature
+
+
+def parse_point(member: bytes | str) -> HistoryPoint:
+    """One member of the history, its words interned (they repeat from point to point)."""
+    data = json.loads(member)
+    data["words"] = [[sys.intern(str(w)) for w in words] for words in data["words"]]
+    return HistoryPoint(**data)
+
+
+def topic_body(points: list[HistoryPoint], k: int) -> bytes:
+    """``TopicHistoryOut`` of topic ``k`` (points that predate it, with fewer topics, left out)."""
+    rows: list[dict[str, Any]] = []
+    for point in points:
+        if k < point.n_topics:
+            row = point.topic(k)
+            row["at"] = iso(point.at)
+            rows.append(row)
+    return dumps({"id": k, "points": rows})
+
+
+class TopicHistory:
+    """The history as last read and its rendered bodies, shared by the process's requests."""
+
+    def __init__(self, cache_size: int) -> None:
+        self.cache_size = cache_size
+        self.parsed = 0  # members parsed so far (what the cache saves shows here)
+        self._lock = threading.Lock()
+        self._signature: object = None
+        self._points: dict[bytes | str, HistoryPoint] = {}
+        self._body: Callable[[int], Rendered] = self._bodies([])
+
+    def _bodies(self, points: list[HistoryPoint]) -> Callable[[int], Rendered]:
+        @lru_cache(maxsize=self.cache_size)
+        def body(k: int) -> Rendered:
+            return Rendered.of(topic_body(points, k))
+
+        return body
+
+    def body(self, client: redis.Redis, k: int) -> Rendered:
+        """Topic ``k``'s history as of now (two commands while nothing changed)."""
+        signature = topic_history_signature(client)
+        with self._lock:
+            if signature != self._signature:
+                members: list[Any] = client.zrange(TOPIC_HISTORY_KEY, 0, -1)
+                known, self._points = self._points, {}
+                for member in members:
+                    point = known.get(member)
+                    if point is None:
+                        point = parse_point(member)
+                        self.parsed += 1
+                    self._points[member] = point
+                self._body = self._bodies(list(self._points.values()))
+                self._signature = signature
+            body = self._body
+        return body(k)

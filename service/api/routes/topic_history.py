@@ -1,0 +1,48 @@
+"""``GET /topics/{topic_id}/history``: one topic over the evaluations the worker kept.
+
+A plain function, run on the thread pool: it asks Redis whether the history changed (two small
+commands) and answers from the process's parsed copy (reads/topic_history.py), with an ETag.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, HTTPException, Path, Request, Response, status
+
+from service.api.deps import RedisDep, StateDep
+from service.api.http.etags import IF_NONE_MATCH, NOT_MODIFIED, respond
+from service.api.http.query_params import MAX_INTEGER, TOPIC_ID, strict
+from service.api.reads.topic_history import TopicHistory
+from service.api.schemas import INVALID, UNAVAILABLE, ErrorOut, TopicHistoryOut
+
+router = APIRouter(tags=["topics"])
+
+
+@router.get(
+    "/topics/{topic_id}/history",
+    dependencies=[Depends(strict({}, TOPIC_ID))],
+    response_model=TopicHistoryOut,
+    responses={
+        304: NOT_MODIFIED,
+        404: {"model": ErrorOut, "description": "No topic with this id"},
+        **INVALID,
+        **UNAVAILABLE,
+    },
+    openapi_extra=IF_NONE_MATCH,
+)
+def topic_history(
+    request: Request,
+    state: StateDep,
+    client: RedisDep,
+    topic_id: Annotated[int, Path(ge=0, le=MAX_INTEGER, description="Topic id, 0 to K-1")],
+) -> Response:
+    """The topic's size, coherence, drift, whether it changed, and top words at each
+    evaluation kept, oldest first; 404 for an id outside 0..K-1."""
+    k = state.require_topics().snapshot.n_topics
+    if not 0 <= topic_id < k:
+        raise HTTPException(
+            status.HTTP_404_NOT_FOUND, f"no topic {topic_id}: topic ids are 0 to {k - 1}"
+        )
+    history: TopicHistory = request.app.state.topic_history
+    return respond(history.body(client, topic_id), request)
