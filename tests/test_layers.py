@@ -51,7 +51,7 @@ LDA_FORBIDDEN = {
     "evaluation": {"model"},
 }
 # lda's modules that the API process imports: a fresh interpreter loads no torch with them.
-TORCH_FREE = ("lda.config", "lda.tokens", "lda.inference_kernel")
+TORCH_FREE = ("lda.config", "lda.tokens", "lda.inference_kernel", "lda.relevance")
 
 
 def modules(package: Path = SERVICE) -> dict[str, Path]:

@@ -94,7 +94,7 @@ def create_app(settings: Settings) -> FastAPI:
         sources,
         settings.worker_silent_after_s,
     )
-    app.state.view = View(app.state.redis, config, app.state.model_cache)
+    app.state.view = View(app.state.redis, config)
     app.state.topic_history = TopicHistory(settings.render_cache)
     app.state.infer_pool = ThreadPoolExecutor(settings.infer_concurrency, "infer")
     # Each inference thread splits its batch over infer_threads threads: itself and helpers.

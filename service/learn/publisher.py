@@ -15,10 +15,13 @@ import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import numpy as np
 import redis
+import torch
 
 from lda.config import CHANGED_BITS
 from lda.model import StreamingLDA
+from lda.relevance import SUGGESTED_LAMBDA, rerank, stream_marginal, suggested_names
 from lda.vocab import Vocabulary
 from service.learn.evaluator import Scored
 from service.learn.topic_watch import TopicWatch
@@ -76,6 +79,7 @@ class WorkerStatus:
     checkpoint_at: float | None
     topic_size: list[float] | None = None  # each topic's share of the stream's tokens
     topic_articles: list[list[list[Any]]] | None = None  # rows of TopicArticle per topic
+    term_frequency: np.ndarray | None = None  # (W,) the stream's word counts
 
 
 class Publishing(Protocol):
@@ -199,6 +203,7 @@ class Publisher:
             checkpoint_at=now.checkpoint_at,
             topic_size=now.topic_size,
             topic_articles=now.topic_articles,
+            topic_suggested=_suggested(served_ids, served_weights, now.term_frequency, vocab),
             **self.watch.fields(served_ids),
         )
         self.redis(
@@ -291,6 +296,19 @@ class NullPublisher:
 
     def topics_scored(self, scored: Scored, vocab: Vocabulary, sizes: list[float] | None) -> None:
         pass
+
+
+def _suggested(
+    ids: torch.Tensor, weights: torch.Tensor, term_frequency: np.ndarray | None, vocab: Vocabulary
+) -> list[str] | None:
+    """Each topic's suggested name: its first words by relevance at SUGGESTED_LAMBDA among the
+    words the snapshot carries (its most probable), so it costs K x topic_words; None without
+    the stream's word counts."""
+    if term_frequency is None or float(term_frequency.sum()) <= 0:
+        return None
+    p = stream_marginal(term_frequency)
+    ranked = rerank(ids.cpu().numpy(), weights.cpu().double().numpy(), p, SUGGESTED_LAMBDA)
+    return suggested_names(ranked, vocab.words)
 
 
 def _finite_or_none(value: float) -> float | None:

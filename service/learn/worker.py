@@ -838,6 +838,7 @@ class Worker:
             topic_articles=None
             if self.record is None
             else self.record.article_rows(model.docs_seen),
+            term_frequency=None if self.record is None else self.record.tally.term_frequency,
         )
         self.publisher.snapshot(model, vocab, status)
 

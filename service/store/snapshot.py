@@ -109,6 +109,9 @@ class Snapshot:
     # seen when learned] (see TopicArticle; docs/topics.md says how they are ranked and aged).
     topic_size: list[float] | None = None
     topic_articles: list[list[list[Any]]] | None = None
+    # Per topic, a name suggested by its first words by relevance (lda.relevance), as of the
+    # model last published (None from older workers).
+    topic_suggested: list[str] | None = None
 
     @property
     def world_size(self) -> int:

@@ -10,8 +10,8 @@ distinct query (``top``, topic id, ``estimate``), into a bounded LRU cache.
 Topic names are read whole (one HGETALL) on every refresh rather than tracked by a version:
 operators name a handful of topics and the worker rewrites the hash when it moves names with
 their topics, so a version key would have to be kept by both writers for a saving of a few
-hundred bytes a refresh. A change of names (or of the model the suggested names come from)
-makes a new :class:`TopicsView` over the same parsed snapshot, so bodies never show old names.
+hundred bytes a refresh. A change of names makes a new :class:`TopicsView` over the same parsed
+snapshot, so bodies never show old names.
 """
 
 from __future__ import annotations
@@ -28,13 +28,13 @@ import redis
 from fastapi import HTTPException, status
 
 from lda.config import Estimate
+from lda.relevance import SUGGESTED_JOIN, SUGGESTED_WORDS
 from service.api.http.errors import redis_failure, redis_failure_log
 from service.api.http.etags import Rendered
 from service.api.http.prometheus import render as render_metrics
-from service.api.infer.model_cache import ModelCache
 from service.api.reads import bodies, pipeline_status
-from service.api.reads.relevance import SUGGESTED_JOIN, SUGGESTED_LAMBDA, SUGGESTED_WORDS, Ranking
-from service.api.reads.snapshot_parse import Pacer, parse_snapshot
+from service.api.reads.relevance import Ranking
+from service.api.reads.snapshot_parse import parse_snapshot
 from service.store.snapshot import (
     PerplexityPoint,
     Snapshot,
@@ -51,9 +51,11 @@ NO_SNAPSHOT = "no topics yet: the worker has not published its first snapshot"
 STARTING = "the API has not read Redis yet"
 
 
-def probable_names(snapshot: Snapshot) -> list[str]:
-    """Each topic's suggested name from its most probable words: the fallback before a model
-    (or when the model's K is not the snapshot's)."""
+def suggested_names(snapshot: Snapshot) -> list[str]:
+    """Each topic's suggested name: the worker's, from its first words by relevance, or from
+    its most probable words in a snapshot of an older worker."""
+    if snapshot.topic_suggested is not None and len(snapshot.topic_suggested) == snapshot.n_topics:
+        return snapshot.topic_suggested
     return [SUGGESTED_JOIN.join(w.word for w in t[:SUGGESTED_WORDS]) for t in snapshot.topics]
 
 
@@ -70,7 +72,7 @@ class TopicsView:
     ) -> None:
         self.version = version
         self.snapshot = snapshot
-        self.labels = labels = labels or bodies.Labels({}, probable_names(snapshot))
+        self.labels = labels = labels or bodies.Labels({}, suggested_names(snapshot))
 
         # Closures over the snapshot, not bound methods: a cache holding ``self`` would make a
         # cycle, and every replaced view (tens of thousands of objects) would wait for a full
@@ -173,16 +175,12 @@ class ViewConfig:
 class View:
     """Holds :class:`State` and the thread that refreshes it every ``config.refresh_s``."""
 
-    def __init__(
-        self, client: redis.Redis, config: ViewConfig, models: ModelCache | None = None
-    ) -> None:
+    def __init__(self, client: redis.Redis, config: ViewConfig) -> None:
         self.client = client
         self.config = config
-        self.models = models  # the process's published model, for the suggested names
         self.state = State(error=STARTING)
         self._topics: TopicsView | None = None
         self._snapshot: tuple[str, Snapshot] | None = None
-        self._suggested: tuple[str, str | None, list[str]] | None = None
         self._perplexity: PerplexityView | None = None
         self._cycles = threading.Condition()
         self._started = self._finished = 0
@@ -205,29 +203,13 @@ class View:
             self._snapshot = read[0], parse_snapshot(read[1])
         return self._snapshot
 
-    def _suggested_names(self, version: str, snapshot: Snapshot, model: str | None) -> list[str]:
-        """Each topic's suggested name: its first words by relevance in the published model
-        (loaded once per version, shared with /infer), by probability without one."""
-        if self._suggested is not None and self._suggested[:2] == (version, model):
-            return self._suggested[2]
-        names = probable_names(snapshot)
-        loaded = None if model is None or self.models is None else self.models.get(self.client)
-        if loaded is not None and loaded.model.n_topics == snapshot.n_topics:
-            ranking = loaded.relevance.get(SUGGESTED_LAMBDA, Pacer())
-            names = [ranking.suggested_name(k) for k in range(snapshot.n_topics)]
-            model = loaded.model.version
-        self._suggested = version, model, names
-        return names
-
-    def _read_topics(self, model: str | None) -> TopicsView | None:
+    def _read_topics(self) -> TopicsView | None:
         read = self._read_snapshot()
         if read is None:
             self._topics = None
             return None
         version, snapshot = read
-        labels = bodies.Labels(
-            read_topic_names(self.client), self._suggested_names(version, snapshot, model)
-        )
+        labels = bodies.Labels(read_topic_names(self.client), suggested_names(snapshot))
         topics = self._topics
         if topics is None or topics.version != version or topics.labels != labels:
             # Its default body rendered here, off the event loop.
@@ -247,7 +229,7 @@ class View:
 
     def _read(self) -> State:
         now = pipeline_status.read_live_values(self.client, self.config.sources, time.time())
-        topics = self._read_topics(None if now.model is None else now.model[0])
+        topics = self._read_topics()
         perplexity = self._read_perplexity()
         snapshot = None if topics is None else topics.snapshot
         silent = pipeline_status.silent_since(snapshot, now, self.config.silent_after_s)

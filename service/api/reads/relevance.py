@@ -16,13 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from lda.relevance import marginal as word_marginal
+from lda.relevance import most_relevant
 from service.store.snapshot import PublishedModel, WordWeight
 
-# Sievert & Shirley's users found topics easiest to read near this lam; suggested names use it.
-SUGGESTED_LAMBDA = 0.6
-SUGGESTED_WORDS = 3
-SUGGESTED_JOIN = " · "
-TOPICS_PER_BLOCK = 32  # topics ranked at a time: a W x TOPICS_PER_BLOCK temporary
 CACHED_LAMBDAS = 8  # rankings a loaded model keeps (lam rounded to 2 decimals)
 
 
@@ -32,13 +29,9 @@ def rounded(lam: float) -> float:
 
 
 def marginal(model: PublishedModel) -> np.ndarray:
-    """(W,) p(w): the stream's word frequencies, or beta's column mean without them. A word
-    never counted gets half a count, so that its log stays finite."""
+    """(W,) p(w) of ``model``: its stream's word frequencies, or beta's column mean."""
     stream = model.stream
-    if stream is not None and float(stream.term_frequency.sum()) > 0:
-        counts = np.maximum(stream.term_frequency.astype(np.float64), 0.5)
-        return counts / float(stream.term_frequency.sum())
-    return model.beta.mean(axis=0, dtype=np.float64)
+    return word_marginal(model.beta, None if stream is None else stream.term_frequency)
 
 
 @dataclass(frozen=True, eq=False)
@@ -59,10 +52,6 @@ class Ranking:
             for w, p in zip(self.ids[k, :top].tolist(), self.weights[k, :top].tolist(), strict=True)
         ]
 
-    def suggested_name(self, k: int) -> str:
-        """Topic ``k``'s first words by relevance, joined."""
-        return SUGGESTED_JOIN.join(w.word for w in self.words(k, SUGGESTED_WORDS))
-
 
 def rank(
     model: PublishedModel, lam: float, n: int, pace: Callable[[], None] | None = None
@@ -72,22 +61,7 @@ def rank(
     relevance = log beta - (1 - lam) log p(w), computed over blocks of topics of the word-major
     beta (a block's values are contiguous per word); ``pace`` is called between blocks."""
     beta = model.beta
-    k_all, w_all = beta.shape
-    n = min(n, w_all)
-    shift = (1.0 - lam) * np.log(marginal(model))
-    tiny = np.finfo(np.float32).tiny
-    ids = np.empty((k_all, n), dtype=np.int64)
-    for start in range(0, k_all, TOPICS_PER_BLOCK):
-        block = beta[start : start + TOPICS_PER_BLOCK].T  # (W, b)
-        relevance = np.log(np.maximum(block, tiny), dtype=np.float64) - shift[:, None]
-        best = np.argpartition(-relevance, n - 1, axis=0)[:n] if n < w_all else None
-        for j in range(block.shape[1]):
-            column = relevance[:, j]
-            candidates = np.arange(w_all) if best is None else best[:, j]
-            order = np.lexsort((-block[candidates, j], -column[candidates]))
-            ids[start + j] = candidates[order]
-        if pace is not None:
-            pace()
+    ids = most_relevant(beta, marginal(model), lam, n, pace)
     weights = np.take_along_axis(beta, ids, axis=1).astype(np.float32)
     return Ranking(model.version, rounded(lam), ids, weights, model.vocab)
 

@@ -9,7 +9,8 @@ import redis
 import torch
 from fastapi.testclient import TestClient
 
-from service.api.reads.relevance import TOPICS_PER_BLOCK, Rankings, marginal, rank
+from lda.relevance import TOPICS_PER_BLOCK, suggested_names
+from service.api.reads.relevance import Rankings, marginal, rank
 from service.store.snapshot import PublishedModel, StreamFigures, publish_model
 from tests.service.conftest import VOCAB, Published, model_beta
 
@@ -42,7 +43,8 @@ def test_words_are_ranked_by_the_formula(lam: float) -> None:
     k = TOPICS_PER_BLOCK + 2
     words = ranking.words(k, 3)
     assert [w.weight for w in words] == [float(beta[k, i]) for i in ranking.ids[k, :3]]
-    assert ranking.suggested_name(k) == " · ".join(w.word for w in words)
+    names = suggested_names(ranking.ids, ranking.vocab)
+    assert names[k] == " · ".join(w.word for w in words)
 
 
 def test_lambda_one_is_probability_order_and_lower_favours_peculiar_words() -> None:
@@ -96,7 +98,7 @@ def test_relevance_on_the_topics_routes(
     assert again.status_code == 304  # rounded to 2 decimals: the same body
     listed = api.get("/topics", params={"relevance": "0.6", "uncertainty": "true"}).json()
     assert listed["relevance"] == 0.6 and len(listed["topics"]) == 3
-    # The suggested name ranks at lambda 0.6 whatever the query asks.
+    # The suggested name is the worker's, whatever the query asks.
     assert listed["topics"][1]["suggested_name"].count(" · ") == 2
 
 

@@ -44,6 +44,17 @@ def test_topics_carry_size_and_names_and_sort_by_size(api: TestClient, sized: Pu
     assert [t["id"] for t in by_size] == [1, 2, 0]
 
 
+def test_the_workers_suggested_names_are_served(
+    api: TestClient, published: Published, redis_client: redis.Redis
+) -> None:
+    """The worker names each topic by its first words by relevance; without its suggestions
+    (an older worker) the most probable words stand in."""
+    suggested = ["fruit · pie", "cars · roads", "music · song"]
+    publish_snapshot(redis_client, replace(published.snapshot, topic_suggested=suggested))
+    api.app.state.view.refresh()
+    assert [t["suggested_name"] for t in api.get("/topics").json()["topics"]] == suggested
+
+
 def test_without_sizes_they_are_null_and_sort_last_in_id_order(
     api: TestClient, published: Published
 ) -> None:
