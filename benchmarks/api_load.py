@@ -30,6 +30,7 @@ and ratios printed.
     .venv/bin/python benchmarks/api_load.py                       # 200 clients, 30 s, random
     .venv/bin/python benchmarks/api_load.py --compare /tmp/main   # against main, same run
     .venv/bin/python benchmarks/api_load.py --quick               # a short check that it runs
+    .venv/bin/python benchmarks/api_load.py --topic-view 50       # + a topic's view, history
 
 Goal: p99 < 10 ms, 0 errors, worker docs/s during load >= 0.9 x alone. Run on a quiet machine:
 the load generator shares the CPU with the service it measures.
@@ -206,15 +207,30 @@ def intervals(mode: str) -> tuple[float, float]:
     return random.random(), -1.0  # random: a fresh 0.5-1.5 s wait each time
 
 
+def panel_paths(topic_view: int) -> tuple[str, ...]:
+    """One dashboard's panels: /topics and /perplexity, and with ``topic_view`` topics, one
+    random topic's view too (its words with intervals, and its history)."""
+    if not topic_view:
+        return ("/topics", "/perplexity")
+    k = random.randrange(topic_view)
+    return ("/topics", "/perplexity", f"/topics/{k}?uncertainty=true", f"/topics/{k}/history")
+
+
 async def dashboard(
-    host: str, port: int, duration: float, results: Results, use_etags: bool, mode: str
+    host: str,
+    port: int,
+    duration: float,
+    results: Results,
+    use_etags: bool,
+    mode: str,
+    paths: tuple[str, ...] = ("/topics", "/perplexity"),
 ) -> None:
-    """One client: /topics and /perplexity on its schedule (``mode``), never waiting for an
-    answer to schedule the next (a panel whose answer is late queues on its connection, and its
-    latency still counts from the scheduled time)."""
+    """One client: its ``paths`` on its schedule (``mode``), never waiting for an answer to
+    schedule the next (a panel whose answer is late queues on its connection, and its latency
+    still counts from the scheduled time)."""
     tasks: set[asyncio.Task[None]] = set()  # in flight only: done ones are let go at once
     etags: dict[str, str] = {}
-    panels = {path: Connection(host, port) for path in ("/topics", "/perplexity")}
+    panels = {path: Connection(host, port) for path in paths}
     first, every = intervals(mode)
     begin = time.perf_counter()
     scheduled = begin + first
@@ -313,7 +329,15 @@ async def open_loop(args: argparse.Namespace, target: Target, client: httpx.Asyn
           flush=True)  # fmt: skip
     results, during = Results(), WorkerRate()
     clients = [
-        dashboard(target.host, target.port, args.duration, results, args.etag, args.mode)
+        dashboard(
+            target.host,
+            target.port,
+            args.duration,
+            results,
+            args.etag,
+            args.mode,
+            panel_paths(args.topic_view),
+        )
         for _ in range(args.clients)
     ]
     cpu_before = (cpu_s(target.pid) if target.pid else math.nan, cpu_s(None))
@@ -378,7 +402,15 @@ async def floor(args: argparse.Namespace) -> Results:
         with collector_off():
             await asyncio.gather(
                 *(
-                    dashboard("127.0.0.1", port, args.duration, results, False, args.mode)
+                    dashboard(
+                        "127.0.0.1",
+                        port,
+                        args.duration,
+                        results,
+                        False,
+                        args.mode,
+                        panel_paths(args.topic_view),
+                    )
                     for _ in range(args.clients)
                 )
             )
@@ -406,7 +438,8 @@ def print_open(args: argparse.Namespace, name: str, measured: tuple, rate_before
     rate_during = during.docs_per_s()
     ratio = None if not rate_before or rate_during is None else rate_during / rate_before
     errors = sum(results.errors.values())
-    print(f"{name}: open loop, {args.clients} clients ({args.mode}) x (/topics + /perplexity), "
+    panels = "/topics + /perplexity" + (" + a topic's view and history" if args.topic_view else "")
+    print(f"{name}: open loop, {args.clients} clients ({args.mode}) x ({panels}), "
           f"{args.duration:.0f} s{' with If-None-Match' if args.etag else ''}:")  # fmt: skip
     print(f"  requests sent {results.sent}, answered {results.answered}, errors {errors}"
           + (f" {results.errors}" if results.errors else ""))  # fmt: skip
@@ -516,6 +549,13 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--max-clients", type=int, default=4, help="closed-loop clients")
     p.add_argument("--max-duration", type=float, default=10.0, help="seconds of closed loop")
     p.add_argument("--etag", action="store_true", help="clients send If-None-Match")
+    p.add_argument(
+        "--topic-view",
+        type=int,
+        default=0,
+        metavar="K",
+        help="each client also polls one of the K topics' view (?uncertainty=true) and history",
+    )
     p.add_argument(
         "--mode", choices=("random", "lockstep", "phase"), default="random",
         help="when clients poll (see above)",

@@ -23,6 +23,7 @@ import statistics
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import mwparserfromhell
@@ -32,9 +33,11 @@ from lda.batch import Batch
 from lda.inference import infer_topics
 from lda.model import StreamingLDA
 from lda.vocab import build_vocabulary
+from service.learn.publisher import suggested_names_of as suggested
 from service.learn.session import SessionConfig, learner_config
 from service.learn.topic_record import RecordConfig, TopicRecord
 from service.settings import Settings
+from service.store.snapshot import Snapshot, ranked_words
 
 CORPORA = Path(__file__).resolve().parents[1].parent / "shared" / "corpora"
 
@@ -51,6 +54,41 @@ def articles(corpora: Path) -> Iterator[tuple[str, str, str]]:
                 if record.get("format") == "wikitext":
                     text = str(mwparserfromhell.parse(text).strip_code())
                 yield f"{path.name}:{n}", str(record.get("title", "")), text
+
+
+def snapshot_cost(model: StreamingLDA, vocab: list[str], record: TopicRecord) -> None:
+    """The snapshot's size and the time to make and render it, without and with the record's
+    fields (median of 5)."""
+    ids, weights = model.top_words(100)
+    base = Snapshot(
+        docs_seen=model.docs_seen,
+        updated_at=time.time(),
+        sampler=model.config.sampler,
+        step_size=model.step_size,
+        device="cpu",
+        vocab_size=len(vocab),
+        topics=ranked_words((weights, ids), vocab),
+        sample_topics=ranked_words((weights, ids), vocab),
+    )
+    tf = record.tally.term_frequency
+
+    def render(with_record: bool) -> tuple[int, float]:
+        began = time.perf_counter()
+        snapshot = base
+        if with_record:
+            snapshot = replace(
+                base,
+                topic_size=record.sizes(),
+                topic_articles=record.article_rows(model.docs_seen),
+                topic_suggested=suggested(ids, weights, tf, vocab),
+            )
+        return len(snapshot.to_json().encode()), time.perf_counter() - began
+
+    for with_record in (False, True):
+        runs = [render(with_record) for _ in range(5)]
+        size, took = runs[0][0], statistics.median(t for _, t in runs)
+        which = "with the record's fields" if with_record else "without them"
+        print(f"snapshot {which}: {size / 1024:.0f} KiB, made and rendered in {took * 1e3:.1f} ms")
 
 
 def main() -> int:
@@ -112,6 +150,8 @@ def main() -> int:
         f"docs/s with the record {n / seconds['on']:.1f}, without {n / seconds['off']:.1f}, "
         f"ratio {seconds['off'] / seconds['on']:.3f}"
     )
+
+    snapshot_cost(with_record, vocab.words, record)
 
     beta = with_record.beta_mean
     gamma = config.gamma

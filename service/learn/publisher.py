@@ -203,7 +203,9 @@ class Publisher:
             checkpoint_at=now.checkpoint_at,
             topic_size=now.topic_size,
             topic_articles=now.topic_articles,
-            topic_suggested=_suggested(served_ids, served_weights, now.term_frequency, vocab),
+            topic_suggested=suggested_names_of(
+                served_ids, served_weights, now.term_frequency, vocab
+            ),
             **self.watch.fields(served_ids),
         )
         self.redis(
@@ -298,7 +300,7 @@ class NullPublisher:
         pass
 
 
-def _suggested(
+def suggested_names_of(
     ids: torch.Tensor, weights: torch.Tensor, term_frequency: np.ndarray | None, vocab: Vocabulary
 ) -> list[str] | None:
     """Each topic's suggested name: its first words by relevance at SUGGESTED_LAMBDA among the

@@ -4,6 +4,7 @@ across a restart."""
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 from service.learn.command import build_worker
 from service.learn.heldout_store import HeldoutStore
 from service.settings import Settings
+from service.store.export import Export, write_directory
 from service.store.redis_client import connect
 from service.store.snapshot import read_model, read_perplexity, read_snapshot
 from service.store.topic_history import read_topic_history
@@ -91,6 +93,14 @@ def test_sizes_articles_figures_and_history_are_published_and_kept(
     assert figures.term_frequency.shape == (len(model.vocab),)
     assert figures.doc_topic.shape == (50, model.n_topics) and (figures.doc_lengths > 0).all()
     assert figures.doc_topic.sum(axis=1) == pytest.approx(1.0, abs=1e-5)
+
+    # What the worker published exports to pyLDAvis as it is.
+    import pyLDAvis
+
+    write_directory(Export.of(model), tmp_path / "export")
+    data = json.loads((tmp_path / "export" / "pyldavis.json").read_text())
+    prepared = pyLDAvis.prepare(**data, sort_topics=False)
+    assert len(prepared.topic_coordinates) == model.n_topics
 
     history = read_topic_history(client)
     points = read_perplexity(client)
