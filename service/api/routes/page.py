@@ -1,10 +1,12 @@
 """``GET /``: a page for people watching the stream.
 
 The pipeline's health (scrapers, queue, worker, checkpoints, with relative times), perplexity
-and topic quality (coherence, diversity) against documents seen, the topics with their coherence
-and drift (sorted by either), and one topic's words with weight bars and uncertainty intervals
-(deep link ``/#topic=2&sort=coherence``). It polls ``/stats``, ``/perplexity?since=``,
-``/topics`` and ``/topics/{id}`` every ``page_refresh_s`` seconds, revalidating with ETags.
+and topic quality (coherence, diversity) against documents seen, the topics with their names,
+sizes, coherence and drift (sorted by any), and one topic's view: its name, size, words by
+relevance with weight bars and uncertainty intervals, the articles behind it and its history
+(deep link ``/#topic=2&sort=size&lambda=0.8``). It polls ``/stats``, ``/perplexity?since=``,
+``/topics``, ``/topics/{id}`` and ``/topics/{id}/history`` every ``page_refresh_s`` seconds,
+revalidating with ETags.
 
 Self-contained HTML, CSS and JS (``service/static/index.html``); nothing is loaded from the
 internet.
