@@ -1,24 +1,163 @@
-"""Texts to word ids for /infer in compiled code: ``Vocabulary.encode_counted`` for a batch.
+"""The tokeniser, one definition for the learner (``lda.vocab``) and ``/infer``: texts to words,
+and to word ids in compiled code.
 
-The learner's tokens are the runs of a-z in the lowercased UTF-8 text (``lda.vocab``). Python
-lowercases and maps every other byte to a space (C, fast); a numba kernel then finds the runs
-and looks each up in an open-addressing table of the vocabulary's words, without the GIL and
-without a bytes object and a dict lookup per token (in Python, that lookup was most of a batch's
-encoding).
+A word is a run of letters, combining marks and decimal digits, in the NFKC-normalised,
+case-folded text, with at least one letter; an apostrophe between two of those characters
+stays in the word (``don't``, ``o'brien``), a final ``'s`` is dropped (``children's`` is
+``children``), and every other character separates words (docs/model.md, "Tokens"). Python
+normalises and case-folds (C; skipped for ASCII texts); a numba kernel classifies the UTF-8
+bytes against a table of code points and writes every byte that is not part of a word as a
+space, keeping the length; a second kernel finds the words and looks each up in an
+open-addressing table of the vocabulary's words, without the GIL and without a bytes object and
+a dict lookup per token (in Python, that lookup was most of a batch's encoding).
 """
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
+from functools import cache
 
 import numba
 import numpy as np
 
-# bytes.translate table: a-z kept, every other byte (UTF-8's multi-byte ones too) a space.
-LETTERS = bytes(b if 0x61 <= b <= 0x7A else 0x20 for b in range(256))
 SPACE = 0x20
+APOSTROPHE = 0x27
+# Character classes of the table the kernel reads (a code point's class).
+OTHER, LETTER, MARK, DIGIT, QUOTE = 0, 1, 2, 3, 4
+# Code points past these ranges are no letter, mark or digit (Unicode 15; tests check the
+# running Python's tables), so the table is built from these alone, in a fraction of the time.
+_RANGES = ((0, 0x40000), (0xE0000, 0xE1000))
 _OFFSET = np.uint64(14695981039346656037)  # FNV-1a, 64 bits
 _PRIME = np.uint64(1099511628211)
+
+
+def _class_of(code: int) -> int:
+    """The kernel's class of one code point (an ASCII apostrophe is QUOTE)."""
+    if code == APOSTROPHE:
+        return QUOTE
+    category = unicodedata.category(chr(code))
+    if category[0] == "L":
+        return LETTER
+    if category[0] == "M":
+        return MARK
+    return DIGIT if category == "Nd" else OTHER
+
+
+@cache
+def classes() -> np.ndarray:
+    """(0x110000,) uint8: each code point's class, from the running Python's Unicode tables
+    (built once, on first use, so that importing the module stays cheap)."""
+    table = np.zeros(0x110000, dtype=np.uint8)
+    for first, last in _RANGES:
+        table[first:last] = np.frombuffer(bytes(map(_class_of, range(first, last))), np.uint8)
+    return table
+
+
+def fold(text: str) -> str:
+    """``text`` NFKC-normalised and case-folded (and normalised again, as case folding can
+    undo it), with the typographic apostrophe as ``'``: the form words are compared in."""
+    text = unicodedata.normalize("NFKC", text.replace("\u2019", "'")).casefold()
+    return unicodedata.normalize("NFKC", text)
+
+
+def _folded_utf8(text: str) -> bytes:
+    """``fold(text)`` as UTF-8 but for ASCII letters' case, which the kernel folds: an ASCII
+    text skips the Python passes, and the others skip the costly normalisation when the quick
+    check passes (a no-break space, the most common character it stops at, is replaced first:
+    NFKC makes it a space too)."""
+    if not text.isascii():
+        text = text.replace("\u2019", "'").replace("\xa0", " ")
+        if not unicodedata.is_normalized("NFKC", text):
+            text = unicodedata.normalize("NFKC", text)
+        text = text.casefold()
+        if not unicodedata.is_normalized("NFKC", text):
+            text = unicodedata.normalize("NFKC", text)
+    return text.encode("utf-8", "surrogatepass")
+
+
+@numba.njit(cache=True, nogil=True)
+def _code_point(data: np.ndarray, i: int, end: int) -> tuple[int, int]:
+    """(code point, length in bytes) of the UTF-8 sequence at ``data[i]``; an invalid or cut
+    sequence is one byte of code point 0xFFFD (no word character)."""
+    lead = int(data[i])
+    if lead < 0x80:
+        return lead, 1
+    if lead >= 0xF0:
+        n, code = 4, lead & 0x07
+    elif lead >= 0xE0:
+        n, code = 3, lead & 0x0F
+    elif lead >= 0xC0:
+        n, code = 2, lead & 0x1F
+    else:
+        return 0xFFFD, 1
+    if i + n > end:
+        return 0xFFFD, 1
+    for j in range(i + 1, i + n):
+        code = (code << 6) | (int(data[j]) & 0x3F)
+    return (code, n) if code < 0x110000 else (0xFFFD, 1)
+
+
+@numba.njit(cache=True, nogil=True)
+def _clean_one(data: np.ndarray, start: int, end: int, table: np.ndarray, kind: np.ndarray) -> None:
+    """Words of ``data[start:end]`` (folded UTF-8) in place: ASCII capitals lowercased, every
+    other byte a space."""
+    i = start
+    while i < end:  # each byte's class: that of the character it belongs to
+        code, n = _code_point(data, i, end)
+        kind[i : i + n] = table[code]
+        if 0x41 <= code <= 0x5A:
+            data[i] = code + 0x20
+        i += n
+    for i in range(start, end):  # an apostrophe joins only two word characters
+        if kind[i] == QUOTE:
+            before = i > start and LETTER <= kind[i - 1] <= DIGIT
+            after = i + 1 < end and LETTER <= kind[i + 1] <= DIGIT
+            if not (before and after):
+                kind[i] = OTHER
+    i = start
+    while i < end:
+        while i < end and kind[i] == OTHER:
+            data[i] = SPACE
+            i += 1
+        first, letters = i, 0
+        while i < end and kind[i] != OTHER:
+            letters += kind[i] == LETTER
+            i += 1
+        last = i
+        if last - first >= 3 and data[last - 1] == 0x73 and kind[last - 2] == QUOTE:
+            data[last - 2] = SPACE  # a final 's: the word without it
+            data[last - 1] = SPACE
+            letters -= 1
+            last -= 2
+        if letters == 0:
+            data[first:last] = SPACE
+
+
+@numba.njit(cache=True, nogil=True)
+def _clean(data: np.ndarray, starts: np.ndarray, table: np.ndarray) -> None:
+    """:func:`_clean_one` on each text ``data[starts[d]:starts[d + 1]]`` (no word runs from one
+    text into the next)."""
+    kind = np.empty(data.shape[0], dtype=np.uint8)
+    for d in range(starts.shape[0] - 1):
+        _clean_one(data, starts[d], starts[d + 1], table, kind)
+
+
+def _cleaned(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(bytes, starts): the texts' words, folded UTF-8 with spaces between, back to back; text
+    d is ``bytes[starts[d]:starts[d + 1]]``."""
+    folded = [_folded_utf8(text) for text in texts]
+    lengths = np.fromiter(map(len, folded), dtype=np.int64, count=len(folded))
+    starts = np.zeros(len(folded) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=starts[1:])
+    data = np.frombuffer(bytearray(b"".join(folded)), dtype=np.uint8)
+    _clean(data, starts, classes())
+    return data, starts
+
+
+def words(text: str) -> bytes:
+    """The words of ``text`` as UTF-8, separated by spaces (``.split()`` lists them)."""
+    return _cleaned([text])[0].tobytes()
 
 
 @numba.njit(cache=True, nogil=True)
@@ -101,7 +240,8 @@ def _encode(
 
 
 class WordIndex:
-    """A vocabulary's words as the kernel looks them up (only words of a-z can be tokens)."""
+    """A vocabulary's words as the kernel looks them up (only a word that is one token of
+    itself, as :func:`words` finds them, can be found)."""
 
     def __init__(self, words: Sequence[str]) -> None:
         encoded = [word.encode("utf-8") for word in words]
@@ -109,8 +249,13 @@ class WordIndex:
         self.offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
         np.cumsum(lengths, out=self.offsets[1:])
         self.chars = np.frombuffer(b"".join(encoded), dtype=np.uint8)
+        cleaned, starts = _cleaned(words)
+        found = cleaned.tobytes()
         usable = np.fromiter(
-            (bool(word) and word.translate(LETTERS) == word for word in encoded),
+            (
+                bool(word) and found[first:last] == word
+                for word, first, last in zip(encoded, starts[:-1], starts[1:], strict=True)
+            ),
             dtype=np.bool_,
             count=len(encoded),
         )
@@ -122,15 +267,9 @@ class WordIndex:
         """(word ids, starts, tokens): text d's in-vocabulary word ids in order are
         ``ids[starts[d]:starts[d + 1]]`` and it has ``tokens[d]`` tokens, as
         ``Vocabulary.encode_counted`` counts them."""
-        letters = [
-            text.lower().encode("utf-8", "surrogatepass").translate(LETTERS) for text in texts
-        ]
-        lengths = np.fromiter(map(len, letters), dtype=np.int64, count=len(letters))
-        starts = np.zeros(len(letters) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=starts[1:])
-        data = np.frombuffer(b"".join(letters), dtype=np.uint8)
-        ids = np.empty(data.shape[0] // 2 + len(letters) + 1, dtype=np.int64)  # >= tokens
-        id_starts = np.empty(len(letters) + 1, dtype=np.int64)
-        tokens = np.empty(len(letters), dtype=np.int64)
+        data, starts = _cleaned(texts)
+        ids = np.empty(data.shape[0] // 2 + len(texts) + 1, dtype=np.int64)  # >= tokens
+        id_starts = np.empty(len(texts) + 1, dtype=np.int64)
+        tokens = np.empty(len(texts), dtype=np.int64)
         _encode(data, starts, self.chars, self.offsets, self.slots, ids, id_starts, tokens)
         return ids[: id_starts[-1]], id_starts, tokens
