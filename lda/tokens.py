@@ -28,6 +28,15 @@ OTHER, LETTER, MARK, DIGIT, QUOTE = 0, 1, 2, 3, 4
 # Code points past these ranges are no letter, mark or digit (Unicode 15; tests check the
 # running Python's tables), so the table is built from these alone, in a fraction of the time.
 _RANGES = ((0, 0x40000), (0xE0000, 0xE1000))
+# Each ASCII byte as it stays in a word: capitals lowercased, letters, digits and the
+# apostrophe kept (the second pass decides the apostrophe), everything else a space.
+ASCII_WORDS = np.array(
+    [
+        b + 0x20 if 0x41 <= b <= 0x5A else b if chr(b).isalnum() or b == APOSTROPHE else SPACE
+        for b in range(128)
+    ],
+    dtype=np.uint8,
+)
 _OFFSET = np.uint64(14695981039346656037)  # FNV-1a, 64 bits
 _PRIME = np.uint64(1099511628211)
 
@@ -99,39 +108,74 @@ def _code_point(data: np.ndarray, i: int, end: int) -> tuple[int, int]:
 
 
 @numba.njit(cache=True, nogil=True)
-def _clean_one(data: np.ndarray, start: int, end: int, table: np.ndarray, kind: np.ndarray) -> None:
+def _joins(kind: np.ndarray, i: int, start: int, end: int) -> bool:
+    """Whether the apostrophe at ``i`` stands between two word characters (and so stays)."""
+    return start < i < end - 1 and LETTER <= kind[i - 1] <= DIGIT and LETTER <= kind[i + 1] <= DIGIT
+
+
+@numba.njit(cache=True, nogil=True)
+def _possessive(data: np.ndarray, kind: np.ndarray, i: int, start: int, end: int) -> bool:
+    """Whether the apostrophe at ``i`` begins a word's final 's."""
+    if not (_joins(kind, i, start, end) and data[i + 1] == 0x73):
+        return False
+    after = i + 2
+    return (
+        after == end
+        or kind[after] == OTHER
+        or (kind[after] == QUOTE and not _joins(kind, after, start, end))
+    )
+
+
+@numba.njit(cache=True, nogil=True)
+def _clean_one(
+    data: np.ndarray,
+    start: int,
+    end: int,
+    table: np.ndarray,
+    ascii_words: np.ndarray,
+    kind: np.ndarray,
+) -> None:
     """Words of ``data[start:end]`` (folded UTF-8) in place: ASCII capitals lowercased, every
-    other byte a space."""
-    i = start
-    while i < end:  # each byte's class: that of the character it belongs to
-        code, n = _code_point(data, i, end)
-        kind[i : i + n] = table[code]
-        if 0x41 <= code <= 0x5A:
-            data[i] = code + 0x20
-        i += n
-    for i in range(start, end):  # an apostrophe joins only two word characters
-        if kind[i] == QUOTE:
-            before = i > start and LETTER <= kind[i - 1] <= DIGIT
-            after = i + 1 < end and LETTER <= kind[i + 1] <= DIGIT
-            if not (before and after):
-                kind[i] = OTHER
+    other byte a space. A first pass maps each byte by its character's class; a second visits
+    only marks, digits and apostrophes, the rare bytes whose fate depends on their word."""
     i = start
     while i < end:
-        while i < end and kind[i] == OTHER:
-            data[i] = SPACE
+        byte = data[i]
+        if byte < 0x80:
+            kind[i] = table[byte]
+            data[i] = ascii_words[byte]
             i += 1
-        first, letters = i, 0
-        while i < end and kind[i] != OTHER:
-            letters += kind[i] == LETTER
-            i += 1
-        last = i
-        if last - first >= 3 and data[last - 1] == 0x73 and kind[last - 2] == QUOTE:
-            data[last - 2] = SPACE  # a final 's: the word without it
-            data[last - 1] = SPACE
-            letters -= 1
-            last -= 2
-        if letters == 0:
-            data[first:last] = SPACE
+        else:
+            code, n = _code_point(data, i, end)
+            for j in range(i, i + n):
+                kind[j] = table[code]
+                if table[code] == OTHER:
+                    data[j] = SPACE
+            i += n
+    for i in range(start, end):
+        k = kind[i]
+        if k < MARK:
+            continue
+        if k == QUOTE:
+            if _possessive(data, kind, i, start, end):
+                data[i] = data[i + 1] = SPACE
+            elif not _joins(kind, i, start, end):
+                data[i] = SPACE
+        elif (
+            i == start
+            or kind[i - 1] == OTHER
+            or (kind[i - 1] == QUOTE and not _joins(kind, i - 1, start, end))
+        ):  # a word that begins with a mark or digit: blank it unless a letter follows
+            j, letters = i, 0
+            while j < end and (
+                LETTER <= kind[j] <= DIGIT or (kind[j] == QUOTE and _joins(kind, j, start, end))
+            ):
+                if kind[j] == QUOTE and _possessive(data, kind, j, start, end):
+                    break
+                letters += kind[j] == LETTER
+                j += 1
+            if letters == 0:
+                data[i:j] = SPACE
 
 
 @numba.njit(cache=True, nogil=True)
@@ -140,7 +184,7 @@ def _clean(data: np.ndarray, starts: np.ndarray, table: np.ndarray) -> None:
     text into the next)."""
     kind = np.empty(data.shape[0], dtype=np.uint8)
     for d in range(starts.shape[0] - 1):
-        _clean_one(data, starts[d], starts[d + 1], table, kind)
+        _clean_one(data, starts[d], starts[d + 1], table, ASCII_WORDS, kind)
 
 
 def _cleaned(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
