@@ -1,6 +1,7 @@
-"""Vocabulary and tokenisation as in the published online-LDA experiments.
+"""Vocabularies, and the tokens of :mod:`lda.tokens` (words in any alphabet) as Python lists.
 
-Lowercase, ``-`` to space, runs of a–z; words outside the vocabulary are dropped.
+Words outside the vocabulary are dropped. A vocabulary is built as in the published online-LDA
+experiments: the words in most documents, without short, stop and ubiquitous words.
 """
 
 from __future__ import annotations
@@ -9,9 +10,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-# bytes.translate table: a-z kept, every other byte (UTF-8's multi-byte ones too) a space, so
-# splitting the translated lowercase UTF-8 gives exactly the runs of [a-z]+, in C.
-_A_TO_Z = bytes(b if 0x61 <= b <= 0x7A else 0x20 for b in range(256))
+from lda.tokens import fold, words
 
 # A short English stop list, used only when a vocabulary is built from documents.
 STOP_WORDS = frozenset(
@@ -25,17 +24,19 @@ STOP_WORDS = frozenset(
     too under until upon very was were what when where whether which while who whom whose why
     will with within without would yet you your yours yourself yourselves
     """.split()
+) | frozenset(  # contractions stay whole words (lda.tokens), as stop-like as their parts
+    """
+    aren't can't couldn't didn't doesn't don't hadn't hasn't haven't isn't mustn't shouldn't
+    wasn't weren't won't wouldn't i'm i've i'll i'd you're you've you'll you'd we're we've we'll
+    we'd they're they've they'll they'd he'll he'd she'll she'd it'll that'll there'll who'll
+    """.split()
 )
 
 
-def _words(text: str) -> list[bytes]:
-    """The runs of a–z in lowercased ``text``, as ASCII bytes (twice as fast as a regex)."""
-    return text.lower().encode("utf-8", "surrogatepass").translate(_A_TO_Z).split()
-
-
 def tokenize(text: str) -> list[str]:
-    """Lowercased a–z word runs of ``text`` (hyphens and any other non-letter split words)."""
-    return [word.decode("ascii") for word in _words(text)]
+    """The words of ``text`` in order (:mod:`lda.tokens`: runs of letters, marks and digits in
+    the normalised, case-folded text; hyphens and any other character split words)."""
+    return words(text).decode("utf-8").split()
 
 
 class Vocabulary:
@@ -48,7 +49,7 @@ class Vocabulary:
             if not word or word in self.index:
                 raise ValueError(f"vocabulary word {i + 1} is empty or repeated: {word!r}")
             self.index[word] = i
-        self._ascii_index = {w.encode("utf-8"): i for w, i in self.index.items()}
+        self._utf8_index = {w.encode("utf-8"): i for w, i in self.index.items()}
 
     def __len__(self) -> int:
         return len(self.words)
@@ -59,21 +60,22 @@ class Vocabulary:
 
     def encode_counted(self, text: str) -> tuple[list[int], int]:
         """(word ids of the in-vocabulary tokens, in order; how many tokens ``text`` has)."""
-        words = _words(text)
-        ids = map(self._ascii_index.get, words)
-        return [i for i in ids if i is not None], len(words)
+        tokens = words(text).split()
+        ids = map(self._utf8_index.get, tokens)
+        return [i for i in ids if i is not None], len(tokens)
 
     @classmethod
     def load(cls, path: str | Path) -> Vocabulary:
-        """A vocabulary from a file of one word per line (blank lines ignored)."""
+        """A vocabulary from a UTF-8 file of one word per line (blank lines ignored), each in
+        the form tokens take (:func:`lda.tokens.fold`: ``Zürich`` is ``zürich``)."""
         text = Path(path).read_text(encoding="utf-8")
-        words = [line.strip().lower() for line in text.splitlines() if line.strip()]
-        if not words:
+        entries = [fold(line.strip()) for line in text.splitlines() if line.strip()]
+        if not entries:
             raise ValueError(f"vocabulary file {path} has no words")
-        return cls(words)
+        return cls(entries)
 
     def save(self, path: str | Path) -> None:
-        """Write one word per line, in id order."""
+        """Write one word per line, in id order, as UTF-8."""
         Path(path).write_text("\n".join(self.words) + "\n", encoding="utf-8")
 
 
@@ -85,7 +87,10 @@ def build_vocabulary(
     max_document_fraction: float = 0.5,
     stop_words: frozenset[str] = STOP_WORDS,
 ) -> Vocabulary:
-    """The ``size`` words found in most documents, skipping short, stop and ubiquitous words."""
+    """The ``size`` words found in most documents, skipping short (in characters), stop and
+    ubiquitous words. Stop words are compared folded, as tokens are (``Straße`` stops
+    ``strasse``)."""
+    stop_words = frozenset(map(fold, stop_words))
     document_frequency: Counter[str] = Counter()
     n_documents = 0
     for text in texts:
