@@ -29,6 +29,7 @@ from lda.evaluation.scorer import HeldoutScorer, ScorerConfig
 from lda.gibbs import GibbsConfig, GibbsExpectations, gibbs_expectations
 from lda.parallel import Layout, Reducer, layout
 from lda.sgmcmc.chain import Chain, Minibatch, new_chain, restore_chain
+from lda.sgmcmc.columns import ColumnMap
 from lda.sgmcmc.samplers import (  # its home: the samplers; imported from here too
     NonFiniteError as NonFiniteError,
 )
@@ -207,6 +208,21 @@ class StreamingLDA:
         """(K, M) the chain's current sample of beta at (k, word_ids[k, i]): for the lazy
         chain without drawing the other columns (lda.sgmcmc.scir.lazy.LazyChain.sample_at)."""
         return self.chain.sample_at(word_ids)
+
+    def remap_vocabulary(
+        self, keep: torch.Tensor, generator: torch.Generator | None = None
+    ) -> None:
+        """Move to a new vocabulary of ``len(keep)`` words: ``keep[j]`` is new word j's old
+        column, or -1 for a word that enters (:func:`lda.remap.remap_indices` makes it).
+        Kept columns carry their theta, momentum, mean and (lazy chain) clocks; entering ones
+        start from the law of a column no data has touched, drawn with ``generator`` (the
+        training generator by default, so a resumed run remaps as an uninterrupted one);
+        leaving ones go (docs/model.md, "When the vocabulary changes"). The posterior average
+        of held-out scores starts over: the held-out tokens must be re-encoded."""
+        columns = ColumnMap.of(keep, self.config.n_words)
+        self.chain.remap(columns, self.generator if generator is None else generator)
+        self.config = dataclasses.replace(self.config, n_words=columns.n_new)
+        self.posterior_average = PosteriorAverage()
 
     def state_dict(self) -> dict[str, Any]:
         """Everything needed to continue exactly: chain, counters, RNG states, averages."""

@@ -20,6 +20,7 @@ from lda.batch import Batch
 from lda.config import Estimate, LearnerConfig
 from lda.parallel import Reducer
 from lda.sgmcmc.averaging import ExponentialMean
+from lda.sgmcmc.columns import ColumnMap, prior_columns, remap_mean
 from lda.sgmcmc.gradient import MinibatchStatistics
 from lda.sgmcmc.samplers import SAMPLERS, NonFiniteError, SamplerState, StepInfo, init_state, step
 from lda.sgmcmc.scir.chain import LazySCIRChain
@@ -95,6 +96,12 @@ class Chain(Protocol):
         """The learner checkpoint's chain keys: theta, momentum, step, mean and lazy."""
         ...
 
+    def remap(self, columns: ColumnMap, generator: torch.Generator) -> None:
+        """Move to a new vocabulary: kept columns carried, entering ones drawn with
+        ``generator`` from the law of a column no data has touched (docs/model.md, "When the
+        vocabulary changes")."""
+        ...
+
 
 def all_finite(*tensors: torch.Tensor) -> bool:
     """Every entry of every tensor finite. Finite sums prove it (NaN and inf propagate) with
@@ -158,6 +165,24 @@ class DenseChain:
 
     def sample_at(self, word_ids: torch.Tensor) -> torch.Tensor:
         return self.beta.gather(1, word_ids.to(self.theta.device))
+
+    def remap(self, columns: ColumnMap, generator: torch.Generator) -> None:
+        """Entering columns: theta ~ Gamma(alpha, 1), then (HMC samplers) momentum ~ N(0, 1),
+        its stationary law whatever theta; the mean of beta carried by
+        :func:`lda.sgmcmc.columns.remap_mean`."""
+        theta, momentum = self._state.theta, self._state.momentum
+        n_topics, entering = theta.shape[0], int(columns.entering.numel())
+        fresh = prior_columns(self.hyper.alpha, n_topics, entering, generator, theta.dtype)
+        new_momentum = None
+        if momentum is not None:
+            noise = torch.randn(
+                (n_topics, entering), generator=generator, device=theta.device, dtype=theta.dtype
+            )
+            new_momentum = columns.apply(momentum, noise)
+        self._state = SamplerState(
+            theta=columns.apply(theta, fresh), momentum=new_momentum, step=self._state.step
+        )
+        remap_mean(self.mean, columns, self.beta)
 
     def state_dict(self) -> dict[str, Any]:
         return {

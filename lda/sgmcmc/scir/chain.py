@@ -16,6 +16,7 @@ import torch
 from lda.batch import Batch
 from lda.config import Estimate
 from lda.sgmcmc.averaging import ExponentialMean
+from lda.sgmcmc.columns import ColumnMap
 from lda.sgmcmc.samplers import NonFiniteError, SamplerState, StepInfo
 from lda.sgmcmc.scir.lazy import LazyChain
 from lda.sgmcmc.scir.lazy_kernel import columns_of
@@ -133,6 +134,14 @@ class LazySCIRChain:
     def sample_at(self, word_ids: torch.Tensor) -> torch.Tensor:
         """Without drawing the other columns (:meth:`LazyChain.sample_at`)."""
         return self.lazy.sample_at(word_ids, self._peek(), self.dtype)
+
+    def remap(self, columns: ColumnMap, generator: torch.Generator) -> None:
+        """The lazy chain's own move (:meth:`LazyChain.remap`); a dense mean a checkpoint
+        brought is of the old vocabulary and starts over."""
+        self._reads.clear()
+        self.lazy.remap(columns, generator)
+        if self.mean.count:
+            self.mean = ExponentialMean(self.mean.decay)
 
     def state_dict(self) -> dict[str, Any]:
         return {

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from lda.sgmcmc.columns import ColumnMap, prior_columns
 from lda.sgmcmc.scir import lazy_kernel
 from lda.sgmcmc.scir.transition import beta_floor
 
@@ -38,6 +39,16 @@ SYNC_EVERY = 1000  # steps between syncs at most (each is one O(K x W) pass)
 def _word_major(matrix: torch.Tensor) -> torch.Tensor:
     """A (K, W) matrix as a view of contiguous (W, K) storage (a copy only if it is not)."""
     return matrix.T.contiguous().T
+
+
+def _remap_vector(
+    columns: ColumnMap, old: torch.Tensor, fill: float | int | torch.Tensor
+) -> torch.Tensor:
+    """A per-column vector carried to the new columns, entering ones set to ``fill``."""
+    out = old.new_empty(columns.n_new)
+    out[columns.kept] = old[columns.sources]
+    out[columns.entering] = fill  # a Python scalar keeps its float64 precision
+    return out
 
 
 def _key(generator: torch.Generator) -> np.uint64:
@@ -66,6 +77,10 @@ class LazyChain:
     column_step: torch.Tensor = field(init=False)  # (W,) int64
     column_mark: torch.Tensor = field(init=False)  # (W,) float64
     row_stale: torch.Tensor = field(init=False)  # (K,) float64: sum_w (theta_kw - alpha) e^t_w
+    # (W,) int64 keys of the columns' random streams, carried when a vocabulary change moves a
+    # column, so its draws do not depend on its index; entering columns take fresh keys.
+    column_key: torch.Tensor = field(init=False)
+    next_key: int = field(init=False)  # the next entering column's key
     # A restored chain's running total (K, W), taken as it is when word-major; None: zeros.
     restored_total: InitVar[torch.Tensor | None] = None
 
@@ -83,6 +98,8 @@ class LazyChain:
         self.column_time = torch.zeros(n_words, dtype=torch.float64)
         self.column_step = torch.zeros(n_words, dtype=torch.int64)
         self.column_mark = torch.zeros(n_words, dtype=torch.float64)
+        self.column_key = torch.arange(n_words, dtype=torch.int64)
+        self.next_key = n_words
         self.row_stale = self._stale_sums()
 
     def _stale_sums(self) -> torch.Tensor:
@@ -193,6 +210,7 @@ class LazyChain:
             column_time=self.column_time.numpy(),
             column_step=self.column_step.numpy(),
             column_mark=self.column_mark.numpy(),
+            column_key=self.column_key.numpy(),
             time=float(self.time),
             steps=int(self.steps),
             mark=float(self.mark),
@@ -259,6 +277,36 @@ class LazyChain:
         self.column_mark.zero_()
         self.row_stale = self._stale_sums()
 
+    def remap(self, columns: ColumnMap, generator: torch.Generator) -> None:
+        """Move to a new vocabulary. Kept columns keep their value, clocks, mean total and
+        stream key, so a kept column is caught up later exactly as it would have been without
+        the change; an entering column starts up to date now at a Gamma(alpha, 1) draw (a CIR
+        process's stationary law towards Gamma(alpha) with no data), its mean total at that
+        value, and a fresh stream key. The row sums' stale part is re-counted."""
+        if columns.reorders_only:
+            fresh = None
+        else:
+            n_topics, entering = self.theta.shape[0], int(columns.entering.numel())
+            fresh = prior_columns(self.alpha, n_topics, entering, generator, self.theta.dtype)
+        self.theta = _word_major(columns.apply(self.theta, fresh))
+        self.total = _word_major(
+            columns.apply(self.total, None if fresh is None else self.weight * fresh)
+        )
+        keys = torch.arange(self.next_key, self.next_key + int(columns.entering.numel()))
+        self.next_key += int(keys.numel())
+        self.column_time = _remap_vector(columns, self.column_time, self.time)
+        self.column_step = _remap_vector(columns, self.column_step, self.steps)
+        self.column_mark = _remap_vector(columns, self.column_mark, self.mark)
+        self.column_key = _remap_vector(columns, self.column_key, keys)
+        if fresh is not None:  # the same columns reordered leave every row's sum as it was
+            self.row_stale = torch.zeros(self.theta.shape[0], dtype=torch.float64)
+            lazy_kernel.stale_sums(
+                self._stored(self.theta),
+                self.column_time.numpy(),
+                self.alpha,
+                self.row_stale.numpy(),
+            )
+
     # --- checkpoints ---------------------------------------------------------------------
 
     def state_dict(self) -> dict[str, Any]:
@@ -266,7 +314,8 @@ class LazyChain:
             name: getattr(self, name)
             for name in (
                 "theta", "alpha", "decay", "total", "weight", "steps_total", "time", "steps",
-                "mark", "column_time", "column_step", "column_mark", "row_stale",
+                "mark", "column_time", "column_step", "column_mark", "row_stale", "column_key",
+                "next_key",
             )
         }  # fmt: skip
 

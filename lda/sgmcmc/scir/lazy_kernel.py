@@ -4,9 +4,10 @@ The chain keeps theta word-major, (W, K): a minibatch's columns are rows of K co
 so the catch-up, the step and the beta handed to the Gibbs sweeps read and write whole cache
 lines, and beta arrives at the sparse kernel already transposed (no gather). Every coordinate
 (k, w) draws from its own counter-based stream (lda.sgmcmc.scir.transition_kernel.stream of
-k W + w), so the draws do not depend on the layout, the thread count or the order columns are
-visited in; the topics' row sums are summed over a fixed number of column chunks in a fixed
-order for the same reason. The kernels take the chain as one :class:`ChainArrays`.
+key_w K + k, key_w the column's stream key), so the draws do not depend on the layout, the
+thread count, the order columns are visited in, or where a vocabulary change moved the column;
+the topics' row sums are summed over a fixed number of column chunks in a fixed order for the
+same reason. The kernels take the chain as one :class:`ChainArrays`.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class ChainArrays(NamedTuple):
     column_time: np.ndarray  # (W,) float64 t_w
     column_step: np.ndarray  # (W,) int64 s_w
     column_mark: np.ndarray  # (W,) float64 A_w
+    column_key: np.ndarray  # (W,) int64: keys column w's streams, whatever its index
     time: float  # T since the last sync
     steps: int  # s since the last sync
     mark: float  # A_s
@@ -120,7 +122,7 @@ def catch_up_columns(
     theta, total, alpha = chain.theta, chain.total, chain.alpha
     column_time, column_step, column_mark = chain.column_time, chain.column_step, chain.column_mark
     time, steps, mark, decay = chain.time, chain.steps, chain.mark, chain.decay
-    n_words, n_topics = theta.shape
+    n_topics = theta.shape[1]
     m = columns.shape[0]
     now = math.exp(time)
     change = np.zeros((CHUNKS, n_topics))
@@ -137,9 +139,10 @@ def catch_up_columns(
             scale, mix = _constants(elapsed)
             x_row = theta[w]
             t_row = total[w]
+            base = chain.column_key[w] * n_topics
             for k in range(n_topics):
                 x0 = float(x_row[k])
-                x1, _ = _cir_given(x0, alpha, scale, mix, stream(key, k * n_words + w))
+                x1, _ = _cir_given(x0, alpha, scale, mix, stream(key, base + k))
                 x_row[k] = x1
                 x1 = float(x_row[k])  # as stored (float32 rounds)
                 t_row[k] = (
@@ -167,7 +170,7 @@ def advance_columns(
     finite (a non-finite gradient: the caller restores the state)."""
     theta, total, row_stale = chain.theta, chain.total, chain.row_stale
     alpha, decay = chain.alpha, chain.decay
-    n_words, n_topics = theta.shape
+    n_topics = theta.shape[1]
     m = columns.shape[0]
     c_h, mix = _constants(h)
     change = np.zeros((CHUNKS, n_topics))
@@ -180,12 +183,13 @@ def advance_columns(
             x_row = theta[w]
             t_row = total[w]
             counts = word_topic[j]
+            base = chain.column_key[w] * n_topics
             for k in range(n_topics):
                 x0 = float(x_row[k])
                 a = alpha + scale * counts[k]
                 if not math.isfinite(a):
                     bad[c] += 1
-                x1, _ = _cir_given(x0, a, c_h, mix, stream(key, k * n_words + w))
+                x1, _ = _cir_given(x0, a, c_h, mix, stream(key, base + k))
                 x_row[k] = x1
                 x1 = float(x_row[k])
                 t_row[k] = decay * t_row[k] + (1.0 - decay) * x1
@@ -243,6 +247,25 @@ def row_sums(theta: np.ndarray, shift: float, out: np.ndarray) -> None:
             x_row = theta[w]
             for k in range(n_topics):
                 row[k] += float(x_row[k]) + shift
+    for c in range(CHUNKS):
+        for k in range(n_topics):
+            out[k] += rows[c, k]
+
+
+@numba.njit(parallel=True, cache=True)
+def stale_sums(theta: np.ndarray, column_time: np.ndarray, alpha: float, out: np.ndarray) -> None:
+    """out[k] = sum_w (theta[w, k] - alpha) e^column_time[w] in float64, for (W, K) ``theta``:
+    the row sums' stale part with the columns' own clocks (a vocabulary change's re-count)."""
+    n_words, n_topics = theta.shape
+    rows = np.zeros((CHUNKS, n_topics))
+    for c in numba.prange(CHUNKS):
+        lo, hi = _chunk(c, n_words)
+        row = rows[c]
+        for w in range(lo, hi):
+            grown = math.exp(column_time[w])
+            x_row = theta[w]
+            for k in range(n_topics):
+                row[k] += (float(x_row[k]) - alpha) * grown
     for c in range(CHUNKS):
         for k in range(n_topics):
             out[k] += rows[c, k]
@@ -316,8 +339,9 @@ def sample_beta(
             for w in range(tile * TILE, min(n_words, (tile + 1) * TILE)):
                 elapsed = time - column_time[w]
                 x_row = theta[w]
+                base = chain.column_key[w] * n_topics
                 for k in range(n_topics):
-                    x, _ = cir(float(x_row[k]), alpha, elapsed, stream(key, k * n_words + w))
+                    x, _ = cir(float(x_row[k]), alpha, elapsed, stream(key, base + k))
                     out[k, w] = x
                     row[k] += float(out[k, w])
     _scale_rows(out, rows.sum(axis=0), floor)
@@ -335,13 +359,14 @@ def sample_at(
     """A draw of beta now at (k, word_ids[k, i]) only: each value drawn exactly as sample_beta
     draws it under the same key, normalised by ``row_sums`` instead of the drawn rows' sums."""
     theta, column_time, time, alpha = chain.theta, chain.column_time, chain.time, chain.alpha
-    n_words, n_topics = theta.shape
+    n_topics = theta.shape[1]
     for k in numba.prange(n_topics):
         inverse = 1.0 / row_sums[k]
         for i in range(word_ids.shape[1]):
             w = word_ids[k, i]
             elapsed = time - column_time[w]
-            x, _ = cir(float(theta[w, k]), alpha, elapsed, stream(key, k * n_words + w))
+            base = chain.column_key[w] * n_topics
+            x, _ = cir(float(theta[w, k]), alpha, elapsed, stream(key, base + k))
             out[k, i] = max(x * inverse, floor)
 
 
