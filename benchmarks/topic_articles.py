@@ -32,7 +32,7 @@ import torch
 from lda.batch import Batch
 from lda.inference import infer_topics
 from lda.model import StreamingLDA
-from lda.vocab import build_vocabulary
+from lda.vocab import Vocabulary, build_vocabulary
 from service.learn.publisher import suggested_names_of as suggested
 from service.learn.session import SessionConfig, learner_config
 from service.learn.topic_record import RecordConfig, TopicRecord
@@ -56,10 +56,11 @@ def articles(corpora: Path) -> Iterator[tuple[str, str, str]]:
                 yield f"{path.name}:{n}", str(record.get("title", "")), text
 
 
-def snapshot_cost(model: StreamingLDA, vocab: list[str], record: TopicRecord) -> None:
+def snapshot_cost(model: StreamingLDA, vocabulary: Vocabulary, record: TopicRecord) -> None:
     """The snapshot's size and the time to make and render it, without and with the record's
     fields (median of 5)."""
     ids, weights = model.top_words(100)
+    vocab = vocabulary.words
     base = Snapshot(
         docs_seen=model.docs_seen,
         updated_at=time.time(),
@@ -80,7 +81,7 @@ def snapshot_cost(model: StreamingLDA, vocab: list[str], record: TopicRecord) ->
                 base,
                 topic_size=record.sizes(),
                 topic_articles=record.article_rows(model.docs_seen),
-                topic_suggested=suggested(ids, weights, tf, vocab),
+                topic_suggested=suggested(ids, weights, tf, vocabulary),
             )
         return len(snapshot.to_json().encode()), time.perf_counter() - began
 
@@ -151,7 +152,7 @@ def main() -> int:
         f"ratio {seconds['off'] / seconds['on']:.3f}"
     )
 
-    snapshot_cost(with_record, vocab.words, record)
+    snapshot_cost(with_record, vocab, record)
 
     beta = with_record.beta_mean
     gamma = config.gamma

@@ -81,6 +81,7 @@ class LazyChain:
     # column, so its draws do not depend on its index; entering columns take fresh keys.
     column_key: torch.Tensor = field(init=False)
     next_key: int = field(init=False)  # the next entering column's key
+    key_stride: int = field(init=False)  # W when the keys began (lazy_kernel.stream_index)
     # A restored chain's running total (K, W), taken as it is when word-major; None: zeros.
     restored_total: InitVar[torch.Tensor | None] = None
 
@@ -100,6 +101,7 @@ class LazyChain:
         self.column_mark = torch.zeros(n_words, dtype=torch.float64)
         self.column_key = torch.arange(n_words, dtype=torch.int64)
         self.next_key = n_words
+        self.key_stride = n_words  # keys below it read the streams of chains from before keys
         self.row_stale = self._stale_sums()
 
     def _stale_sums(self) -> torch.Tensor:
@@ -211,6 +213,7 @@ class LazyChain:
             column_step=self.column_step.numpy(),
             column_mark=self.column_mark.numpy(),
             column_key=self.column_key.numpy(),
+            key_stride=int(self.key_stride),
             time=float(self.time),
             steps=int(self.steps),
             mark=float(self.mark),
@@ -315,7 +318,7 @@ class LazyChain:
             for name in (
                 "theta", "alpha", "decay", "total", "weight", "steps_total", "time", "steps",
                 "mark", "column_time", "column_step", "column_mark", "row_stale", "column_key",
-                "next_key",
+                "next_key", "key_stride",
             )
         }  # fmt: skip
 

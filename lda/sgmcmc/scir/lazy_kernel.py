@@ -4,10 +4,10 @@ The chain keeps theta word-major, (W, K): a minibatch's columns are rows of K co
 so the catch-up, the step and the beta handed to the Gibbs sweeps read and write whole cache
 lines, and beta arrives at the sparse kernel already transposed (no gather). Every coordinate
 (k, w) draws from its own counter-based stream (lda.sgmcmc.scir.transition_kernel.stream of
-key_w K + k, key_w the column's stream key), so the draws do not depend on the layout, the
-thread count, the order columns are visited in, or where a vocabulary change moved the column;
-the topics' row sums are summed over a fixed number of column chunks in a fixed order for the
-same reason. The kernels take the chain as one :class:`ChainArrays`.
+stream_index(k, key_w), key_w the column's stream key), so the draws do not depend on the
+layout, the thread count, the order columns are visited in, or where a vocabulary change moved
+the column; the topics' row sums are summed over a fixed number of column chunks in a fixed
+order for the same reason. The kernels take the chain as one :class:`ChainArrays`.
 """
 
 from __future__ import annotations
@@ -37,12 +37,23 @@ class ChainArrays(NamedTuple):
     column_step: np.ndarray  # (W,) int64 s_w
     column_mark: np.ndarray  # (W,) float64 A_w
     column_key: np.ndarray  # (W,) int64: keys column w's streams, whatever its index
+    key_stride: int  # the chain's W when its keys began (see stream_index)
     time: float  # T since the last sync
     steps: int  # s since the last sync
     mark: float  # A_s
     decay: float  # the mean's decay per step
     alpha: float
     weight: float  # the mean's total weight
+
+
+@numba.njit(cache=True, inline="always")
+def stream_index(k: int, column: int, stride: int, n_topics: int) -> int:
+    """The stream of coordinate (k, column key): k * stride + key for the keys a chain began
+    with (its W; the streams of every chain from before keys), then the entering columns' keys
+    past all of those, K at a time, so no two coordinates share a stream."""
+    if column < stride:
+        return k * stride + column
+    return n_topics * stride + (column - stride) * n_topics + k
 
 
 @numba.njit(cache=True)
@@ -139,10 +150,16 @@ def catch_up_columns(
             scale, mix = _constants(elapsed)
             x_row = theta[w]
             t_row = total[w]
-            base = chain.column_key[w] * n_topics
+            column = chain.column_key[w]
             for k in range(n_topics):
                 x0 = float(x_row[k])
-                x1, _ = _cir_given(x0, alpha, scale, mix, stream(key, base + k))
+                x1, _ = _cir_given(
+                    x0,
+                    alpha,
+                    scale,
+                    mix,
+                    stream(key, stream_index(k, column, chain.key_stride, n_topics)),
+                )
                 x_row[k] = x1
                 x1 = float(x_row[k])  # as stored (float32 rounds)
                 t_row[k] = (
@@ -183,13 +200,19 @@ def advance_columns(
             x_row = theta[w]
             t_row = total[w]
             counts = word_topic[j]
-            base = chain.column_key[w] * n_topics
+            column = chain.column_key[w]
             for k in range(n_topics):
                 x0 = float(x_row[k])
                 a = alpha + scale * counts[k]
                 if not math.isfinite(a):
                     bad[c] += 1
-                x1, _ = _cir_given(x0, a, c_h, mix, stream(key, base + k))
+                x1, _ = _cir_given(
+                    x0,
+                    a,
+                    c_h,
+                    mix,
+                    stream(key, stream_index(k, column, chain.key_stride, n_topics)),
+                )
                 x_row[k] = x1
                 x1 = float(x_row[k])
                 t_row[k] = decay * t_row[k] + (1.0 - decay) * x1
@@ -339,9 +362,14 @@ def sample_beta(
             for w in range(tile * TILE, min(n_words, (tile + 1) * TILE)):
                 elapsed = time - column_time[w]
                 x_row = theta[w]
-                base = chain.column_key[w] * n_topics
+                column = chain.column_key[w]
                 for k in range(n_topics):
-                    x, _ = cir(float(x_row[k]), alpha, elapsed, stream(key, base + k))
+                    x, _ = cir(
+                        float(x_row[k]),
+                        alpha,
+                        elapsed,
+                        stream(key, stream_index(k, column, chain.key_stride, n_topics)),
+                    )
                     out[k, w] = x
                     row[k] += float(out[k, w])
     _scale_rows(out, rows.sum(axis=0), floor)
@@ -365,8 +393,13 @@ def sample_at(
         for i in range(word_ids.shape[1]):
             w = word_ids[k, i]
             elapsed = time - column_time[w]
-            base = chain.column_key[w] * n_topics
-            x, _ = cir(float(theta[w, k]), alpha, elapsed, stream(key, base + k))
+            column = chain.column_key[w]
+            x, _ = cir(
+                float(theta[w, k]),
+                alpha,
+                elapsed,
+                stream(key, stream_index(k, column, chain.key_stride, n_topics)),
+            )
             out[k, i] = max(x * inverse, floor)
 
 
