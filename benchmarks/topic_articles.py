@@ -130,6 +130,11 @@ def main() -> int:
         len(vocab),
     )
     size = settings.part(SessionConfig).batch_size or 64
+    # Compiled kernels are compiled (or loaded from numba's cache) on first use: a throwaway
+    # learner takes a minibatch both ways first, so neither timed learner pays for it.
+    warm = Batch.from_ids([ids for _, ids in documents[:size]])
+    StreamingLDA(config, seed=1).update(warm, documents=lambda counts: None)
+    StreamingLDA(config, seed=1).update(warm)
     seconds = {"on": 0.0, "off": 0.0}
     started = time.perf_counter()
     for start in range(0, len(documents), size):
