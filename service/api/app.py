@@ -24,7 +24,6 @@ from service.api.infer.proportions import warm_up
 from service.api.reads import pipeline_status
 from service.api.reads.prerendered import FastReads
 from service.api.reads.refresher import View, ViewConfig
-from service.api.reads.topic_history import TopicHistory
 from service.api.routes import (
     admin,
     export,
@@ -95,7 +94,7 @@ def create_app(settings: Settings) -> FastAPI:
         settings.worker_silent_after_s,
     )
     app.state.view = View(app.state.redis, config)
-    app.state.topic_history = TopicHistory(settings.render_cache)
+    app.state.topic_history = app.state.view.history
     app.state.infer_pool = ThreadPoolExecutor(settings.infer_concurrency, "infer")
     # Each inference thread splits its batch over infer_threads threads: itself and helpers.
     helpers = settings.infer_concurrency * (settings.inference_threads - 1)

@@ -1,4 +1,5 @@
-"""The hot reads answered before routing: GET /topics, /topics/{id}, /perplexity and /stats.
+"""The hot reads answered before routing: GET /topics, /topics/{id}, /topics/{id}/history,
+/perplexity and /stats.
 
 Dashboards poll these few paths; their bodies are already rendered by the view, so the time of
 an answer is the framework's. This ASGI layer, outermost in the app, looks the request up in a
@@ -31,6 +32,7 @@ from service.api.reads import bodies
 from service.api.reads.refresher import State, View
 
 TOPICS, ONE_TOPIC, PERPLEXITY, STATS = "/topics", "/topics/{topic_id}", "/perplexity", "/stats"
+HISTORY, HISTORY_SUFFIX = "/topics/{topic_id}/history", "/history"
 # Distinct queries remembered per state: beyond it, an answer is looked up but not kept.
 MEMO_SIZE = 1024
 
@@ -67,6 +69,8 @@ class FastReads:
         topics = state.topics
         if topics is None or state.error is not None:
             return None
+        if path.endswith(HISTORY_SUFFIX):
+            return self._history(state, path[: -len(HISTORY_SUFFIX)], raw)
         one = path != TOPICS
         params = self._query(raw, self._one_topic if one else self._all_topics)
         if params is None or "relevance" in params:  # ranked from the model: the routes'
@@ -77,13 +81,25 @@ class FastReads:
         if not one:
             sort = params.get("sort", "id")
             return TOPICS, topics.all(top, estimate, uncertainty, sort, None)
+        topic_id = self._topic_id(state, path)
+        if topic_id is None:
+            return None
+        return ONE_TOPIC, topics.one(topic_id, top, estimate, uncertainty, None)
+
+    def _topic_id(self, state: State, path: str) -> int | None:
+        """The id of ``/topics/{id}`` when it names a topic of the snapshot (else None)."""
+        assert state.topics is not None
         try:
             topic_id = TOPIC_ID["topic_id"].parse("path", "topic_id", path[len(TOPICS) + 1 :])
         except InvalidParameter:
             return None
-        if topic_id >= topics.snapshot.n_topics:
+        return topic_id if topic_id < state.topics.snapshot.n_topics else None
+
+    def _history(self, state: State, path: str, raw: bytes) -> Found:
+        if raw or state.history is None:
             return None
-        return ONE_TOPIC, topics.one(topic_id, top, estimate, uncertainty, None)
+        topic_id = self._topic_id(state, path)
+        return None if topic_id is None else (HISTORY, state.history(topic_id))
 
     def _lookup(self, state: State, path: str, raw: bytes) -> Found:
         if path == STATS:

@@ -35,6 +35,7 @@ from service.api.http.prometheus import render as render_metrics
 from service.api.reads import bodies, pipeline_status
 from service.api.reads.relevance import Ranking
 from service.api.reads.snapshot_parse import parse_snapshot
+from service.api.reads.topic_history import HistoryBody, TopicHistory
 from service.store.snapshot import (
     PerplexityPoint,
     Snapshot,
@@ -132,6 +133,7 @@ class State:
     stats: Rendered | None = None
     metrics: bytes = render_metrics([pipeline_status.redis_up(False)]).encode()
     model: tuple[str, int] | None = None
+    history: HistoryBody | None = None  # topic id -> its history's body
 
     def not_ready(self) -> str | None:
         """Why ``/topics`` would not answer 200 (None when it would)."""
@@ -179,6 +181,7 @@ class View:
         self.client = client
         self.config = config
         self.state = State(error=STARTING)
+        self.history = TopicHistory(config.render_cache)
         self._topics: TopicsView | None = None
         self._snapshot: tuple[str, Snapshot] | None = None
         self._perplexity: PerplexityView | None = None
@@ -231,6 +234,7 @@ class View:
         now = pipeline_status.read_live_values(self.client, self.config.sources, time.time())
         topics = self._read_topics()
         perplexity = self._read_perplexity()
+        history = self.history.refresh(self.client)
         snapshot = None if topics is None else topics.snapshot
         silent = pipeline_status.silent_since(snapshot, now, self.config.silent_after_s)
         stats = pipeline_status.stats(snapshot, now, self.config.sources, silent)
@@ -242,6 +246,7 @@ class View:
             stats=Rendered.of(stats.model_dump_json().encode()),
             metrics=render_metrics(families).encode(),
             model=now.model,
+            history=history,
         )
 
     def refresh(self) -> None:

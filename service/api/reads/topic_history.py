@@ -1,16 +1,16 @@
 """Each topic's history (``GET /topics/{id}/history``), parsed once per change of the set.
 
 The history holds one point per evaluation with every topic in it, so the whole set grows
-with K. Its signature (two small commands) tells a poll whether anything changed; when it did,
-the members are read again but only those not seen before are parsed (a new evaluation adds
-one), and each topic's body is rendered on its first request and kept as bytes.
+with K. The view's refresher reads its signature (two small commands) every refresh; when it
+changed, the members are read again but only those not seen before are parsed (a new
+evaluation adds one). Each topic's body is rendered on its first request and kept as bytes, so
+a request reads memory only, like the other topic reads.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-import threading
 from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
@@ -42,38 +42,40 @@ def topic_body(points: list[HistoryPoint], k: int) -> bytes:
     return dumps({"id": k, "points": rows})
 
 
+HistoryBody = Callable[[int], Rendered]  # topic id -> its rendered history
+
+
 class TopicHistory:
-    """The history as last read and its rendered bodies, shared by the process's requests."""
+    """The history as last read, parsed incrementally by the view's refresher thread; requests
+    read the bodies it hands out and never Redis."""
 
     def __init__(self, cache_size: int) -> None:
         self.cache_size = cache_size
         self.parsed = 0  # members parsed so far (what the cache saves shows here)
-        self._lock = threading.Lock()
         self._signature: object = None
         self._points: dict[bytes | str, HistoryPoint] = {}
-        self._body: Callable[[int], Rendered] = self._bodies([])
+        self._body: HistoryBody = self._bodies([])
 
-    def _bodies(self, points: list[HistoryPoint]) -> Callable[[int], Rendered]:
+    def _bodies(self, points: list[HistoryPoint]) -> HistoryBody:
         @lru_cache(maxsize=self.cache_size)
         def body(k: int) -> Rendered:
             return Rendered.of(topic_body(points, k))
 
         return body
 
-    def body(self, client: redis.Redis, k: int) -> Rendered:
-        """Topic ``k``'s history as of now (two commands while nothing changed)."""
+    def refresh(self, client: redis.Redis) -> HistoryBody:
+        """Each topic's history as of now: two commands while nothing changed, else the
+        members read again and the new ones parsed (one refresher thread calls it)."""
         signature = topic_history_signature(client)
-        with self._lock:
-            if signature != self._signature:
-                members: list[Any] = client.zrange(TOPIC_HISTORY_KEY, 0, -1)
-                known, self._points = self._points, {}
-                for member in members:
-                    point = known.get(member)
-                    if point is None:
-                        point = parse_point(member)
-                        self.parsed += 1
-                    self._points[member] = point
-                self._body = self._bodies(list(self._points.values()))
-                self._signature = signature
-            body = self._body
-        return body(k)
+        if signature != self._signature:
+            members: list[Any] = client.zrange(TOPIC_HISTORY_KEY, 0, -1)
+            known, self._points = self._points, {}
+            for member in members:
+                point = known.get(member)
+                if point is None:
+                    point = parse_point(member)
+                    self.parsed += 1
+                self._points[member] = point
+            self._body = self._bodies(list(self._points.values()))
+            self._signature = signature
+        return self._body

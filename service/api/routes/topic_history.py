@@ -1,7 +1,7 @@
 """``GET /topics/{topic_id}/history``: one topic over the evaluations the worker kept.
 
-A plain function, run on the thread pool: it asks Redis whether the history changed (two small
-commands) and answers from the process's parsed copy (reads/topic_history.py), with an ETag.
+Answered from the view's parsed copy (reads/topic_history.py, refreshed with the snapshot), with
+an ETag; the hot path (reads/prerendered.py) answers the same bytes before routing.
 """
 
 from __future__ import annotations
@@ -10,10 +10,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Path, Request, Response, status
 
-from service.api.deps import RedisDep, StateDep
+from service.api.deps import StateDep
 from service.api.http.etags import IF_NONE_MATCH, NOT_MODIFIED, respond
 from service.api.http.query_params import MAX_INTEGER, TOPIC_ID, strict
-from service.api.reads.topic_history import TopicHistory
 from service.api.schemas import INVALID, UNAVAILABLE, ErrorOut, TopicHistoryOut
 
 router = APIRouter(tags=["topics"])
@@ -31,10 +30,9 @@ router = APIRouter(tags=["topics"])
     },
     openapi_extra=IF_NONE_MATCH,
 )
-def topic_history(
+async def topic_history(
     request: Request,
     state: StateDep,
-    client: RedisDep,
     topic_id: Annotated[int, Path(ge=0, le=MAX_INTEGER, description="Topic id, 0 to K-1")],
 ) -> Response:
     """The topic's size, coherence, drift, whether it changed, and top words at each
@@ -44,5 +42,5 @@ def topic_history(
         raise HTTPException(
             status.HTTP_404_NOT_FOUND, f"no topic {topic_id}: topic ids are 0 to {k - 1}"
         )
-    history: TopicHistory = request.app.state.topic_history
-    return respond(history.body(client, topic_id), request)
+    assert state.history is not None  # read with the topics
+    return respond(state.history(topic_id), request)
