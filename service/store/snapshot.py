@@ -146,7 +146,14 @@ class Snapshot:
         data.setdefault("sample_topics", data["topics"])
         for name in ("topics", "sample_topics"):
             data[name] = [[WordWeight(str(w), float(p)) for w, p in t] for t in data[name]]
-        return cls(**data)
+        return cls.known(data)
+
+    @classmethod
+    def known(cls, data: dict[str, Any]) -> Snapshot:
+        """The snapshot of ``data``'s fields this code knows: a newer worker's additions are
+        left out, so an API from before them keeps serving while workers are upgraded."""
+        names = _SNAPSHOT_FIELDS
+        return cls(**{k: v for k, v in data.items() if k in names})
 
 
 # The live source's articles link to Wikipedia by page id; a file source's have no link.
@@ -180,6 +187,9 @@ class TopicArticle:
     def from_row(cls, row: Sequence[Any]) -> TopicArticle:
         title, article_id, source, share, docs_seen = row
         return cls(str(title), str(article_id), str(source), float(share), int(docs_seen))
+
+
+_SNAPSHOT_FIELDS = frozenset(f.name for f in fields(Snapshot))
 
 
 if TYPE_CHECKING:  # the worker's side hands torch tensors; the API reads without torch

@@ -110,4 +110,4 @@ def parse_snapshot(raw: bytes, pace: Pacer | None = None) -> Snapshot:
             words.append([WordWeight(str(w), float(p)) for w, p in topic])
             pace()
         data[name] = words
-    return Snapshot(**data)
+    return Snapshot.known(data)

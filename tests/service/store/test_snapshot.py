@@ -281,3 +281,16 @@ def test_a_model_republished_while_it_is_read_in_parts_is_read_whole(
     head = [b"version", b"docs_seen", b"topics", b"vocab_size", b"layout", b"gamma"]
     rest = [b"published_at", b"beta_parts", b"beta:0", b"beta:1", b"vocab"]
     assert sorted(redis_client.hkeys(schema.MODEL_KEY)) == sorted([*head, *rest])
+
+
+def test_a_newer_workers_snapshot_is_read_without_its_new_fields() -> None:
+    """An API from before a field keeps serving a newer worker's snapshot (a rolling upgrade):
+    the fields it does not know are left out, by both parsers."""
+    from service.api.reads.snapshot_parse import parse_snapshot
+
+    words = [[WordWeight("a", 0.5)]]
+    text = Snapshot(1, 0.0, "scir", 0.01, "cpu", 3, words, words).to_json()
+    newer = text[:-1] + ',"from_the_future":[1,2,3]}'
+    for parse in (Snapshot.from_json, lambda raw: parse_snapshot(raw.encode())):
+        snapshot = parse(newer)
+        assert snapshot.docs_seen == 1 and snapshot.topics == words
