@@ -67,7 +67,7 @@ class ColumnMap:
         entering = self.entering
         if entering.numel():
             assert fresh is not None and fresh.shape == (matrix.shape[0], entering.numel())
-            out[:, entering.to(matrix.device)] = fresh.to(matrix.dtype)
+            out[:, entering.to(matrix.device)] = fresh.to(matrix.device, matrix.dtype)
         return out
 
 

@@ -137,7 +137,9 @@ class TopicHistoryPointOut(BaseModel):
 
     docs_seen: int
     at: datetime
-    size: float = Field(description="The topic's share of the stream's tokens")
+    size: float | None = Field(
+        description="The topic's share of the stream's tokens (null: the worker keeps no sizes)"
+    )
     coherence: float | None = Field(description="NPMI coherence (null without held-out data)")
     drift: float | None = Field(description="Bits moved since the evaluation before")
     changed: bool = Field(description="Whether it moved more than 0.05 bits since then")

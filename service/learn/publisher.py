@@ -240,22 +240,25 @@ class Publisher:
         """An evaluation's point of every topic's history; names follow labels that the drift
         matching moved."""
         topics = scored.topics
-        matched = topics.get("matched")
+        matched: list[int] | None = topics.get("matched")
         if matched is not None:
-            self.redis("moving topic names", lambda: move_topic_names(self.client, matched))
+            moves, docs = list(matched), scored.docs_seen
+            self.redis("moving topic names", lambda: move_topic_names(self.client, moves, docs))
         ids = topics.get("words")
         coherence = topics.get("coherence")
         if ids is None or coherence is None:
             return  # a scorer from before top words: no point
         drift = topics.get("drift") or [None] * len(ids)
+        moved = matched is not None and any(int(m) != k for k, m in enumerate(matched))
         point = HistoryPoint(
             docs_seen=scored.docs_seen,
             at=time.time(),
-            size=sizes or [],
+            size=list(sizes) if sizes else [None] * len(ids),
             coherence=list(coherence),
             drift=list(drift),
             changed=[d is not None and d > CHANGED_BITS for d in drift],
             words=[[vocab.words[i] for i in row] for row in ids],
+            matched=[int(m) for m in matched] if moved and matched is not None else None,
         )
         keep = self.config.topic_history
         self.redis(

@@ -691,6 +691,8 @@ class Worker:
             return
         assert self.vocab is not None
         dropped = entries + self.trained
+        for entry in entries:  # never learned: their articles are not the record's
+            self.placed.pop(entry, None)
         self.counters["nonfinite_restores"] += 1
         self.counters["dropped_docs"] += len(dropped)
         extra: dict[str, Any] = {}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 import redis
@@ -27,15 +27,23 @@ class HistoryPoint:
 
     docs_seen: int
     at: float
-    size: list[float]
+    size: list[float | None]
     coherence: list[float | None]
     drift: list[float | None]
     changed: list[bool]
     words: list[list[str]]
+    # Per topic, its id at the point before (the drift matching's; None: labels stayed or no
+    # point before), so one topic's history follows it through a label move.
+    matched: list[int] | None = None
 
     @property
     def n_topics(self) -> int:
         return len(self.words)
+
+    @classmethod
+    def known(cls, data: dict[str, Any]) -> HistoryPoint:
+        """The point of ``data``'s fields this code knows (a newer worker's left out)."""
+        return cls(**{k: v for k, v in data.items() if k in _FIELDS})
 
     def topic(self, k: int) -> dict[str, Any]:
         """Topic ``k``'s figures at this point."""
@@ -48,6 +56,9 @@ class HistoryPoint:
             "changed": self.changed[k],
             "words": self.words[k],
         }
+
+
+_FIELDS = frozenset(f.name for f in fields(HistoryPoint))
 
 
 def _finite_or_none(values: Sequence[float | None]) -> list[float | None]:
@@ -75,7 +86,7 @@ def truncate_topic_history(client: redis.Redis, after_docs: int) -> int:
 def read_topic_history(client: redis.Redis) -> list[HistoryPoint]:
     """Every point kept, in docs_seen order."""
     raw: list[Any] = client.zrange(TOPIC_HISTORY_KEY, 0, -1)
-    return [HistoryPoint(**json.loads(m)) for m in raw]
+    return [HistoryPoint.known(json.loads(m)) for m in raw]
 
 
 def topic_history_signature(client: redis.Redis) -> tuple[int, bytes | str | None]:

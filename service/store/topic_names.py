@@ -16,18 +16,24 @@ import redis
 
 from service.keys import TOPIC_NAMES_KEY
 
-# Rewrites the whole hash from a permutation, atomically: ARGV[i] is the previous id of the
-# topic now numbered i - 1.
+# The field that says at which documents seen names were last moved (not a topic id).
+MOVED_AT = "moved_at"
+# Rewrites the whole hash from a permutation, atomically, once per evaluation: ARGV[1] is the
+# evaluation's documents seen (a move at or before the last one is a retry or a re-scored
+# evaluation, already applied), ARGV[i + 1] the previous id of the topic now numbered i - 1.
 _MOVE = """
+local last = tonumber(redis.call('HGET', KEYS[1], 'moved_at') or '-1')
+if tonumber(ARGV[1]) <= last then return 0 end
 local old = redis.call('HGETALL', KEYS[1])
 local names = {}
 for i = 1, #old, 2 do names[old[i]] = old[i + 1] end
 redis.call('DEL', KEYS[1])
-for i = 1, #ARGV do
+for i = 2, #ARGV do
   local name = names[ARGV[i]]
-  if name then redis.call('HSET', KEYS[1], tostring(i - 1), name) end
+  if name then redis.call('HSET', KEYS[1], tostring(i - 2), name) end
 end
-return #old / 2
+redis.call('HSET', KEYS[1], 'moved_at', ARGV[1])
+return 1
 """
 
 
@@ -58,10 +64,12 @@ def read_topic_names(client: redis.Redis) -> dict[int, str]:
     return names
 
 
-def move_topic_names(client: redis.Redis, matched: Sequence[int]) -> bool:
+def move_topic_names(client: redis.Redis, matched: Sequence[int], docs_seen: int) -> bool:
     """Names follow their topics: topic ``k`` now is the topic ``matched[k]`` was (the drift
-    matching's permutation); False (nothing written) when no label moved."""
+    matching's permutation at the evaluation of ``docs_seen``); applied once per evaluation,
+    so a retried command or a re-scored evaluation does not move them twice. False when
+    nothing was written."""
     if all(int(m) == k for k, m in enumerate(matched)):
         return False
-    client.eval(_MOVE, 1, TOPIC_NAMES_KEY, *[str(int(m)) for m in matched])
-    return True
+    args = [str(int(docs_seen)), *[str(int(m)) for m in matched]]
+    return bool(client.eval(_MOVE, 1, TOPIC_NAMES_KEY, *args))

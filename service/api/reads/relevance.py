@@ -11,6 +11,7 @@ computed: docs/topics.md#relevance.
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -73,16 +74,19 @@ class Rankings:
         self.model = model
         self.n = n
         self._lock = threading.Lock()
-        self._by_lambda: dict[float, Ranking] = {}
+        self._by_lambda: OrderedDict[float, Ranking] = OrderedDict()
 
     def get(self, lam: float, pace: Callable[[], None] | None = None) -> Ranking:
-        """The ranking at ``lam`` rounded to 2 decimals (computed on the first ask)."""
+        """The ranking at ``lam`` rounded to 2 decimals (computed on the first ask; the least
+        recently asked of CACHED_LAMBDAS goes, so cycling through many lambdas does not evict
+        the page's)."""
         lam = rounded(lam)
         with self._lock:
             found = self._by_lambda.get(lam)
             if found is None:
                 found = rank(self.model, lam, self.n, pace)
                 if len(self._by_lambda) >= CACHED_LAMBDAS:
-                    self._by_lambda.clear()
+                    self._by_lambda.popitem(last=False)
                 self._by_lambda[lam] = found
+            self._by_lambda.move_to_end(lam)
             return found

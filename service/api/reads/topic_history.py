@@ -10,6 +10,7 @@ a request reads memory only, like the other topic reads.
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from collections.abc import Callable
 from functools import lru_cache
@@ -23,23 +24,35 @@ from service.api.reads.bodies import iso
 from service.keys import TOPIC_HISTORY_KEY
 from service.store.topic_history import HistoryPoint, topic_history_signature
 
+log = logging.getLogger(__name__)
 
-def parse_point(member: bytes | str) -> HistoryPoint:
-    """One member of the history, its words interned (they repeat from point to point)."""
-    data = json.loads(member)
-    data["words"] = [[sys.intern(str(w)) for w in words] for words in data["words"]]
-    return HistoryPoint(**data)
+
+def parse_point(member: bytes | str) -> HistoryPoint | None:
+    """One member of the history, its words interned (they repeat from point to point); None
+    for a member this code cannot read (it is skipped, not allowed to stop the view)."""
+    try:
+        data = json.loads(member)
+        data["words"] = [[sys.intern(str(w)) for w in words] for words in data["words"]]
+        return HistoryPoint.known(data)
+    except (ValueError, TypeError, KeyError):
+        log.warning("skipping a topic history point that cannot be read")
+        return None
 
 
 def topic_body(points: list[HistoryPoint], k: int) -> bytes:
-    """``TopicHistoryOut`` of topic ``k`` (points that predate it, with fewer topics, left out)."""
+    """``TopicHistoryOut`` of topic ``k``, following its label back through the points where
+    the drift matching moved labels (points with fewer topics left out)."""
     rows: list[dict[str, Any]] = []
-    for point in points:
-        if k < point.n_topics:
-            row = point.topic(k)
-            row["at"] = iso(point.at)
-            rows.append(row)
-    return dumps({"id": k, "points": rows})
+    at = k
+    for point in reversed(points):
+        if not 0 <= at < point.n_topics:
+            break
+        row = point.topic(at)
+        row["at"] = iso(point.at)
+        rows.append(row)
+        if point.matched is not None:
+            at = point.matched[at]
+    return dumps({"id": k, "points": rows[::-1]})
 
 
 HistoryBody = Callable[[int], Rendered]  # topic id -> its rendered history
@@ -75,7 +88,8 @@ class TopicHistory:
                 if point is None:
                     point = parse_point(member)
                     self.parsed += 1
-                self._points[member] = point
+                if point is not None:
+                    self._points[member] = point
             self._body = self._bodies(list(self._points.values()))
             self._signature = signature
         return self._body

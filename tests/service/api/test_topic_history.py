@@ -3,6 +3,8 @@ once per change of the set (a new point parses only itself), with ETags."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import redis
 from fastapi.testclient import TestClient
@@ -80,3 +82,39 @@ def test_unknown_topics_are_404_and_bad_ids_422(api: TestClient, published: Publ
 
 def test_no_snapshot_is_a_503(api: TestClient, redis_client: redis.Redis) -> None:
     assert api.get("/topics/0/history").status_code == 503
+
+
+def test_a_topics_history_follows_it_through_a_label_move(
+    api: TestClient, published: Published, redis_client: redis.Redis
+) -> None:
+    """At 2000 the drift matching found topic 0 where topic 2 was (and 2 where 0 was): topic
+    0's history reads topic 2's column before the move."""
+    append_topic_history(redis_client, point(1000), keep=200)
+    moved = point(2000)
+    append_topic_history(
+        redis_client, HistoryPoint(**{**moved.__dict__, "matched": [2, 1, 0]}), keep=200
+    )
+    words = [p["words"][0] for p in api.get("/topics/0/history").json()["points"]]
+    assert words == ["w2", "w0"]
+
+
+def test_unreadable_points_and_a_newer_workers_fields_do_not_stop_the_view(
+    api: TestClient, published: Published, redis_client: redis.Redis
+) -> None:
+    append_topic_history(redis_client, point(1000), keep=200)
+    redis_client.zadd("streamlda:topic:history", {"not json": 1500})
+    newer = json.dumps({**point(2000).__dict__, "from_the_future": 1})
+    redis_client.zadd("streamlda:topic:history", {newer: 2000})
+    body = api.get("/topics/1/history").json()
+    assert [p["docs_seen"] for p in body["points"]] == [1000, 2000]
+    assert api.get("/topics").status_code == 200
+
+
+def test_without_the_workers_sizes_a_point_says_null(
+    api: TestClient, published: Published, redis_client: redis.Redis
+) -> None:
+    unsized = HistoryPoint(**{**point(1000).__dict__, "size": [None, None, None]})
+    append_topic_history(redis_client, unsized, keep=200)
+    body = api.get("/topics/2/history").json()
+    TopicHistoryOut.model_validate(body)
+    assert body["points"][0]["size"] is None
