@@ -109,8 +109,11 @@ def test_up_serves_topics_and_perplexity_then_stops_cleanly_and_resumes(tmp_path
         status, topics = get(port, "/topics?top=5")
         assert status == 200
         assert set(topics) == {
-            "docs_seen", "updated_at", "sampler", "estimate", "quality_docs", "topics"
+            "docs_seen", "updated_at", "sampler", "estimate", "quality_docs", "topics",
+            "relevance",
         }  # fmt: skip
+        # The worker's record: every topic has a size and a suggested name.
+        assert all(t["size"] is not None and t["suggested_name"] for t in topics["topics"])
         assert topics["estimate"] == "mean"
         assert [t["id"] for t in topics["topics"]] == list(range(TOPICS))
         assert all(
