@@ -311,16 +311,27 @@ def append_perplexity(client: redis.Redis, point: PerplexityPoint, *, keep: int)
     _finite(point.perplexity, "perplexity")
     _finite(point.perplexity_avg, "perplexity_avg")
     member = json.dumps(asdict(point), separators=(",", ":"))
+    append_scored(client, PERPLEXITY_KEY, member, point.docs_seen, keep=keep)
+
+
+def append_scored(client: redis.Redis, key: str, member: str, docs: int, *, keep: int) -> None:
+    """Add ``member`` to the sorted set ``key`` at ``docs`` (replacing one at the same docs) and
+    keep the newest ``keep``, in one MULTI: the perplexity and topic histories."""
     pipe = client.pipeline(transaction=True)
-    pipe.zremrangebyscore(PERPLEXITY_KEY, point.docs_seen, point.docs_seen)
-    pipe.zadd(PERPLEXITY_KEY, {member: point.docs_seen})
-    pipe.zremrangebyrank(PERPLEXITY_KEY, 0, -keep - 1)
+    pipe.zremrangebyscore(key, docs, docs)
+    pipe.zadd(key, {member: docs})
+    pipe.zremrangebyrank(key, 0, -keep - 1)
     pipe.execute()
+
+
+def truncate_scored(client: redis.Redis, key: str, after_docs: int) -> int:
+    """Drop the members of ``key`` beyond ``after_docs``; how many went."""
+    return int(client.zremrangebyscore(key, f"({after_docs}", "+inf"))
 
 
 def truncate_perplexity(client: redis.Redis, after_docs: int) -> int:
     """Drop points beyond ``after_docs`` (after resuming an older checkpoint); how many went."""
-    return int(client.zremrangebyscore(PERPLEXITY_KEY, f"({after_docs}", "+inf"))
+    return truncate_scored(client, PERPLEXITY_KEY, after_docs)
 
 
 def read_perplexity(client: redis.Redis, since: int | None = None) -> list[PerplexityPoint]:

@@ -16,6 +16,7 @@ from typing import Any
 import redis
 
 from service.keys import TOPIC_HISTORY_KEY
+from service.store.snapshot import append_scored, truncate_scored
 
 
 @dataclass(frozen=True)
@@ -71,16 +72,12 @@ def append_topic_history(client: redis.Redis, point: HistoryPoint, *, keep: int)
     data["coherence"] = _finite_or_none(point.coherence)
     data["drift"] = _finite_or_none(point.drift)
     member = json.dumps(data, separators=(",", ":"), allow_nan=False)
-    pipe = client.pipeline(transaction=True)
-    pipe.zremrangebyscore(TOPIC_HISTORY_KEY, point.docs_seen, point.docs_seen)
-    pipe.zadd(TOPIC_HISTORY_KEY, {member: point.docs_seen})
-    pipe.zremrangebyrank(TOPIC_HISTORY_KEY, 0, -keep - 1)
-    pipe.execute()
+    append_scored(client, TOPIC_HISTORY_KEY, member, point.docs_seen, keep=keep)
 
 
 def truncate_topic_history(client: redis.Redis, after_docs: int) -> int:
     """Drop points beyond ``after_docs`` (after resuming an older checkpoint); how many went."""
-    return int(client.zremrangebyscore(TOPIC_HISTORY_KEY, f"({after_docs}", "+inf"))
+    return truncate_scored(client, TOPIC_HISTORY_KEY, after_docs)
 
 
 def read_topic_history(client: redis.Redis) -> list[HistoryPoint]:
