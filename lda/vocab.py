@@ -6,11 +6,11 @@ experiments: the words in most documents, without short, stop and ubiquitous wor
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from lda.tokens import fold, words
+from lda.word_counts import WordCounts
 
 # A short English stop list, used only when a vocabulary is built from documents.
 STOP_WORDS = frozenset(
@@ -40,10 +40,12 @@ def tokenize(text: str) -> list[str]:
 
 
 class Vocabulary:
-    """An ordered word list: word ids are row positions (the columns of theta)."""
+    """An ordered word list: word ids are row positions (the columns of theta). ``version``
+    tells a stream's successive vocabularies apart (0: its first)."""
 
-    def __init__(self, words: Sequence[str]) -> None:
+    def __init__(self, words: Sequence[str], version: int = 0) -> None:
         self.words: list[str] = list(words)
+        self.version = version
         self.index: dict[str, int] = {}
         for i, word in enumerate(self.words):
             if not word or word in self.index:
@@ -60,9 +62,15 @@ class Vocabulary:
 
     def encode_counted(self, text: str) -> tuple[list[int], int]:
         """(word ids of the in-vocabulary tokens, in order; how many tokens ``text`` has)."""
+        ids, tokens = self.encode_tokens(text)
+        return ids, len(tokens)
+
+    def encode_tokens(self, text: str) -> tuple[list[int], list[bytes]]:
+        """(word ids of the in-vocabulary tokens, in order; every token, as UTF-8): a stream's
+        word counts take the tokens outside the vocabulary too."""
         tokens = words(text).split()
         ids = map(self._utf8_index.get, tokens)
-        return [i for i in ids if i is not None], len(tokens)
+        return [i for i in ids if i is not None], tokens
 
     @classmethod
     def load(cls, path: str | Path) -> Vocabulary:
@@ -88,24 +96,19 @@ def build_vocabulary(
     stop_words: frozenset[str] = STOP_WORDS,
 ) -> Vocabulary:
     """The ``size`` words found in most documents, skipping short (in characters), stop and
-    ubiquitous words. Stop words are compared folded, as tokens are (``Straße`` stops
-    ``strasse``)."""
-    stop_words = frozenset(map(fold, stop_words))
-    document_frequency: Counter[str] = Counter()
-    n_documents = 0
+    ubiquitous words (:meth:`lda.word_counts.WordCounts.top`, the rule every later vocabulary
+    of a stream follows too)."""
+    counts = WordCounts()
     for text in texts:
-        n_documents += 1
-        document_frequency.update(set(tokenize(text)))
-    if n_documents == 0:
+        counts.add(words(text).split())
+    if counts.documents == 0:
         raise ValueError("cannot build a vocabulary from no documents")
-    limit = max_document_fraction * n_documents
-    candidates = [
-        (-count, word)
-        for word, count in document_frequency.items()
-        if len(word) >= min_length and word not in stop_words and count <= limit
-    ]
-    candidates.sort()
-    words = [word for _, word in candidates[:size]]
-    if not words:
+    chosen = counts.top(
+        size,
+        min_length=min_length,
+        max_document_fraction=max_document_fraction,
+        stop_words=stop_words,
+    )
+    if not chosen:
         raise ValueError("no word qualifies for the vocabulary")
-    return Vocabulary(words)
+    return Vocabulary(chosen)

@@ -1,0 +1,89 @@
+"""The stream's word counts: exact without a bound, within their stated error with one, and the
+vocabulary rule the first vocabulary and every refresh share."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from lda.tokens import words
+from lda.vocab import STOP_WORDS, build_vocabulary
+from lda.word_counts import WordCounts, next_vocabulary
+
+
+def _zipf_documents(n: int, seed: int) -> list[list[bytes]]:
+    """``n`` documents of 60 tokens drawn from a Zipf law over 20,000 words."""
+    rng = np.random.default_rng(seed)
+    ranks = rng.zipf(1.3, size=(n, 60)) % 20_000
+    return [[f"w{r}".encode() for r in row] for row in ranks]
+
+
+def test_unbounded_counts_are_document_frequencies() -> None:
+    documents = [[b"apple", b"apple", b"pear"], [b"pear"], [b"plum", b"pear"]]
+    counts = WordCounts()
+    for tokens in documents:
+        counts.add(tokens)
+    assert counts.counts == Counter({b"pear": 3, b"apple": 1, b"plum": 1})
+    assert counts.documents == 3 and counts.floor == 0
+
+
+def test_bounded_counts_stay_within_the_stated_error() -> None:
+    documents = _zipf_documents(3000, seed=7)
+    exact, bounded = WordCounts(), WordCounts(capacity=500)
+    for tokens in documents:
+        exact.add(tokens)
+        bounded.add(tokens)
+    assert len(bounded) <= 1000
+    pairs = sum(exact.counts.values())
+    assert 0 < bounded.floor <= pairs / 501  # each cut takes as much from >= 501 counts
+    for word, count in exact.counts.items():
+        kept = bounded.counts.get(word, 0)
+        assert count - bounded.floor <= kept <= count, word
+        if count > bounded.floor:
+            assert word in bounded.counts, word
+    # Cutting keeps the order of what stays: the top words are the exact ones.
+    assert bounded.top(100, min_length=1) == exact.top(100, min_length=1)
+
+
+def test_top_follows_the_first_vocabularys_rule() -> None:
+    texts = [
+        "The river Zürich flows past Łódź and Kraków.",
+        "Kraków and Łódź are cities on a long river.",
+        "José went to Kraków by the river.",
+        "A cat sat.",
+        "A dog ran.",
+        "The cat ran, and the river too.",
+    ]
+    counts = WordCounts()
+    for text in texts:
+        counts.add(words(text).split())
+    # Stop words ("the", "and", "are") and words under 3 characters ("to") never enter;
+    # "river", in 4 of 6 documents, is over half of them: ubiquitous.
+    top = counts.top(5, stop_words=STOP_WORDS)
+    assert top == ["kraków", "cat", "ran", "łódź", "cities"]
+    assert build_vocabulary(texts, 5).words == top
+    assert "zürich" in counts.top(100, stop_words=STOP_WORDS)
+
+
+def test_counts_survive_a_checkpoint_and_a_smaller_bound() -> None:
+    documents = _zipf_documents(1000, seed=3)
+    counts = WordCounts(capacity=800)
+    for tokens in documents:
+        counts.add(tokens)
+    again = WordCounts.from_state_dict(counts.state_dict())
+    assert again.counts == counts.counts and again.floor == counts.floor
+    assert again.documents == counts.documents and again.capacity == 800
+    smaller = WordCounts.from_state_dict(counts.state_dict(), capacity=100)
+    assert len(smaller) <= 200 and smaller.floor > counts.floor
+    assert smaller.top(20, min_length=1) == counts.top(20, min_length=1)
+
+
+def test_capacity_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="capacity"):
+        WordCounts(0)
+
+
+def test_next_vocabulary_keeps_the_staying_words_in_place() -> None:
+    assert next_vocabulary(["a", "b", "c", "d"], ["e", "c", "a", "f"]) == ["a", "c", "e", "f"]
