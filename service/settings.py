@@ -49,6 +49,18 @@ class Settings(BaseSettings):
         description="W when the vocabulary is built from the stream (why 50,000: docs/defaults.md)",
     )
     vocab_docs: int = Field(2000, ge=10, description="Documents read to build a vocabulary")
+    vocab_refresh: int = Field(
+        10_000,
+        ge=0,
+        description="Documents learned between vocabulary refreshes: the top vocab_size words "
+        "counted in the stream become the vocabulary (0: never; a --vocab file never changes)",
+    )
+    vocab_counted: int | None = Field(
+        None,
+        ge=1,
+        description="Words whose document counts are kept for refreshes (default: 4 x "
+        "vocab_size; a count is low by at most the pairs counted over this plus one)",
+    )
     alpha: float | None = Field(
         None, gt=0, description="Dirichlet prior on topics (default: sampler's)"
     )
@@ -430,6 +442,11 @@ class Settings(BaseSettings):
         sweeps = self.learner_sweeps
         if self.burn_in is not None and self.burn_in >= sweeps:
             raise ValueError(f"burn_in ({self.burn_in}) must be below sweeps ({sweeps})")
+        if self.vocab_counted is not None and self.vocab_counted < self.vocab_size:
+            raise ValueError(
+                f"vocab_counted ({self.vocab_counted}) must be at least vocab_size "
+                f"({self.vocab_size}): the vocabulary is chosen from the words counted"
+            )
         return self
 
     @property

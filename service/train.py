@@ -206,6 +206,8 @@ def _train(
         ):
             _, batch = session.take(total - model.docs_seen)
             session.learn(batch)
+            if session.refresh_due():
+                session.refresh()
             report.learner_seconds = session.busy_s
             _progress(model.docs_seen, total)
             if session.heldout is not None and session.evaluation_due():

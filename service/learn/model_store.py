@@ -31,6 +31,7 @@ def save_model(
     payload = {
         "model": model.state_dict(),
         "vocabulary": vocabulary.words,
+        "vocabulary_version": vocabulary.version,
         "settings": settings,
         "extra": extra or {},
     }
@@ -43,7 +44,8 @@ def load_model(
     """The learner, its vocabulary and the payload's ``extra`` from a checkpoint."""
     payload = load_checkpoint(path, device)
     model = StreamingLDA.from_state_dict(payload["model"], device)
-    return model, Vocabulary(payload["vocabulary"]), dict(payload.get("extra", {}))
+    vocabulary = Vocabulary(payload["vocabulary"], int(payload.get("vocabulary_version", 0)))
+    return model, vocabulary, dict(payload.get("extra", {}))
 
 
 def topics_summary(model: StreamingLDA, vocabulary: Vocabulary, top: int) -> list[dict[str, Any]]:

@@ -87,6 +87,7 @@ class Publishing(Protocol):
 
     def trained(self, model: StreamingLDA) -> None: ...
     def forget_samples(self) -> None: ...
+    def vocabulary_changed(self) -> None: ...
     def beat(self) -> None: ...
     def model(
         self, model: StreamingLDA, vocab: Vocabulary, stream: StreamFigures | None = None
@@ -130,6 +131,10 @@ class Publisher:
     def forget_samples(self) -> None:
         """The chain went back to a checkpoint: the samples since then are not its own."""
         self.watch.forget_samples()
+
+    def vocabulary_changed(self) -> None:
+        """The learner's words changed: what was kept in the old word ids goes."""
+        self.watch.vocabulary_changed()
 
     def beat(self) -> None:
         self.redis("beating", functools.partial(beat, self.client))
@@ -274,6 +279,9 @@ class NullPublisher:
         pass
 
     def forget_samples(self) -> None:
+        pass
+
+    def vocabulary_changed(self) -> None:
         pass
 
     def beat(self) -> None:

@@ -9,6 +9,12 @@ rest trained in minibatches of ``batch_size``, an evaluation due at each multipl
 ``item`` (a stream entry for the worker, a position for ``train``) that comes back with each
 placement and each trained minibatch: the caller decides what storing, acknowledging and
 scoring mean.
+
+Unless a vocabulary file was given (``vocab``), the session that holds out also counts the
+stream's words (:class:`lda.word_counts.WordCounts`, ``vocab_counted`` words at most) and, at
+each multiple of ``vocab_refresh`` documents learned, moves to the top ``vocab_size`` words of
+the counts (:meth:`LearningSession.refresh`, docs/model.md "When the vocabulary changes"): the
+learner's columns, the minibatch in hand and the held-out set (kept as text) follow.
 """
 
 from __future__ import annotations
@@ -17,8 +23,10 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
 
+import numpy as np
 import torch
 
 from lda.batch import Batch
@@ -26,10 +34,15 @@ from lda.config import Backend, Method, SamplerName, scaled_defaults
 from lda.evaluation.perplexity import HeldoutSet
 from lda.model import LearnerConfig, StreamingLDA
 from lda.parallel import Layout, Reducer
+from lda.remap import remap_indices
 from lda.sgmcmc.schedules import StepSchedule
-from lda.vocab import Vocabulary, build_vocabulary
+from lda.vocab import STOP_WORDS, Vocabulary, build_vocabulary
+from lda.word_counts import WordCounts, next_vocabulary
 
 log = logging.getLogger(__name__)
+
+# Words counted per vocabulary word by default (the setting vocab_counted).
+COUNTED_PER_WORD = 4
 
 Item = TypeVar("Item")
 Kind = Literal["empty", "heldout", "train"]
@@ -48,8 +61,11 @@ class SessionConfig:
     """What a session reads of the settings (same names; the commands pick them,
     ``Settings.part``): the protocol's sizes and the learner's configuration."""
 
+    vocab: Path | None
     vocab_docs: int
     vocab_size: int
+    vocab_refresh: int
+    vocab_counted: int | None
     heldout: int
     batch_size: int
     eval_every: int
@@ -112,6 +128,15 @@ def learner_config(
 
 
 @dataclass(frozen=True)
+class VocabularyChange(Generic[Item]):
+    """A refresh: ``keep[j]`` new word j's old id (-1: it entered), and the items in hand that
+    have no word left (to count as empty, as if placed so)."""
+
+    keep: torch.Tensor
+    emptied: list[Item]
+
+
+@dataclass(frozen=True)
 class Placed(Generic[Item]):
     """Where one offered document went: ``empty`` (no vocabulary word), ``heldout`` or
     ``train`` (buffered for a minibatch)."""
@@ -136,6 +161,7 @@ class LearningSession(Generic[Item]):
         self.vocabulary: Vocabulary | None = None
         self.model: StreamingLDA | None = None
         self.heldout_docs: list[list[int]] = []
+        self.heldout_texts: list[str] = []  # their texts, encoded again when words change
         self.heldout: HeldoutSet | None = None  # once all ``heldout`` documents are in
         self.waiting: list[tuple[Item, str]] = []  # texts held until a vocabulary exists
         self.stored_heldout: list[str] = []  # an earlier run's held-out texts: placed first
@@ -144,6 +170,17 @@ class LearningSession(Generic[Item]):
         self.busy_s = 0.0  # in StreamingLDA.update, since this session began
         self.docs_here = 0
         self.tokens_here = 0
+        # The stream's words, counted where refreshes are decided (None: the words are fixed).
+        refreshes = holds_out and config.vocab is None and config.vocab_refresh > 0
+        self.word_counts = WordCounts(self.counted) if refreshes else None
+        self.next_refresh = config.vocab_refresh
+        self.emptied: list[Item] = []  # items a model in other words left with none (begin)
+
+    @property
+    def counted(self) -> int:
+        """Words whose counts are kept: the setting, else COUNTED_PER_WORD per vocabulary
+        word (room for the words about to enter beside those in)."""
+        return self.config.vocab_counted or COUNTED_PER_WORD * self.config.vocab_size
 
     # --- the learner -----------------------------------------------------------------------
     def new_model(self, n_words: int) -> StreamingLDA:
@@ -162,12 +199,18 @@ class LearningSession(Generic[Item]):
     def begin(self, vocabulary: Vocabulary, model: StreamingLDA | None = None) -> StreamingLDA:
         """Learn with ``model`` (resumed or restored; a new one when None) over
         ``vocabulary``; the next evaluation is the next multiple of eval_every."""
+        if self.vocabulary is not None and self.vocabulary.words != vocabulary.words:
+            keep = remap_indices(self.vocabulary.words, vocabulary.words)
+            self.emptied += self._remap_buffer(keep, len(self.vocabulary))
         self.vocabulary = vocabulary
         if model is not None and model.docs_seen > 0:
             self._resumed(model.config)
         self.model = self.new_model(len(vocabulary)) if model is None else model
         every = self.config.eval_every
         self.next_eval = (self.model.docs_seen // every + 1) * every
+        if self.config.vocab_refresh > 0:
+            refresh = self.config.vocab_refresh
+            self.next_refresh = (self.model.docs_seen // refresh + 1) * refresh
         return self.model
 
     def _describe(self, config: LearnerConfig) -> str:
@@ -232,16 +275,22 @@ class LearningSession(Generic[Item]):
     def _place_all(self, documents: Iterable[tuple[Item, str]]) -> list[Placed[Item]]:
         assert self.vocabulary is not None
         placed: list[Placed[Item]] = []
+        counts = self.word_counts
         for item, text in documents:
-            ids = self.vocabulary.encode(text)
-            placed.append(Placed(item, self._place(item, ids)))
+            ids, tokens = self.vocabulary.encode_tokens(text)
+            kind = self._place(item, ids, text)
+            if counts is not None and kind != "heldout":
+                counts.add(tokens)
+            placed.append(Placed(item, kind))
         return placed
 
-    def _place(self, item: Item, ids: list[int]) -> Kind:
+    def _place(self, item: Item, ids: list[int], text: str) -> Kind:
         if not ids:
             return "empty"
         if self.holds_out and len(self.heldout_docs) < self.config.heldout:
             self.heldout_docs.append(ids)
+            if self.word_counts is not None:
+                self.heldout_texts.append(text)
             if len(self.heldout_docs) == self.config.heldout:
                 self.heldout = HeldoutSet.from_documents(self.heldout_docs, self.device)
             return "heldout"
@@ -251,12 +300,71 @@ class LearningSession(Generic[Item]):
     def restore_heldout(self, texts: Iterable[str]) -> None:
         """The held-out set from its stored texts (after a restart), in arrival order."""
         assert self.vocabulary is not None
-        encoded = (self.vocabulary.encode(text) for text in texts)
-        self.heldout_docs = [ids for ids in encoded if ids][: self.config.heldout]
+        vocabulary = self.vocabulary
+        encoded = [(ids, text) for text in texts if (ids := vocabulary.encode(text))]
+        kept = encoded[: self.config.heldout]
+        self.heldout_docs = [ids for ids, _ in kept]
+        if self.word_counts is not None:
+            self.heldout_texts = [text for _, text in kept]
         complete = self.config.heldout and len(self.heldout_docs) == self.config.heldout
         self.heldout = (
             HeldoutSet.from_documents(self.heldout_docs, self.device) if complete else None
         )
+
+    # --- the vocabulary --------------------------------------------------------------------
+    def refresh_due(self) -> bool:
+        """True once per multiple of vocab_refresh documents learned, where words are counted
+        (several at once count as one)."""
+        model, refresh = self.model, self.config.vocab_refresh
+        if self.word_counts is None or model is None or model.docs_seen < self.next_refresh:
+            return False
+        self.next_refresh = (model.docs_seen // refresh + 1) * refresh
+        return True
+
+    def refresh(self) -> VocabularyChange[Item] | None:
+        """Move to the top vocab_size words of the stream's counts, chosen as the first
+        vocabulary was; None when they are today's words. The learner's columns follow
+        (:meth:`lda.model.StreamingLDA.remap_vocabulary`), and so do the minibatch in hand
+        (its documents lose the words that leave) and the held-out set (encoded again from
+        its texts, every one that keeps a word)."""
+        counts, model, old = self.word_counts, self.model, self.vocabulary
+        assert counts is not None and model is not None and old is not None
+        chosen = counts.top(self.config.vocab_size, stop_words=STOP_WORDS)
+        words = next_vocabulary(old.words, chosen)
+        if not chosen or words == old.words:
+            return None
+        keep = remap_indices(old.words, words)
+        model.remap_vocabulary(keep)
+        emptied = self._remap_buffer(keep, len(old))
+        self.vocabulary = Vocabulary(words, old.version + 1)
+        if self.heldout_texts:
+            encoded = [ids for text in self.heldout_texts if (ids := self.vocabulary.encode(text))]
+            self.heldout_docs = encoded
+            self.heldout = HeldoutSet.from_documents(encoded, self.device) if encoded else None
+        return VocabularyChange(keep, emptied)
+
+    def _remap_buffer(self, keep: torch.Tensor, n_old: int) -> list[Item]:
+        """The minibatch in hand in new word ids (``keep`` as a refresh makes it, from a
+        vocabulary of ``n_old`` words); the items left with no word, taken out."""
+        new_id = np.full(n_old, -1, dtype=np.int64)
+        kept = keep.numpy()
+        staying = np.flatnonzero(kept >= 0)
+        new_id[kept[staying]] = staying
+        remapped = []
+        for item, ids in self.buffer:
+            moved = new_id[np.asarray(ids, dtype=np.int64)]
+            remapped.append((item, moved[moved >= 0].tolist()))
+        self.buffer = [(item, ids) for item, ids in remapped if ids]
+        return [item for item, ids in remapped if not ids]
+
+    def counts_state(self) -> dict[str, Any] | None:
+        """The stream's word counts, for a checkpoint (None where words are not counted)."""
+        return None if self.word_counts is None else self.word_counts.state_dict()
+
+    def load_counts_state(self, state: dict[str, Any] | None) -> None:
+        """A checkpoint's word counts (none in older ones: counting starts over)."""
+        if self.word_counts is not None and state is not None:
+            self.word_counts = WordCounts.from_state_dict(state, self.counted)
 
     # --- minibatches -----------------------------------------------------------------------
     @property

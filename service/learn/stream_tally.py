@@ -80,6 +80,13 @@ class StreamTally:
         self.topic_tokens = self.topic_tokens[matched]
         self.doc_topic = self.doc_topic[:, matched]
 
+    def remap_words(self, keep: np.ndarray) -> None:
+        """New word j is old word ``keep[j]`` (-1: it entered, not counted yet)."""
+        kept = keep >= 0
+        frequency = np.zeros(keep.size, dtype=np.float64)
+        frequency[kept] = self.term_frequency[keep[kept]]
+        self.term_frequency = frequency
+
     def state_dict(self) -> dict[str, Any]:
         return {
             "term_frequency": self.term_frequency.copy(),

@@ -63,6 +63,10 @@ class TopicRecord:
             self.articles.changed([d > CHANGED_BITS for d in drift], self.evaluated_at)
         self.evaluated_at = docs_seen
 
+    def remap_words(self, keep: torch.Tensor) -> None:
+        """The vocabulary changed: new word j is old word ``keep[j]`` (-1: it entered)."""
+        self.tally.remap_words(keep.cpu().numpy())
+
     def sizes(self) -> list[float]:
         return [round(float(s), 6) for s in self.tally.topic_size]
 

@@ -56,6 +56,12 @@ class TopicWatch:
         if self.window is not None:
             self.window = SampleWindow(self.window.size)
 
+    def vocabulary_changed(self) -> None:
+        """The words changed: the window's samples and the words last published are in the
+        old word ids."""
+        self.forget_samples()
+        self.served = None
+
     def scored(self, docs_seen: int, topics: dict[str, Any]) -> None:
         """An evaluation's per-topic figures (see Scored.topics), in order of docs_seen."""
         coherence = [c if math.isfinite(c) else None for c in topics["coherence"]]

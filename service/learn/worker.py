@@ -484,6 +484,8 @@ class Worker:
         still wait for scoring."""
         self.coordinator.model_changed()
         self.session.begin(vocab, model)
+        self._took_emptied()
+        self.session.load_counts_state((extra or {}).get("word_counts"))
         self._new_record(model, vocab, extra)
         # Checkpoints before asynchronous scoring had every point up to docs_seen scored.
         evaluations = (extra or {}).get("evaluations", {})
@@ -497,6 +499,21 @@ class Worker:
             "truncating the topics' history",
             functools.partial(truncate_topic_history, self.client, scored_docs),
         )
+        self._start_evaluator(model, scored_docs, pending)
+        session = self.session
+        if session.heldout is not None:
+            self._heldout_complete()
+        elif self.config.heldout and not session.heldout_docs:  # resumed: read it back
+            session.restore_heldout(
+                self.redis("reading the held-out set", self.heldout_store.texts)
+            )
+            if session.heldout is not None:
+                self._heldout_complete()
+
+    def _start_evaluator(
+        self, model: StreamingLDA, scored_docs: int, pending: list[tuple[int, torch.Tensor]]
+    ) -> None:
+        """A scoring process for ``model``'s scorer, the betas ``pending`` still to score."""
         if self.evaluator is not None:
             self.evaluator.close()
         scorer = model.scorer()
@@ -510,15 +527,52 @@ class Worker:
             pending,
         )
         self.evaluator.start()
-        session = self.session
-        if session.heldout is not None:
+
+    def _refresh_vocabulary(self) -> None:
+        """Move to the words the stream's counts now rank first (docs/model.md, "When the
+        vocabulary changes"). The betas handed off are scored first, in the words they were
+        learned in (up to eval_stop_wait_s; those left are skipped, counted); then the
+        learner, the minibatch in hand, the held-out set, the record and the word intervals
+        follow, scoring starts over on the re-encoded held-out set, a group's other ranks get
+        the model with their next plan, and the API the new model at once. No checkpoint is
+        needed: a restart from the last one reaches the same refresh with the same counts and
+        generator."""
+        self._finish_scoring()
+        evaluator = self.evaluator
+        if evaluator is not None and evaluator.pending:
+            self.counters["evals_skipped"] += len(evaluator.pending)
+        old = self.vocab
+        change = self.session.refresh()
+        model, vocab = self.model, self.vocab
+        if change is None or model is None or vocab is None or old is None:
+            return
+        self.counters["vocab_refreshes"] += 1
+        self.counters["empty_docs"] += len(change.emptied)
+        self.trained += change.emptied
+        if self.record is not None:
+            self.record.remap_words(change.keep)
+        self.publisher.vocabulary_changed()
+        self.coordinator.model_changed()
+        self._start_evaluator(model, model.docs_seen, [])
+        if self.session.heldout is not None:
             self._heldout_complete()
-        elif self.config.heldout and not session.heldout_docs:  # resumed: read it back
-            session.restore_heldout(
-                self.redis("reading the held-out set", self.heldout_store.texts)
-            )
-            if session.heldout is not None:
-                self._heldout_complete()
+        entered = int((change.keep < 0).sum())
+        log.info(
+            "vocabulary %d at %d documents: %d words entered, %d left, %d stayed",
+            vocab.version,
+            model.docs_seen,
+            entered,
+            len(old) - (len(vocab) - entered),
+            len(vocab) - entered,
+        )
+        self.publisher.model(model, vocab, self._figures())
+        self._publish_snapshot()
+
+    def _took_emptied(self) -> None:
+        """Entries a model in other words left with no word in hand: acknowledged as empty."""
+        emptied, self.session.emptied = self.session.emptied, []
+        self.counters["empty_docs"] += len(emptied)
+        self.trained += emptied
 
     def _new_record(
         self, model: StreamingLDA, vocab: Vocabulary, extra: dict[str, Any] | None
@@ -544,6 +598,7 @@ class Worker:
         model = self.session.begin(
             Vocabulary(words), StreamingLDA.from_state_dict(state, self.device)
         )
+        self._took_emptied()
         self._resume_reservoir(reservoirs)
         log.info("model %d at %d documents from the deciding rank", epoch, model.docs_seen)
 
@@ -568,9 +623,13 @@ class Worker:
         self.recent.add(fresh=len(entries) if step.where is None else step.where.documents)
         self.recent.learned(entry_time(e) for e in entries)
         self.trained += entries
-        model, vocab = self.model, self.vocab
-        assert model is not None and vocab is not None
+        model = self.model
+        assert model is not None
         self.publisher.trained(model)
+        if self.session.refresh_due():  # only where words are counted: the deciding rank
+            self._refresh_vocabulary()
+        vocab = self.vocab
+        assert vocab is not None
         if self.session.evaluation_due() and self.evaluator is not None:
             self._hand_off()
         if self.publisher.model_due():
@@ -696,8 +755,9 @@ class Worker:
         self.counters["nonfinite_restores"] += 1
         self.counters["dropped_docs"] += len(dropped)
         extra: dict[str, Any] = {}
+        vocab = self.vocab
         if self.checkpointer.exists:
-            model, _, extra = self.checkpointer.load()
+            model, vocab, extra = self.checkpointer.load()
         else:
             model = self.session.new_model(len(self.vocab))
         log.error(
@@ -709,7 +769,7 @@ class Worker:
         )
         self.trained = dropped
         self.publisher.forget_samples()  # those of the dropped trajectory
-        self._set_model(model, self.vocab, extra)
+        self._set_model(model, vocab, extra)
         self._checkpoint("restore", alone=True)
         self._publish_snapshot()
 
@@ -765,6 +825,7 @@ class Worker:
         extra: dict[str, Any] = {"counters": dict(self.counters)}
         if self.record is not None:
             extra["topics"] = self.record.state_dict()
+        extra["word_counts"] = self.session.counts_state()
         if self.reservoir is not None:
             self.reservoir_states = list(reservoirs)
             extra["reservoir"] = reservoirs[0]  # rank 0's, where older code reads it

@@ -15,6 +15,7 @@ WORKER_COUNTERS = (
     "dropped_docs",
     "empty_docs",
     "evals_skipped",
+    "vocab_refreshes",
 )
 # What the worker adds to each snapshot beside them: live figures, not kept across restarts.
 WORKER_LIVE_COUNTERS = (
