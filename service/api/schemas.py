@@ -41,6 +41,9 @@ UNCERTAINTY = (
     "Add each word's low and high: the 5% and 95% quantiles of its weight over the chain's "
     "recent samples (setting uncertainty_samples); wide means the data has not pinned it down"
 )
+VOCAB_VERSION = (
+    "The vocabulary's version: 0 the first, one more at each refresh of the worker's word list"
+)
 SORT = "Order of the topics: id, coherence or size (highest first, topics without one last)"
 RELEVANCE = (
     "Rank each topic's words by relevance with this lambda, 0 to 1 (rounded to 2 decimals): "
@@ -170,6 +173,11 @@ class PerplexityPointOut(BaseModel):
     diversity: float | None = Field(
         None, description="Share of distinct words among all topics' top 25 (0 to 1)"
     )
+    vocab_version: int | None = Field(
+        None,
+        description="The version of the vocabulary the topics scored had (null from workers "
+        "before versions existed): perplexities under different vocabularies do not compare",
+    )
     at: datetime
 
 
@@ -234,6 +242,9 @@ class StatsOut(BaseModel):
     device: str | None
     topics: int | None = Field(description="K")
     vocab_size: int | None = Field(description="W")
+    vocab_version: int | None = Field(
+        None, description=f"{VOCAB_VERSION} (null before the first snapshot)"
+    )
     updated_at: datetime | None = Field(description="Time of the last update")
     heartbeat_at: datetime | None = Field(description="Last sign of life of the worker")
     heartbeat_age_s: float | None
@@ -269,6 +280,9 @@ class TopicWeightOut(BaseModel):
 
 class InferOut(BaseModel):
     model_version: str
+    vocab_version: int = Field(
+        description=f"{VOCAB_VERSION}; the one of the model whose words encoded the text"
+    )
     docs_seen: int = Field(description="Documents the model had seen when published")
     tokens: int = Field(description="Tokens of the text found in the vocabulary")
     ignored_tokens: int = Field(description="Tokens outside the vocabulary")

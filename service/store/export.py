@@ -129,6 +129,7 @@ class Export:
             "published_at": model.published_at,
             "topics": model.n_topics,
             "vocab_size": len(model.vocab),
+            "vocab_version": model.vocab_version,
             "doc_sample": len(self.docs),
             "pyldavis": {
                 "documents": int(self.docs.sum()),

@@ -2,13 +2,13 @@
 
 Its keys (names and who reads what: :mod:`service.keys`) are the snapshot (the top words of
 beta_mean and of the current sample), its version token, the heartbeat, the perplexity history,
-the model for ``/infer`` (hash: version, docs_seen, topics, vocab_size, gamma, published_at,
-beta (the worker's beta_mean) as W×K float32 little-endian bytes (``layout`` "words", a word's
-column contiguous; a hash without ``layout`` holds K×W) in ``beta_parts`` fields ``beta:0``,
-``beta:1``, ... of whole words (a hash from before the parts holds it in one field, ``beta``),
-vocab joined by newlines; the API reloads it only when ``version`` changes) and the control
-hash the API writes (``paused`` "1"/"0", and ``checkpoint_seq``, a counter the worker answers by
-checkpointing when it grows).
+the model for ``/infer`` (hash: version, docs_seen, topics, vocab_size, vocab_version (absent
+from older workers: 0), gamma, published_at, beta (the worker's beta_mean) as W×K float32
+little-endian bytes (``layout`` "words", a word's column contiguous; a hash without ``layout``
+holds K×W) in ``beta_parts`` fields ``beta:0``, ``beta:1``, ... of whole words (a hash from
+before the parts holds it in one field, ``beta``), vocab joined by newlines; the API reloads it
+only when ``version`` changes) and the control hash the API writes (``paused`` "1"/"0", and
+``checkpoint_seq``, a counter the worker answers by checkpointing when it grows).
 
 Each writer is one atomic Redis command or one MULTI/EXEC, so a reader never sees half an
 update. Readers accept clients with or without ``decode_responses`` except :func:`read_model`,
@@ -112,6 +112,9 @@ class Snapshot:
     # Per topic, a name suggested by its first words by relevance (lda.relevance), as of the
     # model last published (None from older workers).
     topic_suggested: list[str] | None = None
+    # The version of the vocabulary the topics' words come from: 0 the first, one more at each
+    # refresh of the word list (0 from workers before vocabularies changed).
+    vocab_version: int = 0
 
     @property
     def world_size(self) -> int:
@@ -304,6 +307,19 @@ class PerplexityPoint:
     at: float
     coherence: float | None = None  # absent from points of workers that predate coherence
     diversity: float | None = None
+    # The vocabulary version of the topics scored (None from workers before versions existed):
+    # perplexities under different vocabularies are not comparable.
+    vocab_version: int | None = None
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> PerplexityPoint:
+        """The point of ``text``, a newer worker's additions left out (as in
+        :meth:`Snapshot.known`), so an older API keeps serving while workers are upgraded."""
+        data: dict[str, Any] = json.loads(text)
+        return cls(**{k: v for k, v in data.items() if k in _POINT_FIELDS})
+
+
+_POINT_FIELDS = frozenset(f.name for f in fields(PerplexityPoint))
 
 
 def append_perplexity(client: redis.Redis, point: PerplexityPoint, *, keep: int) -> None:
@@ -338,7 +354,7 @@ def read_perplexity(client: redis.Redis, since: int | None = None) -> list[Perpl
     """Points in docs_seen order; with ``since``, only those strictly after it."""
     low = "-inf" if since is None else f"({since}"
     raw: list[Any] = client.zrangebyscore(PERPLEXITY_KEY, low, "+inf")
-    return [PerplexityPoint(**json.loads(m)) for m in raw]
+    return [PerplexityPoint.from_json(m) for m in raw]
 
 
 def perplexity_signature(client: redis.Redis) -> tuple[int, bytes | str | None]:
@@ -354,7 +370,7 @@ def perplexity_signature(client: redis.Redis) -> tuple[int, bytes | str | None]:
 def latest_perplexity(client: redis.Redis) -> PerplexityPoint | None:
     """The point with the most documents seen, or None."""
     raw: list[Any] = client.zrange(PERPLEXITY_KEY, -1, -1)
-    return PerplexityPoint(**json.loads(raw[0])) if raw else None
+    return PerplexityPoint.from_json(raw[0]) if raw else None
 
 
 # --- the model for /infer --------------------------------------------------------------
@@ -372,6 +388,8 @@ class PublishedModel:
     published_at: float
     # The stream's figures published with beta (None from a worker that predates them).
     stream: StreamFigures | None = None
+    # The version of ``vocab`` (0 from a worker before vocabularies changed).
+    vocab_version: int = 0
 
     @property
     def n_topics(self) -> int:
@@ -429,9 +447,10 @@ def publish_model(
     gamma: float,
     at: float | None = None,
     stream: StreamFigures | None = None,
+    vocab_version: int = 0,
 ) -> str:
-    """Store beta (K×W) with its vocabulary (and the ``stream``'s figures) in one atomic
-    HSET; returns the new version."""
+    """Store beta (K×W) with its vocabulary and the vocabulary's version (and the ``stream``'s
+    figures) in one atomic HSET; returns the new version."""
     import torch
 
     if beta.dim() != 2 or beta.shape[1] != len(vocab):
@@ -444,6 +463,8 @@ def publish_model(
         raise ValueError("beta has non-finite entries: never publish NaN")
     if any("\n" in w for w in vocab):
         raise ValueError("vocabulary words must not contain newlines")
+    if vocab_version < 0:
+        raise ValueError(f"vocab_version must be 0 or more, got {vocab_version}")
     version = uuid.uuid4().hex
     # Views of the array's own bytes, not copies (a K x W float32 matrix), in parts a reader
     # copies one at a time (see read_model).
@@ -459,6 +480,7 @@ def publish_model(
         "docs_seen": docs_seen,
         "topics": array.shape[1],
         "vocab_size": array.shape[0],
+        "vocab_version": int(vocab_version),
         "layout": "words",
         "gamma": repr(_finite(gamma, "gamma")),
         "published_at": repr(time.time() if at is None else at),
@@ -545,8 +567,8 @@ def read_model(client: redis.Redis) -> PublishedModel | None:
 
 # The model's fields but beta and the vocabulary, read first.
 _MODEL_HEAD = (
-    "version", "docs_seen", "topics", "vocab_size", "layout", "gamma", "published_at",
-    "beta_parts",
+    "version", "docs_seen", "topics", "vocab_size", "vocab_version", "layout", "gamma",
+    "published_at", "beta_parts",
 )  # fmt: skip
 
 
@@ -587,6 +609,7 @@ def _published(fields: Mapping[str, Any], flat: np.ndarray) -> PublishedModel:
         vocab=_text(fields["vocab"]).split("\n"),
         published_at=float(_text(fields["published_at"])),
         stream=StreamFigures.from_fields(fields, k),
+        vocab_version=int(_text(fields.get("vocab_version") or b"0")),
     )
 
 

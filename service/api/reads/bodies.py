@@ -178,6 +178,7 @@ def point(p: PerplexityPoint) -> bytes:
             "perplexity_avg": p.perplexity_avg,
             "coherence": p.coherence,
             "diversity": p.diversity,
+            "vocab_version": p.vocab_version,
             "at": iso(p.at),
         }
     )

@@ -169,6 +169,7 @@ def stats(
         device=None if s is None else s.device,
         topics=None if s is None else s.n_topics,
         vocab_size=None if s is None else s.vocab_size,
+        vocab_version=None if s is None else s.vocab_version,
         updated_at=None if s is None else timestamp(s.updated_at),
         heartbeat_at=timestamp(live.heartbeat),
         heartbeat_age_s=None if live.heartbeat is None else max(0.0, live.at - live.heartbeat),
@@ -273,6 +274,10 @@ def metrics(
             Metric("streamlda_step_size", "Current sampler step size").add(snapshot.step_size),
             Metric("streamlda_topics", "Number of topics K").add(snapshot.n_topics),
             Metric("streamlda_vocabulary_size", "Vocabulary size W").add(snapshot.vocab_size),
+            Metric(
+                "streamlda_vocab_version",
+                "Version of the worker's vocabulary (0 the first, one more at each refresh)",
+            ).add(snapshot.vocab_version),
             Metric("streamlda_last_update_timestamp_seconds", "Unix time of the last update").add(
                 snapshot.updated_at
             ),

@@ -86,7 +86,9 @@ def infer_texts(
         helpers=helpers,
         parts=threads,
     )
+    # The model whose vocabulary encoded the texts names itself: its version and its words'.
     head = f'{{"model_version":{json.dumps(loaded.model.version)},'
+    head += f'"vocab_version":{loaded.model.vocab_version},'
     head += f'"docs_seen":{loaded.model.docs_seen},'
     used = np.diff(starts)
     return answers(head, list(zip(used.tolist(), (tokens - used).tolist(), strict=True)), pi)

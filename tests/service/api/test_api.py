@@ -17,7 +17,7 @@ from service.store.snapshot import (
     publish_model,
     publish_snapshot,
 )
-from tests.service.conftest import Published
+from tests.service.conftest import VOCAB, Published, model_beta
 
 pytestmark = pytest.mark.slow
 
@@ -87,8 +87,10 @@ def test_perplexity_history_and_since(api: TestClient, published: Published) -> 
         "perplexity_avg",
         "coherence",
         "diversity",
+        "vocab_version",
         "at",
     }
+    assert {p["vocab_version"] for p in body["history"]} == {None}  # points of an older worker
     assert body["history"][1]["perplexity_avg"] == 2600.0
     since = api.get("/perplexity", params={"since": 2000}).json()
     assert [p["docs_seen"] for p in since["history"]] == [3000]
@@ -113,7 +115,7 @@ def test_stats(
     body = api.get("/stats").json()
     assert body["docs_seen"] == 3000 and body["docs_per_s"] == 12.5
     assert body["sampler"] == "sgrld" and body["step_size"] == 0.005 and body["device"] == "cpu"
-    assert body["topics"] == 3 and body["vocab_size"] == 12
+    assert body["topics"] == 3 and body["vocab_size"] == 12 and body["vocab_version"] == 0
     assert body["queue"] == {
         "stream": settings.stream,
         "group": settings.group,
@@ -129,16 +131,50 @@ def test_stats(
 def test_stats_before_the_first_update(api: TestClient) -> None:
     body = api.get("/stats").json()
     assert body["docs_seen"] == 0 and body["sampler"] is None and body["updated_at"] is None
+    assert body["vocab_version"] is None
     assert body["queue"]["length"] == 0 and body["scraper"] == {}
 
 
 def test_infer_finds_the_topic_of_a_text(api: TestClient, published: Published) -> None:
     body = api.post("/infer", json={"text": "Apple-banana cherry; the VIOLIN! zebra"}).json()
     assert body["model_version"] == published.version and body["docs_seen"] == 3000
+    assert body["vocab_version"] == 0
     assert body["tokens"] == 4 and body["ignored_tokens"] == 2  # "the", "zebra"
     assert len(body["proportions"]) == 3 and abs(sum(body["proportions"]) - 1) < 1e-9
     assert [t["id"] for t in body["topics"]] == [0, 2, 1]
     assert body["proportions"][0] > 0.6
+
+
+def test_infer_answers_with_the_vocabulary_that_encoded_the_text(
+    api: TestClient, redis_client: redis.Redis
+) -> None:
+    """A text is encoded with the published model's own words, and its answer names that model
+    and its vocabulary's version: a refreshed vocabulary counts other words, at once."""
+    text = "Apple banana cherry violin zebra"
+    first = publish_model(redis_client, model_beta(), VOCAB, docs_seen=100, gamma=0.1)
+    body = api.post("/infer", json={"text": text}).json()
+    assert (body["model_version"], body["vocab_version"]) == (first, 0)
+    assert (body["tokens"], body["ignored_tokens"]) == (4, 1)  # "zebra" is not a word of A
+    assert body["topics"][0]["id"] == 0  # apple, banana, cherry: topic 0
+
+    # Vocabulary B keeps "violin" (now topic 1's) and adds "zebra" (topic 0's), drops the fruit.
+    refreshed = [
+        "zebra", "quokka", "lemur", "otter",
+        "violin", "harp", "flute", "drum",
+        "granite", "basalt", "slate", "marble",
+    ]  # fmt: skip
+    second = publish_model(
+        redis_client, model_beta(), refreshed, docs_seen=200, gamma=0.1, vocab_version=1
+    )
+    body = api.post("/infer", json={"text": text}).json()
+    assert (body["model_version"], body["vocab_version"]) == (second, 1)
+    assert (body["tokens"], body["ignored_tokens"]) == (2, 3)  # only "violin" and "zebra"
+    batch = api.post("/infer/batch", json={"texts": [text, "granite slate"]}).json()["results"]
+    assert [(r["vocab_version"], r["tokens"], r["ignored_tokens"]) for r in batch] == [
+        (1, 2, 3),
+        (1, 2, 0),
+    ]
+    assert batch[1]["topics"][0]["id"] == 2 and {r["model_version"] for r in batch} == {second}
 
 
 def test_infer_with_no_known_word_gives_the_prior(api: TestClient, published: Published) -> None:

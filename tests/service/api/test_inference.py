@@ -97,12 +97,13 @@ def test_answers_hold_the_same_floats_json_would_write() -> None:
         dtype=torch.float64,
     ).numpy()
     tokens = [(4, 1), (0, 0), (12, 30), (1, 0)]
-    head = '{"model_version":' + json.dumps('v"1') + ',"docs_seen":7,'
+    head = '{"model_version":' + json.dumps('v"1') + ',"vocab_version":3,"docs_seen":7,'
     written = answers(head, tokens, pi)
     for body, (used, ignored), row in zip(written, tokens, pi.tolist(), strict=True):
         ranked = sorted(range(len(row)), key=lambda k: -row[k])  # ties by id
         expected = {
             "model_version": 'v"1',
+            "vocab_version": 3,
             "docs_seen": 7,
             "tokens": used,
             "ignored_tokens": ignored,

@@ -76,11 +76,23 @@ def test_metrics_report_the_published_state(
     assert samples[("streamlda_model_published", frozenset())] == 1
 
 
+def test_the_vocabulary_version_is_in_stats_and_metrics(
+    api: TestClient, published: Published, redis_client: redis.Redis
+) -> None:
+    """The worker's vocabulary version, 0 for the first, as the snapshot says it."""
+    assert parse(api.get("/metrics").text)[("streamlda_vocab_version", frozenset())] == 0
+    refreshed = dataclasses.replace(published.snapshot, vocab_version=2)
+    publish_snapshot(redis_client, refreshed)
+    assert parse(api.get("/metrics").text)[("streamlda_vocab_version", frozenset())] == 2
+    assert api.get("/stats").json()["vocab_version"] == 2
+
+
 def test_metrics_before_anything_is_published(api: TestClient) -> None:
     samples = parse(api.get("/metrics").text)
     assert samples[("streamlda_redis_up", frozenset())] == 1
     assert samples[("streamlda_model_published", frozenset())] == 0
     assert ("streamlda_docs_seen", frozenset()) not in samples
+    assert ("streamlda_vocab_version", frozenset()) not in samples
 
 
 def test_metrics_report_redis_down(down_api: TestClient) -> None:

@@ -25,7 +25,12 @@ from fastapi import Request, Response
 from service.api.app import create_app
 from service.learn.topic_watch import TopicWatch
 from service.settings import Settings
-from service.store.snapshot import append_perplexity, publish_snapshot, set_paused
+from service.store.snapshot import (
+    PerplexityPoint,
+    append_perplexity,
+    publish_snapshot,
+    set_paused,
+)
 from service.store.source_status import SourceStatus, publish_source_status
 from tests.service.conftest import (
     VOCAB,
@@ -338,3 +343,41 @@ def test_health_says_the_source_is_unreachable_and_the_worker_idle(
     publish_source_status(redis_client, "wikipedia", None)
     time.sleep(0.5)
     assert field(dump_dom(served, tmp_path / "profile"), "scraper-source") == "answering"
+
+
+def test_the_perplexity_plot_marks_each_new_vocabulary(
+    published: Published, redis_client: redis.Redis, served: str, tmp_path: Path
+) -> None:
+    """A dashed line and a label where the vocabulary version changes; points without a version
+    (an older worker's) mark nothing; the model card says the version and size in use."""
+    versions = [None, 0, 0, 1, None, 1, 2]
+    for i, version in enumerate(versions):
+        point = PerplexityPoint(1000 * (i + 1), 3000.0 - 100 * i, 3100.0 - 100 * i, i, None)
+        append_perplexity(redis_client, dataclasses.replace(point, vocab_version=version), keep=100)
+    publish_snapshot(redis_client, dataclasses.replace(published.snapshot, vocab_version=2))
+    time.sleep(0.5)  # the API's next refresh sees both
+    dom = dump_dom(served, tmp_path / "profile")
+    plot = element(dom, r'<svg id="plot".*?</svg>')
+    marks = re.findall(
+        r'<g class="vocab-change" data-docs="(\d+)" data-version="(\d+)">(.*?)</g>', plot, re.S
+    )
+    assert [(int(docs), int(v)) for docs, v, _ in marks] == [(4000, 1), (7000, 2)]
+    assert [text(re.sub(r"<title>.*?</title>", "", g)) for *_, g in marks] == [
+        "vocabulary 1",
+        "vocabulary 2",
+    ]
+    for docs, _, g in marks:  # each line stands at its point's x
+        x = re.search(r'<line x1="([\d.]+)" x2="\1"[^>]*class="vocab-mark"', g)
+        dot = re.search(rf'<circle cx="([\d.]+)"[^>]*><title>{int(docs):,} docs: perplexity ', plot)
+        assert x is not None and dot is not None and x.group(1) == dot.group(1)
+    assert '<span id="vocab-legend">' in dom  # shown: a change is drawn
+    assert field(dom, "model-vocab") == f"version 2 · {len(VOCAB)} words"
+
+
+def test_a_history_without_vocabulary_versions_marks_nothing(
+    published: Published, served: str, tmp_path: Path
+) -> None:
+    dom = dump_dom(served, tmp_path / "profile")
+    assert "vocab-change" not in element(dom, r'<svg id="plot".*?</svg>')
+    assert '<span id="vocab-legend" hidden="">' in dom
+    assert field(dom, "model-vocab") == f"version 0 · {len(VOCAB)} words"

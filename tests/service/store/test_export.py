@@ -42,6 +42,7 @@ def model(stream: bool = True) -> PublishedModel:
         vocab=[f"word{i}" for i in range(W)],
         published_at=1_700_000_000.5,
         stream=figures if stream else None,
+        vocab_version=2,
     )
 
 
@@ -132,6 +133,7 @@ def test_the_manifest_says_what_the_export_is_of_and_what_pyldavis_json_left_out
         "published_at": 1_700_000_000.5,
         "topics": K,
         "vocab_size": W,
+        "vocab_version": 2,
         "doc_sample": N,
         "pyldavis": {
             "documents": N - 1,

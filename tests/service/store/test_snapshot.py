@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -9,6 +10,7 @@ import pytest
 import redis
 import torch
 
+from service.keys import PERPLEXITY_KEY
 from service.store.snapshot import (
     PerplexityPoint,
     Snapshot,
@@ -120,6 +122,35 @@ def test_model_is_stored_word_major_and_a_row_major_one_still_reads(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("whole", [False, True], ids=["in-parts", "whole-hash"])
+def test_model_carries_its_vocabulary_version_and_an_older_hash_reads_0(
+    redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch, whole: bool
+) -> None:
+    """The version is stored with beta and the words, and read back by both ways of reading
+    (in parts, or the whole hash at once); a hash from before versions existed reads as 0."""
+    import service.store.snapshot as schema
+    from service.keys import MODEL_KEY
+
+    if whole:
+        monkeypatch.setattr(schema, "MODEL_READ_TRIES", 1)  # straight to the atomic read
+    vocab = ["apple", "banana", "cherry"]
+    publish_model(redis_client, torch.rand(2, 3), vocab, docs_seen=5, gamma=0.1, vocab_version=4)
+    assert redis_client.hget(MODEL_KEY, "vocab_version") == b"4"
+    model = read_model(redis_client)
+    assert model is not None and model.vocab_version == 4 and model.vocab == vocab
+    redis_client.hdel(MODEL_KEY, "vocab_version")  # as an older worker wrote it
+    older = read_model(redis_client)
+    assert older is not None and older.vocab_version == 0 and older.vocab == vocab
+    publish_model(redis_client, torch.rand(2, 3), vocab, docs_seen=6, gamma=0.1)
+    default = read_model(redis_client)
+    assert default is not None and default.vocab_version == 0
+    with pytest.raises(ValueError, match="vocab_version"):
+        publish_model(
+            redis_client, torch.rand(2, 3), vocab, docs_seen=7, gamma=0.1, vocab_version=-1
+        )
+
+
+@pytest.mark.slow
 def test_model_shape_must_match_the_vocabulary(redis_client: redis.Redis) -> None:
     with pytest.raises(ValueError, match="expected"):
         publish_model(redis_client, torch.ones(2, 3), ["a", "b"], docs_seen=1, gamma=0.1)
@@ -145,6 +176,26 @@ def test_perplexity_keeps_one_point_per_docs_seen_and_the_newest(
     points = read_perplexity(redis_client)
     assert [p.docs_seen for p in points] == [30, 40, 50]
     assert points[-1].perplexity == 7.0
+
+
+@pytest.mark.slow
+def test_perplexity_points_keep_their_vocabulary_version(redis_client: redis.Redis) -> None:
+    """A point stores the vocabulary version it was scored under; an older worker's point (no
+    version) reads as None, and a newer one's unknown fields are left out."""
+    points = [
+        PerplexityPoint(10, 9.0, 9.5, 1.0),
+        PerplexityPoint(20, 8.0, 8.5, 2.0, 0.2, 0.5, vocab_version=0),
+        PerplexityPoint(30, 7.0, 7.5, 3.0, 0.3, 0.6, vocab_version=1),
+    ]
+    for point in points:
+        append_perplexity(redis_client, point, keep=10)
+    assert read_perplexity(redis_client) == points
+    assert latest_perplexity(redis_client) == points[-1]
+    older = '{"docs_seen":40,"perplexity":6.0,"perplexity_avg":6.5,"at":4.0}'
+    newer = older.replace("40", "50")[:-1] + ',"vocab_version":2,"from_the_future":true}'
+    redis_client.zadd(PERPLEXITY_KEY, {older: 40, newer: 50})
+    read = read_perplexity(redis_client, since=30)
+    assert [(p.docs_seen, p.vocab_version) for p in read] == [(40, None), (50, 2)]
 
 
 @pytest.mark.slow
@@ -278,9 +329,22 @@ def test_a_model_republished_while_it_is_read_in_parts_is_read_whole(
     assert model is not None and model.docs_seen == 1 + republished
     assert np.array_equal(model.beta, betas[-1].numpy()) and model.vocab == vocab
     publish_model(redis_client, betas[0][:, :3], vocab[:3], docs_seen=9, gamma=0.1)
-    head = [b"version", b"docs_seen", b"topics", b"vocab_size", b"layout", b"gamma"]
-    rest = [b"published_at", b"beta_parts", b"beta:0", b"beta:1", b"vocab"]
+    head = [b"version", b"docs_seen", b"topics", b"vocab_size", b"vocab_version", b"layout"]
+    rest = [b"gamma", b"published_at", b"beta_parts", b"beta:0", b"beta:1", b"vocab"]
     assert sorted(redis_client.hkeys(schema.MODEL_KEY)) == sorted([*head, *rest])
+
+
+def test_snapshot_carries_its_vocabulary_version_and_an_older_one_reads_0() -> None:
+    """By both parsers: the version round-trips, and a snapshot without it is version 0."""
+    from service.api.reads.snapshot_parse import parse_snapshot
+
+    words = [[WordWeight("a", 0.5)]]
+    snapshot = Snapshot(1, 0.0, "scir", 0.01, "cpu", 3, words, words, vocab_version=3)
+    older = {k: v for k, v in json.loads(snapshot.to_json()).items() if k != "vocab_version"}
+    for parse in (Snapshot.from_json, lambda raw: parse_snapshot(raw.encode())):
+        assert parse(snapshot.to_json()) == snapshot
+        assert parse(snapshot.to_json()).vocab_version == 3
+        assert parse(json.dumps(older)).vocab_version == 0
 
 
 def test_a_newer_workers_snapshot_is_read_without_its_new_fields() -> None:
