@@ -96,7 +96,7 @@ class Publishing(Protocol):
     def snapshot(self, model: StreamingLDA, vocab: Vocabulary, now: WorkerStatus) -> None: ...
     def snapshot_due(self) -> bool: ...
     def stale(self, model: StreamingLDA) -> bool: ...
-    def point(self, scored: Scored) -> bool: ...
+    def point(self, scored: Scored, vocab_version: int) -> bool: ...
     def topics_scored(
         self, scored: Scored, vocab: Vocabulary, sizes: list[float] | None
     ) -> None: ...
@@ -155,6 +155,7 @@ class Publisher:
                 docs_seen=model.docs_seen,
                 gamma=gamma,
                 stream=stream,
+                vocab_version=vocab.version,
             ),
         )
         self.model_published = True
@@ -192,6 +193,7 @@ class Publisher:
             step_size=model.step_size,
             device=self.device,
             vocab_size=len(vocab),
+            vocab_version=vocab.version,
             topics=ranked_words((served_weights, served_ids), vocab.words),
             sample_topics=ranked_words((sample_weights, sample_ids), vocab.words),
             docs_per_s=now.docs_per_s,
@@ -220,9 +222,10 @@ class Publisher:
         self.published_quality = self.watch.docs
         self.publish_cost_s = time.perf_counter() - started
 
-    def point(self, scored: Scored) -> bool:
-        """A scored evaluation: its per-topic figures, and its perplexity point unless it is
-        non-finite (never published); True if the point was published."""
+    def point(self, scored: Scored, vocab_version: int) -> bool:
+        """A scored evaluation: its per-topic figures, and its perplexity point (measured on
+        vocabulary ``vocab_version``) unless it is non-finite (never published); True if the
+        point was published."""
         # Before the finiteness check: the scoring process matched this beta's topics to the
         # previous one's whatever its perplexity.
         self.watch.scored(scored.docs_seen, scored.topics)
@@ -236,6 +239,7 @@ class Publisher:
             time.time(),
             _finite_or_none(scored.coherence),
             scored.diversity,
+            vocab_version,
         )
         keep = self.config.perplexity_history
         self.redis("appending perplexity", lambda: append_perplexity(self.client, point, keep=keep))
@@ -304,7 +308,7 @@ class NullPublisher:
     def stale(self, model: StreamingLDA) -> bool:
         return False
 
-    def point(self, scored: Scored) -> bool:
+    def point(self, scored: Scored, vocab_version: int) -> bool:
         return False
 
     def topics_scored(self, scored: Scored, vocab: Vocabulary, sizes: list[float] | None) -> None:

@@ -727,7 +727,7 @@ class Worker:
             assert vocab is not None
             sizes = None if self.record is None else self.record.sizes()
             self.publisher.topics_scored(scored, vocab, sizes)
-            if self.publisher.point(scored):
+            if self.publisher.point(scored, vocab.version):
                 log.info(
                     "docs %d perplexity %.1f averaged %.1f | %.1f docs/s %.0f tokens/s | "
                     "restores %d",

@@ -181,3 +181,40 @@ def test_a_quiet_group_revisits_together_and_each_rank_keeps_its_reservoir(
     assert all(a["offered"] >= s["offered"] for a, s in zip(after, states, strict=True))
     assert sum(a["offered"] for a in after) == model.docs_seen > trained
     assert model.revisited_docs >= 2 * model.docs_seen
+
+
+def test_a_group_changes_its_vocabulary_together_and_loses_nothing(
+    redis_server: RedisServer, tmp_path: Path
+) -> None:
+    from dataclasses import replace
+
+    from service.store.snapshot import read_model
+    from tests.service.learn.helpers import articles
+
+    client = redis_server.client()
+    queue = ArticleQueue(client, Settings().part(QueueConfig))
+    queue.ensure_group()
+    stream = articles(0, ARTICLES)
+    later = [replace(a, text=a.text + " José visited Łódź and Kraków.") for a in stream[100:]]
+    assert queue.add(stream[:100] + later).queued == ARTICLES
+    group = WorkerProcess(
+        redis_server.url,
+        tmp_path / "data",
+        tmp_path / "group.log",
+        ranks=2,
+        STREAMLDA_VOCAB_REFRESH="30",
+        STREAMLDA_VOCAB_COUNTED="100000",
+    )
+    try:
+        wait_until(
+            lambda: drained(client) and docs_seen(client) > 0, "the two ranks to drain the stream"
+        )
+        _stop(group)
+    finally:
+        group.ensure_dead()
+    snapshot, model = read_snapshot(client), read_model(client)
+    assert snapshot is not None and model is not None and snapshot.world_size == 2
+    assert snapshot.counters["vocab_refreshes"] >= 1
+    assert model.vocab_version == snapshot.counters["vocab_refreshes"]
+    assert {"josé", "łódź", "kraków"} <= set(model.vocab)
+    assert ArticleQueue(client, Settings().part(QueueConfig)).pending() == 0
