@@ -138,6 +138,7 @@ def test_up_serves_topics_and_perplexity_then_stops_cleanly_and_resumes(tmp_path
             "coherence",
             "diversity",
             "at",
+            "vocab_version",
         }
         assert -1 <= perplexity["history"][0]["coherence"] <= 1
         assert 0 < perplexity["history"][0]["diversity"] <= 1
@@ -178,6 +179,73 @@ def test_up_serves_topics_and_perplexity_then_stops_cleanly_and_resumes(tmp_path
         assert stats["docs_seen"] >= stopped_at
     finally:
         assert stop_up(again) == 0
+
+
+def post(port: int, path: str, body: dict[str, Any]) -> tuple[int, Any]:
+    """(status, parsed JSON body) of POST ``path``."""
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}",
+        data=json.dumps(body).encode(),
+        headers={"content-type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=5) as reply:
+            return reply.status, json.loads(reply.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, None
+    except (urllib.error.URLError, ConnectionError, TimeoutError):
+        return 0, None
+
+
+INFER_TEXT = (
+    "The river flows through the old city; its bridge, built in the nineteenth century by the "
+    "railway company, carries trains to the harbour and the cathedral. José visited Kraków."
+)
+
+
+def test_up_serves_through_vocabulary_changes_without_an_error(tmp_path: Path) -> None:
+    """Refreshing every 40 documents, every read answers, and /infer encodes each text with the
+    words of the model it used: one vocabulary version, one token count for the same text."""
+    data_dir, port, log = tmp_path / "data", free_port(), tmp_path / "up.log"
+    UP_ENV["STREAMLDA_VOCAB_REFRESH"] = "40"
+    try:
+        up = start_up(data_dir, port, log)
+    finally:
+        del UP_ENV["STREAMLDA_VOCAB_REFRESH"]
+    statuses: dict[str, list[int]] = {}
+    answers: dict[int, set[int]] = {}
+    try:
+
+        def served() -> bool:
+            return up.poll() is not None or post(port, "/infer", {"text": INFER_TEXT})[0] == 200
+
+        wait_until(served, "a first model")  # before it, 503s say there is none yet
+
+        def poll() -> bool:
+            for path in ("/topics?top=5", "/stats", "/perplexity"):
+                statuses.setdefault(path, []).append(get(port, path)[0])
+            status, answer = post(port, "/infer", {"text": INFER_TEXT})
+            statuses.setdefault("/infer", []).append(status)
+            if status == 200:
+                answers.setdefault(answer["vocab_version"], set()).add(answer["tokens"])
+            return up.poll() is not None or len(answers) >= 3
+
+        wait_until(poll, "three vocabularies served")
+        assert up.poll() is None, log.read_text()
+        # The views the API serves follow the snapshot within a refresh of theirs.
+        wait_until(lambda: get(port, "/stats")[1]["vocab_version"] >= 2, "/stats to follow")
+        assert get(port, "/stats")[1]["worker"]["vocab_refreshes"] >= 2
+        history = get(port, "/perplexity")[1]["history"]
+        versions = [p["vocab_version"] for p in history]
+        assert versions == sorted(versions) and versions[0] == 0
+    finally:
+        code = stop_up(up)
+    output = log.read_text()
+    assert code == 0 and "crashed" not in output, output
+    for path, seen in statuses.items():  # 503 says "nothing yet" until a first answer
+        served = seen[seen.index(200) :]
+        assert not [s for s in served if s >= 500], (path, seen)
+    assert all(len(tokens) == 1 for tokens in answers.values()), answers
 
 
 def test_a_killed_worker_is_restarted_and_resumes_from_its_checkpoint(tmp_path: Path) -> None:
