@@ -9,6 +9,7 @@ changes"); leaving ones are dropped. The chains (lda.sgmcmc.chain, lda.sgmcmc.sc
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import torch
 
@@ -39,17 +40,17 @@ class ColumnMap:
     def n_new(self) -> int:
         return int(self.keep.numel())
 
-    @property
+    @cached_property
     def kept(self) -> torch.Tensor:
         """(m,) the new columns that keep an old one."""
         return torch.nonzero(self.keep >= 0).squeeze(1)
 
-    @property
+    @cached_property
     def sources(self) -> torch.Tensor:
         """(m,) the old columns they keep, in the order of :attr:`kept`."""
         return self.keep[self.keep >= 0]
 
-    @property
+    @cached_property
     def entering(self) -> torch.Tensor:
         """(e,) the new columns that start afresh."""
         return torch.nonzero(self.keep < 0).squeeze(1)
@@ -61,13 +62,28 @@ class ColumnMap:
 
     def apply(self, matrix: torch.Tensor, fresh: torch.Tensor | None) -> torch.Tensor:
         """(K, W') from (K, W): kept columns copied, entering ones ``fresh`` ((K, e), in the
-        order of :attr:`entering`; None only when none enters)."""
+        order of :attr:`entering`; None only when none enters). A word-major matrix (a view of
+        (W, K) storage, the lazy chain's) stays word-major, its columns moved as whole rows of
+        the storage: gathering them column by column through the view is far slower."""
+        if matrix.T.is_contiguous() and not matrix.is_contiguous():
+            return self._apply_rows(matrix.T, None if fresh is None else fresh.T).T
         out = matrix.new_empty(matrix.shape[0], self.n_new)
         out[:, self.kept.to(matrix.device)] = matrix[:, self.sources.to(matrix.device)]
         entering = self.entering
         if entering.numel():
             assert fresh is not None and fresh.shape == (matrix.shape[0], entering.numel())
             out[:, entering.to(matrix.device)] = fresh.to(matrix.device, matrix.dtype)
+        return out
+
+    def _apply_rows(self, rows: torch.Tensor, fresh: torch.Tensor | None) -> torch.Tensor:
+        """(W', K) from (W, K) rows (and ``fresh`` (e, K)): the map on the first axis."""
+        device = rows.device
+        out = rows.new_empty(self.n_new, rows.shape[1])
+        out.index_copy_(0, self.kept.to(device), rows.index_select(0, self.sources.to(device)))
+        entering = self.entering
+        if entering.numel():
+            assert fresh is not None and fresh.shape == (entering.numel(), rows.shape[1])
+            out.index_copy_(0, entering.to(device), fresh.to(device, rows.dtype))
         return out
 
 
