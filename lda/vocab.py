@@ -52,6 +52,7 @@ class Vocabulary:
                 raise ValueError(f"vocabulary word {i + 1} is empty or repeated: {word!r}")
             self.index[word] = i
         self._utf8_index = {w.encode("utf-8"): i for w, i in self.index.items()}
+        self._utf8_words = frozenset(self._utf8_index)
 
     def __len__(self) -> int:
         return len(self.words)
@@ -62,15 +63,16 @@ class Vocabulary:
 
     def encode_counted(self, text: str) -> tuple[list[int], int]:
         """(word ids of the in-vocabulary tokens, in order; how many tokens ``text`` has)."""
-        ids, tokens = self.encode_tokens(text)
-        return ids, len(tokens)
-
-    def encode_tokens(self, text: str) -> tuple[list[int], list[bytes]]:
-        """(word ids of the in-vocabulary tokens, in order; every token, as UTF-8): a stream's
-        word counts take the tokens outside the vocabulary too."""
         tokens = words(text).split()
         ids = map(self._utf8_index.get, tokens)
-        return [i for i in ids if i is not None], tokens
+        return [i for i in ids if i is not None], len(tokens)
+
+    def encode_split(self, text: str) -> tuple[list[int], set[bytes]]:
+        """(word ids of the in-vocabulary tokens, in order; the distinct other words, as
+        UTF-8): a stream's word counts take both."""
+        tokens = words(text).split()
+        ids = map(self._utf8_index.get, tokens)
+        return [i for i in ids if i is not None], set(tokens).difference(self._utf8_words)
 
     @classmethod
     def load(cls, path: str | Path) -> Vocabulary:

@@ -1,14 +1,16 @@
 """How many documents of a stream each word is in, in bounded memory, and the vocabulary they
 choose (docs/model.md, "When the vocabulary changes").
 
-A Misra-Gries summary of document frequencies: at most ``2 x capacity`` words are counted;
-when more are, the ``capacity + 1``-th largest count is taken from every count and the words
-left at zero or less go. Each such cut takes as much from at least ``capacity + 1`` counts, so
-the total cut (``floor``) is at most the document-word pairs seen over ``capacity + 1``: a
-count is low by at most ``floor``, and a word counted more than ``floor`` times is still there.
-Taking the same amount from every count keeps their order, so the words that lose rank are only
-those that came in after a cut. The first vocabulary (:func:`lda.vocab.build_vocabulary`) and
-every later one are chosen from these counts by the same rule, :meth:`WordCounts.top`.
+The words of the vocabulary in use are counted exactly, in an array by word id (a document's
+ids, which encoding found anyway). The others go to a Misra-Gries summary: at most
+``2 x capacity`` of them are counted; when more are, the ``capacity + 1``-th largest of their
+counts is taken from each of them and the words left at zero or less go. Each such cut takes as
+much from at least ``capacity + 1`` counts, so the total cut (``floor``) is at most the
+document-word pairs the summary saw over ``capacity + 1``: a count is low by at most ``floor``,
+and a word counted more than ``floor`` times is still there. Taking the same amount from every
+count keeps their order. When the vocabulary changes, counts move between the two with their
+words. The first vocabulary (:func:`lda.vocab.build_vocabulary`) and every later one are chosen
+from these counts by the same rule, :meth:`WordCounts.top`.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import heapq
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
+
+import numpy as np
 
 from lda.tokens import fold
 
@@ -28,25 +32,61 @@ class WordCounts:
         if capacity is not None and capacity < 1:
             raise ValueError(f"capacity must be at least 1, got {capacity}")
         self.capacity = capacity
-        self.counts: Counter[bytes] = Counter()  # word (UTF-8, as lda.tokens finds it) -> count
+        # Words outside the vocabulary in use (UTF-8, as lda.tokens finds them) -> count.
+        self.counts: Counter[bytes] = Counter()
+        self.known_words: list[bytes] = []  # the vocabulary in use, by word id
+        self.known = np.zeros(0, dtype=np.int64)  # their counts, exact since they are in use
         self.documents = 0
         self.floor = 0  # the most any count is low by (see the module docstring)
 
     def __len__(self) -> int:
-        return len(self.counts)
+        """Words counted."""
+        return len(self.counts) + int(np.count_nonzero(self.known))
 
     def add(self, tokens: Iterable[bytes]) -> None:
-        """One document's tokens (each word counts once, however often it occurs)."""
-        self.counts.update(set(tokens))
+        """One document's tokens (each word counts once, however often it occurs), none of
+        them looked up in the vocabulary."""
+        self._add_others(set(tokens))
+
+    def add_encoded(self, ids: Iterable[int], others: set[bytes]) -> None:
+        """One document as encoding found it: the word ids of its vocabulary tokens and its
+        other words (each word counts once)."""
+        distinct = list(set(ids))
+        if distinct:
+            self.known[distinct] += 1
+        self._add_others(others)
+
+    def _add_others(self, words: set[bytes]) -> None:
+        self.counts.update(words)
         self.documents += 1
         if self.capacity is not None and len(self.counts) > 2 * self.capacity:
             self._cut(self.capacity)
 
     def _cut(self, capacity: int) -> None:
-        """Take the ``capacity + 1``-th largest count from every count; keep the positive."""
+        """Take the ``capacity + 1``-th largest count from every summary count; keep the
+        positive."""
         cut = heapq.nlargest(capacity + 1, self.counts.values())[-1]
         self.counts = Counter({w: c - cut for w, c in self.counts.items() if c > cut})
         self.floor += cut
+
+    def use_vocabulary(self, words: Sequence[str]) -> None:
+        """Count ``words`` (a vocabulary, in id order) by id from now on: their counts leave
+        the summary for the array, and those of the words no longer in use go back to it."""
+        for word, count in zip(self.known_words, self.known.tolist(), strict=True):
+            if count > 0:
+                self.counts[word] = count
+        self.known_words = [word.encode("utf-8") for word in words]
+        pop = self.counts.pop
+        self.known = np.fromiter(
+            (pop(word, 0) for word in self.known_words), dtype=np.int64, count=len(words)
+        )
+
+    def items(self) -> Iterable[tuple[bytes, int]]:
+        """Every word counted and its count."""
+        yield from self.counts.items()
+        for word, count in zip(self.known_words, self.known.tolist(), strict=True):
+            if count > 0:
+                yield word, count
 
     def top(
         self,
@@ -57,13 +97,13 @@ class WordCounts:
         stop_words: frozenset[str] = frozenset(),
     ) -> list[str]:
         """The ``size`` words in most documents (ties by word), skipping words shorter than
-        ``min_length`` characters, stop words (compared folded, as tokens are) and words in
-        more than ``max_document_fraction`` of the documents."""
+        ``min_length`` characters, stop words (compared folded, as tokens are) and words that
+        may be in more than ``max_document_fraction`` of the documents."""
         stop = frozenset(fold(w).encode("utf-8") for w in stop_words)
         limit = max_document_fraction * self.documents
         candidates = (
             (count, word)
-            for word, count in self.counts.items()
+            for word, count in self.items()
             if count + self.floor <= limit  # at most floor low: ubiquitous ones stay out
             and word not in stop
             and len(word.decode("utf-8")) >= min_length
@@ -79,16 +119,21 @@ class WordCounts:
             "floor": self.floor,
             "words": list(self.counts.keys()),
             "counts": list(self.counts.values()),
+            "known_words": list(self.known_words),
+            "known": self.known.copy(),
         }
 
     @classmethod
     def from_state_dict(cls, state: dict[str, Any], capacity: int | None = None) -> WordCounts:
         """Counts saved with :meth:`state_dict`, under ``capacity`` (a setting may change
-        between runs; the checkpoint's when None): a smaller one cuts as counting would."""
+        between runs; the checkpoint's when None): a smaller one cuts as counting would. The
+        vocabulary in use is the saved one until :meth:`use_vocabulary` says another."""
         counts = cls(state["capacity"] if capacity is None else capacity)
         counts.documents = int(state["documents"])
         counts.floor = int(state["floor"])
         counts.counts = Counter(dict(zip(state["words"], state["counts"], strict=True)))
+        counts.known_words = list(state.get("known_words", []))
+        counts.known = np.asarray(state.get("known", np.zeros(0)), dtype=np.int64).copy()
         if counts.capacity is not None and len(counts.counts) > 2 * counts.capacity:
             counts._cut(counts.capacity)
         return counts

@@ -203,6 +203,7 @@ class LearningSession(Generic[Item]):
             keep = remap_indices(self.vocabulary.words, vocabulary.words)
             self.emptied += self._remap_buffer(keep, len(self.vocabulary))
         self.vocabulary = vocabulary
+        self._count_by_id()
         if model is not None and model.docs_seen > 0:
             self._resumed(model.config)
         self.model = self.new_model(len(vocabulary)) if model is None else model
@@ -277,10 +278,10 @@ class LearningSession(Generic[Item]):
         placed: list[Placed[Item]] = []
         counts = self.word_counts
         for item, text in documents:
-            ids, tokens = self.vocabulary.encode_tokens(text)
+            ids, others = self.vocabulary.encode_split(text)
             kind = self._place(item, ids, text)
             if counts is not None and kind != "heldout":
-                counts.add(tokens)
+                counts.add_encoded(ids, others)
             placed.append(Placed(item, kind))
         return placed
 
@@ -337,6 +338,7 @@ class LearningSession(Generic[Item]):
         model.remap_vocabulary(keep)
         emptied = self._remap_buffer(keep, len(old))
         self.vocabulary = Vocabulary(words, old.version + 1)
+        self._count_by_id()
         if self.heldout_texts:
             encoded = [ids for text in self.heldout_texts if (ids := self.vocabulary.encode(text))]
             self.heldout_docs = encoded
@@ -365,6 +367,12 @@ class LearningSession(Generic[Item]):
         """A checkpoint's word counts (none in older ones: counting starts over)."""
         if self.word_counts is not None and state is not None:
             self.word_counts = WordCounts.from_state_dict(state, self.counted)
+            self._count_by_id()
+
+    def _count_by_id(self) -> None:
+        """The vocabulary's words are counted by id (encoding finds them anyway)."""
+        if self.word_counts is not None and self.vocabulary is not None:
+            self.word_counts.use_vocabulary(self.vocabulary.words)
 
     # --- minibatches -----------------------------------------------------------------------
     @property

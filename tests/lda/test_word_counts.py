@@ -87,3 +87,43 @@ def test_capacity_must_be_positive() -> None:
 
 def test_next_vocabulary_keeps_the_staying_words_in_place() -> None:
     assert next_vocabulary(["a", "b", "c", "d"], ["e", "c", "a", "f"]) == ["a", "c", "e", "f"]
+
+
+def test_vocabulary_words_counted_by_id_agree_with_counting_every_token() -> None:
+    from lda.vocab import Vocabulary
+
+    documents = _zipf_documents(2000, seed=11)
+    vocabulary = Vocabulary([f"w{r}" for r in range(0, 400, 3)])
+    plain, split = WordCounts(capacity=300), WordCounts(capacity=300)
+    split.use_vocabulary(vocabulary.words)
+    for tokens in documents:
+        plain.add(tokens)
+        ids = [vocabulary.index[t.decode()] for t in tokens if t.decode() in vocabulary.index]
+        split.add_encoded(ids, {t for t in tokens if t.decode() not in vocabulary.index})
+    # The vocabulary's words are exact; only the others share the summary's error.
+    exact = WordCounts()
+    for tokens in documents:
+        exact.add(tokens)
+    counted = dict(split.items())
+    for word in vocabulary.words:
+        assert counted.get(word.encode(), 0) == exact.counts[word.encode()]
+    for word, count in exact.counts.items():
+        assert count - split.floor <= counted.get(word, 0) <= count
+    assert split.floor <= plain.floor
+    # Moving to another vocabulary moves the counts with their words.
+    before = dict(split.items())
+    split.use_vocabulary(["w1", "w2", "w999999"])
+    assert dict(split.items()) == before
+    assert split.known.tolist() == [before[b"w1"], before[b"w2"], 0]
+    again = WordCounts.from_state_dict(split.state_dict())
+    assert dict(again.items()) == before and again.known_words == split.known_words
+
+
+def test_encode_split_is_encode_and_the_rest() -> None:
+    from lda.vocab import Vocabulary
+
+    vocabulary = Vocabulary(["zürich", "river", "josé"])
+    text = "The river at Zürich; José's river, and Łódź."
+    ids, others = vocabulary.encode_split(text)
+    assert ids == vocabulary.encode(text) == [1, 0, 2, 1]
+    assert others == {b"the", b"at", b"and", "łódź".encode()}
