@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+import torch
+
 from lda.evaluation.coherence import topic_quality
 from lda.model import NonFiniteError, StreamingLDA, resolve_device
 from lda.vocab import Vocabulary
@@ -111,8 +113,8 @@ class Quality:
     diversity: float
 
     @classmethod
-    def of(cls, model: StreamingLDA, documents: list[list[int]]) -> Quality:
-        quality = topic_quality(model.beta_mean, documents)
+    def of(cls, beta: torch.Tensor, documents: list[list[int]]) -> Quality:
+        quality = topic_quality(beta, documents)
         return cls(quality.mean_coherence, quality.diversity)
 
 
@@ -226,7 +228,8 @@ def _train(
 def _evaluate(session: LearningSession[None], report: Report) -> None:
     model, heldout = session.model, session.heldout
     assert model is not None and heldout is not None
-    report.row(model, *model.evaluate(heldout), Quality.of(model, session.heldout_docs))
+    beta = model.beta_mean  # formed once (a K x W matrix): scored, then its top words
+    report.row(model, *model.scorer().score(beta, heldout), Quality.of(beta, session.heldout_docs))
 
 
 def _print_topics(model: StreamingLDA, vocabulary: Vocabulary, stream: TextIO) -> None:

@@ -93,9 +93,16 @@ def document_topic_proportions(
 def test_token_probabilities(
     beta: torch.Tensor, heldout: HeldoutSet, config: GibbsConfig, generator: torch.Generator
 ) -> torch.Tensor:
-    """p(w | d) = sum_k pi_hat_dk beta_kw for every test token."""
+    """p(w | d) = sum_k pi_hat_dk beta_kw for every test token, CHUNK_ENTRIES / K tokens at a
+    time: all at once, the (tokens, K) products of a large model's held-out set took gigabytes."""
     pi = document_topic_proportions(beta, heldout.observed, config, generator)
-    return (pi[heldout.test_documents] * beta[:, heldout.test_words].T).sum(dim=1)
+    documents, words = heldout.test_documents, heldout.test_words
+    size = max(1, CHUNK_ENTRIES // max(1, beta.shape[0]))
+    parts = [
+        (pi[documents[i : i + size]] * beta[:, words[i : i + size]].T).sum(dim=1)
+        for i in range(0, int(words.numel()), size)
+    ]
+    return torch.cat(parts) if parts else beta.new_zeros(0)
 
 
 def perplexity_from_probabilities(probabilities: torch.Tensor) -> float:
