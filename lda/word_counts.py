@@ -1,16 +1,20 @@
 """How many documents of a stream each word is in, in bounded memory, and the vocabulary they
 choose (docs/model.md, "When the vocabulary changes").
 
-The words of the vocabulary in use are counted exactly, in an array by word id (a document's
-ids, which encoding found anyway). The others go to a Misra-Gries summary: at most
-``2 x capacity`` of them are counted; when more are, the ``capacity + 1``-th largest of their
-counts is taken from each of them and the words left at zero or less go. Each such cut takes as
-much from at least ``capacity + 1`` counts, so the total cut (``floor``) is at most the
-document-word pairs the summary saw over ``capacity + 1``: a count is low by at most ``floor``,
-and a word counted more than ``floor`` times is still there. Taking the same amount from every
-count keeps their order. When the vocabulary changes, counts move between the two with their
-words. The first vocabulary (:func:`lda.vocab.build_vocabulary`) and every later one are chosen
-from these counts by the same rule, :meth:`WordCounts.top`.
+A Misra-Gries summary of document frequencies: at most ``2 x capacity`` words are counted
+besides the vocabulary's; when more are, the ``capacity + 1``-th largest count is taken from
+every count and the words left at zero or less go. Each such cut takes as much from at least
+``capacity + 1`` counts, so the total cut (``floor``) is at most the document-word pairs seen
+over ``capacity + 1``: a count is low by at most ``floor``, and a word counted more than
+``floor`` times is still there. Taking the same amount from every count keeps their order.
+
+The words of the vocabulary in use are counted in an array by word id (a document's ids, which
+encoding found anyway), and only the others by string. The array's words take the cuts too, as
+a debt: a word's count there is its array entry less the cuts made since it entered the array
+(``floor`` now less ``floor`` then), so every word is ranked as the one summary would rank it,
+and an incumbent is not favoured over a newcomer. When the vocabulary changes, counts move
+between the two with their words. The first vocabulary (:func:`lda.vocab.build_vocabulary`)
+and every later one are chosen from these counts by the same rule, :meth:`WordCounts.top`.
 """
 
 from __future__ import annotations
@@ -35,13 +39,19 @@ class WordCounts:
         # Words outside the vocabulary in use (UTF-8, as lda.tokens finds them) -> count.
         self.counts: Counter[bytes] = Counter()
         self.known_words: list[bytes] = []  # the vocabulary in use, by word id
-        self.known = np.zeros(0, dtype=np.int64)  # their counts, exact since they are in use
+        self.known = np.zeros(0, dtype=np.int64)  # their counts on entering, plus since
+        self.known_floor = np.zeros(0, dtype=np.int64)  # floor when each entered the array
         self.documents = 0
         self.floor = 0  # the most any count is low by (see the module docstring)
 
     def __len__(self) -> int:
         """Words counted."""
-        return len(self.counts) + int(np.count_nonzero(self.known))
+        return len(self.counts) + int(np.count_nonzero(self._known_counts() > 0))
+
+    def _known_counts(self) -> np.ndarray:
+        """The vocabulary's counts as the summary would hold them (the cuts since each entered
+        taken off)."""
+        return self.known - (self.floor - self.known_floor)
 
     def add(self, tokens: Iterable[bytes]) -> None:
         """One document's tokens (each word counts once, however often it occurs), none of
@@ -72,7 +82,7 @@ class WordCounts:
     def use_vocabulary(self, words: Sequence[str]) -> None:
         """Count ``words`` (a vocabulary, in id order) by id from now on: their counts leave
         the summary for the array, and those of the words no longer in use go back to it."""
-        for word, count in zip(self.known_words, self.known.tolist(), strict=True):
+        for word, count in zip(self.known_words, self._known_counts().tolist(), strict=True):
             if count > 0:
                 self.counts[word] = count
         self.known_words = [word.encode("utf-8") for word in words]
@@ -80,11 +90,12 @@ class WordCounts:
         self.known = np.fromiter(
             (pop(word, 0) for word in self.known_words), dtype=np.int64, count=len(words)
         )
+        self.known_floor = np.full(len(words), self.floor, dtype=np.int64)
 
     def items(self) -> Iterable[tuple[bytes, int]]:
         """Every word counted and its count."""
         yield from self.counts.items()
-        for word, count in zip(self.known_words, self.known.tolist(), strict=True):
+        for word, count in zip(self.known_words, self._known_counts().tolist(), strict=True):
             if count > 0:
                 yield word, count
 
@@ -121,6 +132,7 @@ class WordCounts:
             "counts": list(self.counts.values()),
             "known_words": list(self.known_words),
             "known": self.known.copy(),
+            "known_floor": self.known_floor.copy(),
         }
 
     @classmethod
@@ -134,6 +146,8 @@ class WordCounts:
         counts.counts = Counter(dict(zip(state["words"], state["counts"], strict=True)))
         counts.known_words = list(state.get("known_words", []))
         counts.known = np.asarray(state.get("known", np.zeros(0)), dtype=np.int64).copy()
+        floors = state.get("known_floor", np.full(counts.known.size, counts.floor))
+        counts.known_floor = np.asarray(floors, dtype=np.int64).copy()
         if counts.capacity is not None and len(counts.counts) > 2 * counts.capacity:
             counts._cut(counts.capacity)
         return counts

@@ -208,8 +208,8 @@ def _train(
         ):
             _, batch = session.take(total - model.docs_seen)
             session.learn(batch)
-            if session.refresh_due():
-                session.refresh()
+            if session.refresh_due() and (change := session.refresh()) is not None:
+                empty += len(change.emptied)  # left with no word of the new vocabulary
             report.learner_seconds = session.busy_s
             _progress(model.docs_seen, total)
             if session.heldout is not None and session.evaluation_due():

@@ -160,9 +160,13 @@ class LearningSession(Generic[Item]):
         self.ranks = ranks
         self.vocabulary: Vocabulary | None = None
         self.model: StreamingLDA | None = None
+        # The held-out texts as placed (or restored), their encodings in today's words (those
+        # with a word: a vocabulary change may leave some with none), and the set to score,
+        # once all ``heldout`` are in; then nothing more is held out, whatever words change.
+        self.heldout_texts: list[str] = []
         self.heldout_docs: list[list[int]] = []
-        self.heldout_texts: list[str] = []  # their texts, encoded again when words change
-        self.heldout: HeldoutSet | None = None  # once all ``heldout`` documents are in
+        self.heldout_closed = False
+        self.heldout: HeldoutSet | None = None
         self.waiting: list[tuple[Item, str]] = []  # texts held until a vocabulary exists
         self.stored_heldout: list[str] = []  # an earlier run's held-out texts: placed first
         self.buffer: list[tuple[Item, list[int]]] = []  # encoded, not trained yet
@@ -199,10 +203,15 @@ class LearningSession(Generic[Item]):
     def begin(self, vocabulary: Vocabulary, model: StreamingLDA | None = None) -> StreamingLDA:
         """Learn with ``model`` (resumed or restored; a new one when None) over
         ``vocabulary``; the next evaluation is the next multiple of eval_every."""
-        if self.vocabulary is not None and self.vocabulary.words != vocabulary.words:
-            keep = remap_indices(self.vocabulary.words, vocabulary.words)
-            self.emptied += self._remap_buffer(keep, len(self.vocabulary))
+        before = self.vocabulary
         self.vocabulary = vocabulary
+        if before is not None and before.words != vocabulary.words:
+            # Another vocabulary (a group's rank 0 refreshed, or a restore went back before a
+            # refresh): what is in hand follows it.
+            self.emptied += self._remap_buffer(
+                remap_indices(before.words, vocabulary.words), len(before)
+            )
+            self._encode_heldout()
         self._count_by_id()
         if model is not None and model.docs_seen > 0:
             self._resumed(model.config)
@@ -278,9 +287,12 @@ class LearningSession(Generic[Item]):
         placed: list[Placed[Item]] = []
         counts = self.word_counts
         for item, text in documents:
+            if counts is None:
+                placed.append(Placed(item, self._place(item, self.vocabulary.encode(text), text)))
+                continue
             ids, others = self.vocabulary.encode_split(text)
             kind = self._place(item, ids, text)
-            if counts is not None and kind != "heldout":
+            if kind != "heldout":
                 counts.add_encoded(ids, others)
             placed.append(Placed(item, kind))
         return placed
@@ -288,61 +300,74 @@ class LearningSession(Generic[Item]):
     def _place(self, item: Item, ids: list[int], text: str) -> Kind:
         if not ids:
             return "empty"
-        if self.holds_out and len(self.heldout_docs) < self.config.heldout:
+        if self.holds_out and not self.heldout_closed and self.config.heldout:
+            self.heldout_texts.append(text)
             self.heldout_docs.append(ids)
-            if self.word_counts is not None:
-                self.heldout_texts.append(text)
-            if len(self.heldout_docs) == self.config.heldout:
+            if len(self.heldout_texts) >= self.config.heldout:
+                self.heldout_closed = True
                 self.heldout = HeldoutSet.from_documents(self.heldout_docs, self.device)
             return "heldout"
         self.buffer.append((item, ids))
         return "train"
 
     def restore_heldout(self, texts: Iterable[str]) -> None:
-        """The held-out set from its stored texts (after a restart), in arrival order."""
-        assert self.vocabulary is not None
-        vocabulary = self.vocabulary
-        encoded = [(ids, text) for text in texts if (ids := vocabulary.encode(text))]
-        kept = encoded[: self.config.heldout]
-        self.heldout_docs = [ids for ids, _ in kept]
-        if self.word_counts is not None:
-            self.heldout_texts = [text for _, text in kept]
-        complete = self.config.heldout and len(self.heldout_docs) == self.config.heldout
-        self.heldout = (
-            HeldoutSet.from_documents(self.heldout_docs, self.device) if complete else None
+        """The held-out set from its stored texts (after a restart), in arrival order: closed
+        when they are ``heldout`` (each was stored with a word; today's words may leave some
+        with none)."""
+        self.heldout_texts = list(texts)[: self.config.heldout]
+        self.heldout_closed = bool(self.config.heldout) and (
+            len(self.heldout_texts) >= self.config.heldout
         )
+        self._encode_heldout()
+
+    def _encode_heldout(self) -> None:
+        """The held-out texts in today's words; the set to score once it is closed."""
+        vocabulary = self.vocabulary
+        assert vocabulary is not None
+        encoded = (vocabulary.encode(text) for text in self.heldout_texts)
+        self.heldout_docs = [ids for ids in encoded if ids]
+        closed = self.heldout_closed and self.heldout_docs
+        self.heldout = HeldoutSet.from_documents(self.heldout_docs, self.device) if closed else None
 
     # --- the vocabulary --------------------------------------------------------------------
     def refresh_due(self) -> bool:
         """True once per multiple of vocab_refresh documents learned, where words are counted
         (several at once count as one)."""
-        model, refresh = self.model, self.config.vocab_refresh
-        if self.word_counts is None or model is None or model.docs_seen < self.next_refresh:
+        model, refresh, counts = self.model, self.config.vocab_refresh, self.word_counts
+        if counts is None or model is None or model.docs_seen < self.next_refresh:
+            return False
+        if counts.documents < refresh:  # counting began late (a checkpoint without counts)
             return False
         self.next_refresh = (model.docs_seen // refresh + 1) * refresh
         return True
 
-    def refresh(self) -> VocabularyChange[Item] | None:
-        """Move to the top vocab_size words of the stream's counts, chosen as the first
-        vocabulary was; None when they are today's words. The learner's columns follow
-        (:meth:`lda.model.StreamingLDA.remap_vocabulary`), and so do the minibatch in hand
-        (its documents lose the words that leave) and the held-out set (encoded again from
-        its texts, every one that keeps a word)."""
-        counts, model, old = self.word_counts, self.model, self.vocabulary
-        assert counts is not None and model is not None and old is not None
+    def next_words(self) -> list[str] | None:
+        """The top vocab_size words of the stream's counts, chosen as the first vocabulary
+        was, in the order :func:`lda.word_counts.next_vocabulary` gives; None when they are
+        today's words."""
+        counts, old = self.word_counts, self.vocabulary
+        assert counts is not None and old is not None
         chosen = counts.top(self.config.vocab_size, stop_words=STOP_WORDS)
         words = next_vocabulary(old.words, chosen)
-        if not chosen or words == old.words:
+        return None if not chosen or words == old.words else words
+
+    def refresh(self, words: list[str] | None = None) -> VocabularyChange[Item] | None:
+        """Move to ``words`` (:meth:`next_words` when None; None, nothing done, when there is
+        no change). The learner's columns follow
+        (:meth:`lda.model.StreamingLDA.remap_vocabulary`), and so do the minibatch in hand
+        (its documents lose the words that leave) and the held-out set (its texts encoded
+        again: the same texts, some perhaps with no word left)."""
+        model, old = self.model, self.vocabulary
+        assert model is not None and old is not None
+        words = self.next_words() if words is None else words
+        if words is None:
             return None
         keep = remap_indices(old.words, words)
         model.remap_vocabulary(keep)
         emptied = self._remap_buffer(keep, len(old))
         self.vocabulary = Vocabulary(words, old.version + 1)
         self._count_by_id()
-        if self.heldout_texts:
-            encoded = [ids for text in self.heldout_texts if (ids := self.vocabulary.encode(text))]
-            self.heldout_docs = encoded
-            self.heldout = HeldoutSet.from_documents(encoded, self.device) if encoded else None
+        self._encode_heldout()
         return VocabularyChange(keep, emptied)
 
     def _remap_buffer(self, keep: torch.Tensor, n_old: int) -> list[Item]:

@@ -80,11 +80,18 @@ class StreamTally:
         self.topic_tokens = self.topic_tokens[matched]
         self.doc_topic = self.doc_topic[:, matched]
 
-    def remap_words(self, keep: np.ndarray) -> None:
-        """New word j is old word ``keep[j]`` (-1: it entered, not counted yet)."""
+    def remap_words(self, keep: np.ndarray, documents: np.ndarray) -> None:
+        """New word j is old word ``keep[j]`` (-1: it entered), in ``documents[j]`` of the
+        stream's documents. An entering word's frequency starts at its documents times the
+        staying words' tokens per document: at 0, the stream's p(w) would rank it far too
+        rare, and first by relevance, for as long as the older words' counts dominate."""
         kept = keep >= 0
         frequency = np.zeros(keep.size, dtype=np.float64)
         frequency[kept] = self.term_frequency[keep[kept]]
+        staying = float(documents[kept].sum())
+        if staying > 0:
+            ratio = float(frequency[kept].sum()) / staying
+            frequency[~kept] = ratio * documents[~kept]
         self.term_frequency = frequency
 
     def state_dict(self) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
 from lda.config import CHANGED_BITS
@@ -63,9 +64,10 @@ class TopicRecord:
             self.articles.changed([d > CHANGED_BITS for d in drift], self.evaluated_at)
         self.evaluated_at = docs_seen
 
-    def remap_words(self, keep: torch.Tensor) -> None:
-        """The vocabulary changed: new word j is old word ``keep[j]`` (-1: it entered)."""
-        self.tally.remap_words(keep.cpu().numpy())
+    def remap_words(self, keep: torch.Tensor, documents: np.ndarray) -> None:
+        """The vocabulary changed: new word j is old word ``keep[j]`` (-1: it entered), in
+        ``documents[j]`` of the stream's documents."""
+        self.tally.remap_words(keep.cpu().numpy(), documents)
 
     def sizes(self) -> list[float]:
         return [round(float(s), 6) for s in self.tally.topic_size]

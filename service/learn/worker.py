@@ -178,6 +178,7 @@ class Worker:
         self.record_config = record
         self.record: TopicRecord | None = None
         self.placed: dict[str, ArticleRef] = {}  # entry -> its article, until learned
+        self.vocabulary_checkpoint = False  # the words changed: the next plan checkpoints
 
     @property
     def model(self) -> StreamingLDA | None:
@@ -319,7 +320,9 @@ class Worker:
         control = self.redis("reading control", functools.partial(read_control, self.client))
         requested = control.checkpoint_seq > self.checkpoint_seq
         self.checkpoint_seq = max(self.checkpoint_seq, control.checkpoint_seq)
-        reason = self.checkpointer.due(
+        reason = "vocabulary" if self.vocabulary_checkpoint else None
+        self.vocabulary_checkpoint = False
+        reason = reason or self.checkpointer.due(
             self.model,
             requested=requested,
             paused=control.paused,
@@ -483,6 +486,8 @@ class Worker:
         checkpoint's ``extra`` says which perplexity points were published and which betas
         still wait for scoring."""
         self.coordinator.model_changed()
+        if self.vocab is not None and self.vocab.words != vocab.words:
+            self.publisher.vocabulary_changed()  # a restore went back before a change
         self.session.begin(vocab, model)
         self._took_emptied()
         self.session.load_counts_state((extra or {}).get("word_counts"))
@@ -503,7 +508,7 @@ class Worker:
         session = self.session
         if session.heldout is not None:
             self._heldout_complete()
-        elif self.config.heldout and not session.heldout_docs:  # resumed: read it back
+        elif self.config.heldout and not session.heldout_texts:  # resumed: read it back
             session.restore_heldout(
                 self.redis("reading the held-out set", self.heldout_store.texts)
             )
@@ -529,30 +534,30 @@ class Worker:
         self.evaluator.start()
 
     def _refresh_vocabulary(self) -> None:
-        """Move to the words the stream's counts now rank first (docs/model.md, "When the
-        vocabulary changes"). The betas handed off are scored first, in the words they were
-        learned in (up to eval_stop_wait_s; those left are skipped, counted); then the
+        """Move to the words the stream's counts now rank first, if they changed (docs/model.md,
+        "When the vocabulary changes"). The betas handed off are scored first, in the words they
+        were learned in (up to eval_stop_wait_s; those left are skipped, counted); then the
         learner, the minibatch in hand, the held-out set, the record and the word intervals
-        follow, scoring starts over on the re-encoded held-out set, a group's other ranks get
-        the model with their next plan, and the API the new model at once. No checkpoint is
-        needed: a restart from the last one reaches the same refresh with the same counts and
-        generator."""
+        follow, scoring starts over on the re-encoded held-out set, the API gets the new model
+        at once, and the next plan checkpoints (a group's other ranks get the model with it)."""
+        words = self.session.next_words()
+        if words is None:
+            return
         self._finish_scoring()
         evaluator = self.evaluator
         if evaluator is not None and evaluator.pending:
             self.counters["evals_skipped"] += len(evaluator.pending)
         old = self.vocab
-        change = self.session.refresh()
-        model, vocab = self.model, self.vocab
-        if change is None or model is None or vocab is None or old is None:
-            return
+        change = self.session.refresh(words)
+        model, vocab, counts = self.model, self.vocab, self.session.word_counts
+        assert change is not None and model is not None and vocab is not None and old is not None
         self.counters["vocab_refreshes"] += 1
-        self.counters["empty_docs"] += len(change.emptied)
-        self.trained += change.emptied
-        if self.record is not None:
-            self.record.remap_words(change.keep)
+        self._took_emptied(change.emptied)
+        if self.record is not None and counts is not None:
+            self.record.remap_words(change.keep, counts.known)
         self.publisher.vocabulary_changed()
         self.coordinator.model_changed()
+        self.vocabulary_checkpoint = True
         self._start_evaluator(model, model.docs_seen, [])
         if self.session.heldout is not None:
             self._heldout_complete()
@@ -568,11 +573,15 @@ class Worker:
         self.publisher.model(model, vocab, self._figures())
         self._publish_snapshot()
 
-    def _took_emptied(self) -> None:
-        """Entries a model in other words left with no word in hand: acknowledged as empty."""
-        emptied, self.session.emptied = self.session.emptied, []
+    def _took_emptied(self, emptied: list[str] | None = None) -> None:
+        """Entries a change of words left with no word in hand (``emptied``, else those
+        :meth:`LearningSession.begin` set aside): acknowledged as empty, never learned."""
+        if emptied is None:
+            emptied, self.session.emptied = self.session.emptied, []
         self.counters["empty_docs"] += len(emptied)
         self.trained += emptied
+        for entry in emptied:
+            self.placed.pop(entry, None)
 
     def _new_record(
         self, model: StreamingLDA, vocab: Vocabulary, extra: dict[str, Any] | None

@@ -88,3 +88,21 @@ def test_default_estimator_is_within_a_percent_of_a_long_exact_run():
     # probabilities over the same sweeps: mean 1.0097.
     assert all(r > 1.0 for r in ratios), ratios
     assert sum(ratios) / len(ratios) < 1.008, ratios
+
+
+def test_test_token_probabilities_in_chunks_are_the_whole_formula(monkeypatch):
+    # p(w | d) = sum_k pi_dk beta_kw, formed a few tokens at a time: the same numbers.
+    g = torch.Generator().manual_seed(4)
+    beta = torch._sample_dirichlet(torch.full((6, 40), 0.2, dtype=torch.float64), generator=g)
+    documents = torch.randint(0, 40, (9, 40), generator=g).tolist()
+    heldout = HeldoutSet.from_documents(documents)
+    config = GibbsConfig(0.1, 4, 2, init="beta")
+    monkeypatch.setattr(estimator, "CHUNK_ENTRIES", 6 * 5)  # 5 test tokens at a time
+    chunked = estimator.test_token_probabilities(
+        beta, heldout, config, torch.Generator().manual_seed(0)
+    )
+    pi = estimator.document_topic_proportions(
+        beta, heldout.observed, config, torch.Generator().manual_seed(0)
+    )
+    whole = (pi[heldout.test_documents] * beta[:, heldout.test_words].T).sum(dim=1)
+    assert heldout.test_words.numel() > 10 and torch.equal(chunked, whole)

@@ -4,10 +4,12 @@ never changes."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import torch
 
+from lda.model import StreamingLDA
 from lda.vocab import Vocabulary
 from service.learn.session import LearningSession, SessionConfig
 from service.settings import Settings
@@ -102,7 +104,7 @@ def test_refreshes_come_at_multiples_of_the_setting() -> None:
     assert session.model is not None and session.vocabulary is not None
     # Refreshes happen after the steps reaching 35 and 70 documents (a step with the same
     # words keeps the version): never more than one a multiple.
-    assert versions[-1] <= session.model.docs_seen // 35
+    assert 1 <= versions[-1] <= session.model.docs_seen // 35
     assert session.next_refresh == (session.model.docs_seen // 35 + 1) * 35
 
 
@@ -124,3 +126,55 @@ def test_refreshing_off_counts_nothing() -> None:
     assert session.word_counts is None
     _learn_all(session)
     assert session.vocabulary is not None and session.vocabulary.version == 0
+
+
+def test_a_held_out_set_is_never_refilled_and_follows_every_change_of_words() -> None:
+    session = _session()
+    texts = [a.text for a in articles(0, 60)]
+    session.offer(enumerate(texts))
+    vocab, model = session.vocabulary, session.model
+    assert vocab is not None and model is not None and session.heldout_closed
+    held = list(session.heldout_texts)
+    assert len(held) == 5 and session.heldout is not None
+    _learn_all(session)
+    before = session.vocabulary
+    assert before is not None
+    saved = StreamingLDA.from_state_dict(session.model.state_dict())  # a checkpoint
+    # Words that drop every word of the first held-out article.
+    gone = set(before.encode(held[0]))
+    words = [w for i, w in enumerate(before.words) if i not in gone]
+    change = session.refresh(words)
+    assert change is not None and session.vocabulary is not None
+    assert session.heldout_texts == held  # the same texts, one now with no word
+    assert session.heldout_docs == [session.vocabulary.encode(t) for t in held[1:]]
+    assert session.heldout is not None and session.heldout.observed.n_documents == 4
+    # Nothing more is held out: the set closed when it first filled.
+    placed = session.offer((100 + i, a.text) for i, a in enumerate(articles(60, 20)))
+    assert all(p.kind != "heldout" for p in placed)
+    perplexity, _ = session.model.evaluate(session.heldout)
+    assert math.isfinite(perplexity)
+    # A restore back before the change encodes the held-out set (and what is in hand) in the
+    # checkpoint's words again.
+    session.begin(before, saved)
+    assert session.heldout_docs == [before.encode(t) for t in held]
+    assert all(max(ids) < len(before) for _, ids in session.buffer)
+    assert math.isfinite(saved.evaluate(session.heldout)[0])
+
+
+def test_counts_begun_late_wait_for_a_whole_interval_before_choosing() -> None:
+    # A resume from a checkpoint without counts: its learner passes a multiple of the
+    # interval soon, but a handful of counted documents must not choose 300 words.
+    session = _session()
+    session.offer(enumerate(a.text for a in articles(0, 60)))
+    _learn_all(session)
+    assert session.model is not None and session.vocabulary is not None
+    resumed = _session()
+    resumed.begin(session.vocabulary, StreamingLDA.from_state_dict(session.model.state_dict()))
+    resumed.restore_heldout(session.heldout_texts)  # as the worker reads it back
+    version = session.vocabulary.version
+    resumed.offer((100 + i, a.text) for i, a in enumerate(articles(60, 21)))
+    assert resumed.word_counts is not None and resumed.word_counts.documents == 21
+    assert set(_learn_all(resumed)) == {version}  # past a multiple, but 21 counted
+    assert resumed.model is not None and resumed.model.docs_seen >= resumed.next_refresh
+    resumed.offer((200 + i, a.text) for i, a in enumerate(articles(81, 21)))
+    assert _learn_all(resumed)[-1] == version + 1  # a whole interval counted: it chooses
