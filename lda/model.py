@@ -34,6 +34,7 @@ from lda.sgmcmc.samplers import (  # its home: the samplers; imported from here 
     NonFiniteError as NonFiniteError,
 )
 from lda.sgmcmc.samplers import SamplerState, StepInfo
+from lda.sgmcmc.scir.chain import LazySCIRChain
 
 
 def resolve_device(name: str) -> torch.device:
@@ -103,6 +104,12 @@ class StreamingLDA:
         step (``mean_decay``), the current sample before the first step. Rows sum to 1. A
         tensor of its own: later steps leave it as it is (a reader may keep it)."""
         return self.chain.beta_mean
+
+    @property
+    def whole_reads_cost_draws(self) -> bool:
+        """Reading the whole sample (:attr:`beta`) draws every column a step did not touch (the
+        lazy chain): a pass over K x W with a random draw each, not a division."""
+        return isinstance(self.chain, LazySCIRChain)
 
     def estimate(self, which: Estimate = "mean") -> torch.Tensor:
         """(K, W) beta_mean (``mean``) or the current sample (``sample``)."""

@@ -40,13 +40,15 @@ class TopicWatch:
 
     def sample_from(self, model: StreamingLDA) -> None:
         """The chain's sample after a step: whole while the window of whole samples fits
-        WINDOW_BYTES (every served word then has its interval from the first two steps on),
-        else at the words last published only (a word new to the top words has none until two
-        samples held it)."""
+        WINDOW_BYTES and reading it is a division (every served word then has its interval
+        from the first two steps on), else at the words last published only (a word new to
+        the top words has none until two samples held it). The lazy chain's whole sample
+        draws every column the step did not touch: as costly as the step itself, every step."""
         if self.window is None:
             return
         n_topics, n_words = model.config.n_topics, model.config.n_words
-        if self.window.size * n_topics * n_words * 4 <= WINDOW_BYTES:
+        fits = self.window.size * n_topics * n_words * 4 <= WINDOW_BYTES
+        if fits and not model.whole_reads_cost_draws:
             self.window.add(None, model.beta)
         elif self.served is not None:
             self.window.add(self.served, model.sample_at(self.served))
