@@ -4,8 +4,8 @@ Per topic: NPMI coherence and drift from the latest scored evaluation (the scori
 computes both, :mod:`service.learn.scoring_process`), the documents seen when the topic last
 moved more than ``CHANGED_BITS`` (its label followed through the matching of
 :mod:`lda.evaluation.drift`), and the 5-95% interval of each top word's weight over the chain's
-last ``uncertainty_samples`` samples (kept whole for a small model, at the words last published
-for a large one).
+last ``uncertainty_samples`` samples (kept whole for a dense chain's small model, at the words
+last published for a large one and for the lazy chain).
 Nothing here is checkpointed: after a restart drift and intervals start over.
 """
 
