@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import cast
 
 from lda.tokens import fold, words
 from lda.word_counts import WordCounts
@@ -67,12 +68,15 @@ class Vocabulary:
         ids = map(self._utf8_index.get, tokens)
         return [i for i in ids if i is not None], len(tokens)
 
-    def encode_split(self, text: str) -> tuple[list[int], set[bytes]]:
-        """(word ids of the in-vocabulary tokens, in order; the distinct other words, as
-        UTF-8): a stream's word counts take both."""
+    def encode_split(self, text: str) -> tuple[list[int], list[int], set[bytes]]:
+        """(word ids of the in-vocabulary tokens, in order; the distinct ones; the distinct
+        other words, as UTF-8): a stream's word counts take the last two."""
         tokens = words(text).split()
-        ids = map(self._utf8_index.get, tokens)
-        return [i for i in ids if i is not None], set(tokens).difference(self._utf8_words)
+        get = self._utf8_index.get
+        distinct = set(tokens)
+        others = distinct.difference(self._utf8_words)
+        present = cast(list[int], list(map(get, distinct.difference(others))))
+        return [i for i in map(get, tokens) if i is not None], present, others
 
     @classmethod
     def load(cls, path: str | Path) -> Vocabulary:

@@ -28,6 +28,9 @@ import numpy as np
 
 from lda.tokens import fold
 
+# Vocabulary ids gathered before they are added to the array in one pass.
+PENDING_IDS = 1_000_000
+
 
 class WordCounts:
     """Document frequencies of the words offered (``capacity`` None: every word, exactly)."""
@@ -41,6 +44,7 @@ class WordCounts:
         self.known_words: list[bytes] = []  # the vocabulary in use, by word id
         self.known = np.zeros(0, dtype=np.int64)  # their counts on entering, plus since
         self.known_floor = np.zeros(0, dtype=np.int64)  # floor when each entered the array
+        self.pending: list[int] = []  # vocabulary ids not added to the array yet
         self.documents = 0
         self.floor = 0  # the most any count is low by (see the module docstring)
 
@@ -51,6 +55,7 @@ class WordCounts:
     def _known_counts(self) -> np.ndarray:
         """The vocabulary's counts as the summary would hold them (the cuts since each entered
         taken off)."""
+        self._add_pending()
         return self.known - (self.floor - self.known_floor)
 
     def add(self, tokens: Iterable[bytes]) -> None:
@@ -58,13 +63,24 @@ class WordCounts:
         them looked up in the vocabulary."""
         self._add_others(set(tokens))
 
-    def add_encoded(self, ids: Iterable[int], others: set[bytes]) -> None:
-        """One document as encoding found it: the word ids of its vocabulary tokens and its
-        other words (each word counts once)."""
-        distinct = list(set(ids))
-        if distinct:
-            self.known[distinct] += 1
+    def add_encoded(self, present: Iterable[int], others: set[bytes]) -> None:
+        """One document as encoding found it: the distinct ids of its vocabulary words and its
+        other words. The ids are added to the array in bulk, up to PENDING_IDS at a time."""
+        self.pending.extend(present)
+        if len(self.pending) >= PENDING_IDS:
+            self._add_pending()
         self._add_others(others)
+
+    def _flushed(self) -> np.ndarray:
+        """The array, every id offered added."""
+        self._add_pending()
+        return self.known
+
+    def _add_pending(self) -> None:
+        """The vocabulary ids offered since the last call, into the array."""
+        if self.pending:
+            self.known += np.bincount(np.asarray(self.pending), minlength=self.known.size)
+            self.pending = []
 
     def _add_others(self, words: set[bytes]) -> None:
         self.counts.update(words)
@@ -82,6 +98,7 @@ class WordCounts:
     def use_vocabulary(self, words: Sequence[str]) -> None:
         """Count ``words`` (a vocabulary, in id order) by id from now on: their counts leave
         the summary for the array, and those of the words no longer in use go back to it."""
+        self._add_pending()
         for word, count in zip(self.known_words, self._known_counts().tolist(), strict=True):
             if count > 0:
                 self.counts[word] = count
@@ -111,16 +128,13 @@ class WordCounts:
         ``min_length`` characters, stop words (compared folded, as tokens are) and words that
         may be in more than ``max_document_fraction`` of the documents."""
         stop = frozenset(fold(w).encode("utf-8") for w in stop_words)
-        limit = max_document_fraction * self.documents
+        limit = max_document_fraction * self.documents - self.floor  # at most floor low
         candidates = (
-            (count, word)
+            (-count, word)
             for word, count in self.items()
-            if count + self.floor <= limit  # at most floor low: ubiquitous ones stay out
-            and word not in stop
-            and len(word.decode("utf-8")) >= min_length
+            if count <= limit and word not in stop and _long_enough(word, min_length)
         )
-        best = heapq.nsmallest(size, candidates, key=lambda cw: (-cw[0], cw[1]))
-        return [word.decode("utf-8") for _, word in best]
+        return [word.decode("utf-8") for _, word in heapq.nsmallest(size, candidates)]
 
     def state_dict(self) -> dict[str, Any]:
         """The counts, for a checkpoint (words as UTF-8 bytes, as counted)."""
@@ -131,7 +145,7 @@ class WordCounts:
             "words": list(self.counts.keys()),
             "counts": list(self.counts.values()),
             "known_words": list(self.known_words),
-            "known": self.known.copy(),
+            "known": self._flushed().copy(),
             "known_floor": self.known_floor.copy(),
         }
 
@@ -151,6 +165,15 @@ class WordCounts:
         if counts.capacity is not None and len(counts.counts) > 2 * counts.capacity:
             counts._cut(counts.capacity)
         return counts
+
+
+def _long_enough(word: bytes, length: int) -> bool:
+    """``word`` (UTF-8) has at least ``length`` characters: decoded only when its bytes cannot
+    tell (a character is 1 to 4 bytes)."""
+    size = len(word)
+    if size < length:
+        return False
+    return size >= 4 * length or word.isascii() or len(word.decode("utf-8")) >= length
 
 
 def next_vocabulary(old: Sequence[str], chosen: Iterable[str]) -> list[str]:

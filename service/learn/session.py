@@ -290,10 +290,10 @@ class LearningSession(Generic[Item]):
             if counts is None:
                 placed.append(Placed(item, self._place(item, self.vocabulary.encode(text), text)))
                 continue
-            ids, others = self.vocabulary.encode_split(text)
+            ids, present, others = self.vocabulary.encode_split(text)
             kind = self._place(item, ids, text)
             if kind != "heldout":
-                counts.add_encoded(ids, others)
+                counts.add_encoded(present, others)
             placed.append(Placed(item, kind))
         return placed
 

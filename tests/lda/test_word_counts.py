@@ -99,7 +99,7 @@ def test_vocabulary_words_counted_by_id_agree_with_counting_every_token() -> Non
     for tokens in documents:
         plain.add(tokens)
         ids = [vocabulary.index[t.decode()] for t in tokens if t.decode() in vocabulary.index]
-        split.add_encoded(ids, {t for t in tokens if t.decode() not in vocabulary.index})
+        split.add_encoded(set(ids), {t for t in tokens if t.decode() not in vocabulary.index})
     # Every count, by id or by string, is within the summary's stated error.
     exact = WordCounts()
     for tokens in documents:
@@ -122,8 +122,8 @@ def test_encode_split_is_encode_and_the_rest() -> None:
 
     vocabulary = Vocabulary(["zürich", "river", "josé"])
     text = "The river at Zürich; José's river, and Łódź."
-    ids, others = vocabulary.encode_split(text)
-    assert ids == vocabulary.encode(text) == [1, 0, 2, 1]
+    ids, present, others = vocabulary.encode_split(text)
+    assert ids == vocabulary.encode(text) == [1, 0, 2, 1] and sorted(present) == [0, 1, 2]
     assert others == {b"the", b"at", b"and", "łódź".encode()}
 
 
@@ -135,7 +135,7 @@ def test_the_vocabularys_words_take_the_cuts_as_the_summary_would() -> None:
     counts.use_vocabulary(["aaa"])
     for tokens in documents:
         counts.add_encoded([0] if b"aaa" in tokens else [], {t for t in tokens if t != b"aaa"})
-    assert counts.floor == 1 and counts.known.tolist() == [3]
+    assert counts.floor == 1 and counts.state_dict()["known"].tolist() == [3]
     assert dict(counts.items())[b"aaa"] == 3 - counts.floor
     counts.use_vocabulary(["bbb"])  # back to the summary with what it would hold there
     assert counts.counts[b"aaa"] == 2 and counts.known.tolist() == [0]
