@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import importlib.util
 import itertools
 import json
 import math
@@ -46,9 +45,9 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
+import learner  # benchmarks/ is on sys.path: this script is run directly
 import torch
 
 from lda.batch import Batch
@@ -59,7 +58,6 @@ from lda.vocab import Vocabulary, build_vocabulary
 from service.learn.session import LearningSession, SessionConfig, learner_config
 from service.settings import Settings
 
-HERE = Path(__file__).resolve().parent
 RECENT_ID = 18_000_000  # page ids from here on are "recent" (created 2008 and later)
 WATCHED = ("josé", "łódź", "kraków")  # non-ASCII words the open vocabulary should reach
 # Done-when goals: open / frozen coverage (DEV, changing stream), shared perplexity ratio and
@@ -69,18 +67,7 @@ GOAL_SHARED_PPL = 1.02
 GOAL_NPMI = -0.01
 
 
-def _sibling(name: str) -> ModuleType:
-    """``benchmarks/<name>.py``, loaded by path (this folder is not a package)."""
-    spec = importlib.util.spec_from_file_location(f"benchmark_{name}", HERE / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-learner = _sibling("learner")
-peers = learner.peers
+peers = learner.peers  # the peers' adapters, as learner.py loaded them
 
 
 @dataclass

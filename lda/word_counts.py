@@ -71,11 +71,6 @@ class WordCounts:
             self._add_pending()
         self._add_others(others)
 
-    def _flushed(self) -> np.ndarray:
-        """The array, every id offered added."""
-        self._add_pending()
-        return self.known
-
     def _add_pending(self) -> None:
         """The vocabulary ids offered since the last call, into the array."""
         if self.pending:
@@ -145,7 +140,7 @@ class WordCounts:
             "words": list(self.counts.keys()),
             "counts": list(self.counts.values()),
             "known_words": list(self.known_words),
-            "known": self._flushed().copy(),
+            "known": self._known_counts() + (self.floor - self.known_floor),
             "known_floor": self.known_floor.copy(),
         }
 

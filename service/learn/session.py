@@ -216,11 +216,9 @@ class LearningSession(Generic[Item]):
         if model is not None and model.docs_seen > 0:
             self._resumed(model.config)
         self.model = self.new_model(len(vocabulary)) if model is None else model
-        every = self.config.eval_every
-        self.next_eval = (self.model.docs_seen // every + 1) * every
+        self.next_eval = _next_multiple(self.model.docs_seen, self.config.eval_every)
         if self.config.vocab_refresh > 0:
-            refresh = self.config.vocab_refresh
-            self.next_refresh = (self.model.docs_seen // refresh + 1) * refresh
+            self.next_refresh = _next_multiple(self.model.docs_seen, self.config.vocab_refresh)
         return self.model
 
     def _describe(self, config: LearnerConfig) -> str:
@@ -338,7 +336,7 @@ class LearningSession(Generic[Item]):
             return False
         if counts.documents < refresh:  # counting began late (a checkpoint without counts)
             return False
-        self.next_refresh = (model.docs_seen // refresh + 1) * refresh
+        self.next_refresh = _next_multiple(model.docs_seen, refresh)
         return True
 
     def next_words(self) -> list[str] | None:
@@ -449,11 +447,15 @@ class LearningSession(Generic[Item]):
         model = self.model
         if model is None or model.docs_seen < self.next_eval:
             return False
-        every = self.config.eval_every
-        self.next_eval = (model.docs_seen // every + 1) * every
+        self.next_eval = _next_multiple(model.docs_seen, self.config.eval_every)
         return True
 
     def rates(self) -> tuple[float, float]:
         """This process's docs/s and tokens/s while learning."""
         busy = max(self.busy_s, 1e-9)
         return self.docs_here / busy, self.tokens_here / busy
+
+
+def _next_multiple(docs: int, every: int) -> int:
+    """The first multiple of ``every`` past ``docs``: when the next evaluation or refresh is due."""
+    return (docs // every + 1) * every
