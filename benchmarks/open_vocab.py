@@ -219,14 +219,14 @@ def run_session(
             if session.refresh_due():
                 due += 1
                 began = time.perf_counter()
-                change = session.refresh()
+                keep = session.refresh()
                 refresh_s += time.perf_counter() - began
-                changes += change is not None
-                if change is not None:
-                    empty += len(change.emptied)
+                changes += keep is not None
+                empty += len(session.take_emptied())
+                if keep is not None:
                     print(
                         f"  {name}: refresh at {session.model.docs_seen} documents: "
-                        f"{int((change.keep < 0).sum())} words entered "
+                        f"{int((keep < 0).sum())} words entered "
                         f"({time.perf_counter() - began:.1f} s)",
                         file=sys.stderr,
                         flush=True,

@@ -71,10 +71,10 @@ def main() -> None:
     session.learn(batch)  # one step: the chain's state as a learning worker's
     before = peak_gb()
     started = time.perf_counter()
-    change = session.refresh()
+    keep = session.refresh()
     refresh_s = time.perf_counter() - started
     after = peak_gb()
-    entered = 0 if change is None else int((change.keep < 0).sum())
+    entered = 0 if keep is None else int((keep < 0).sum())
     assert session.vocabulary is not None and model.config.n_words == len(session.vocabulary)
     session.learn(Batch.from_ids([ids for _, ids in itertools.islice(session.buffer, 50)]))
     figures = {

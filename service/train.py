@@ -208,8 +208,9 @@ def _train(
         ):
             _, batch = session.take(total - model.docs_seen)
             session.learn(batch)
-            if session.refresh_due() and (change := session.refresh()) is not None:
-                empty += len(change.emptied)  # left with no word of the new vocabulary
+            if session.refresh_due():
+                session.refresh()
+                empty += len(session.take_emptied())  # left with no word of the new words
             report.learner_seconds = session.busy_s
             _progress(model.docs_seen, total)
             if session.heldout is not None and session.evaluation_due():

@@ -128,15 +128,6 @@ def learner_config(
 
 
 @dataclass(frozen=True)
-class VocabularyChange(Generic[Item]):
-    """A refresh: ``keep[j]`` new word j's old id (-1: it entered), and the items in hand that
-    have no word left (to count as empty, as if placed so)."""
-
-    keep: torch.Tensor
-    emptied: list[Item]
-
-
-@dataclass(frozen=True)
 class Placed(Generic[Item]):
     """Where one offered document went: ``empty`` (no vocabulary word), ``heldout`` or
     ``train`` (buffered for a minibatch)."""
@@ -178,7 +169,7 @@ class LearningSession(Generic[Item]):
         refreshes = holds_out and config.vocab is None and config.vocab_refresh > 0
         self.word_counts = WordCounts(self.counted) if refreshes else None
         self.next_refresh = config.vocab_refresh
-        self.emptied: list[Item] = []  # items a model in other words left with none (begin)
+        self.emptied: list[Item] = []  # items in hand a change of words left with none
 
     @property
     def counted(self) -> int:
@@ -349,12 +340,14 @@ class LearningSession(Generic[Item]):
         words = next_vocabulary(old.words, chosen)
         return None if not chosen or words == old.words else words
 
-    def refresh(self, words: list[str] | None = None) -> VocabularyChange[Item] | None:
-        """Move to ``words`` (:meth:`next_words` when None; None, nothing done, when there is
-        no change). The learner's columns follow
+    def refresh(self, words: list[str] | None = None) -> torch.Tensor | None:
+        """Move to ``words`` (:meth:`next_words` when None); the map from the old words
+        (``keep[j]``: new word j's old id, -1 for one that enters), or None, nothing done, when
+        there is no change. The learner's columns follow
         (:meth:`lda.model.StreamingLDA.remap_vocabulary`), and so do the minibatch in hand
         (its documents lose the words that leave) and the held-out set (its texts encoded
-        again: the same texts, some perhaps with no word left)."""
+        again: the same texts, some perhaps with no word left); items in hand left with no
+        word wait in :meth:`take_emptied`."""
         model, old = self.model, self.vocabulary
         assert model is not None and old is not None
         words = self.next_words() if words is None else words
@@ -362,11 +355,17 @@ class LearningSession(Generic[Item]):
             return None
         keep = remap_indices(old.words, words)
         model.remap_vocabulary(keep)
-        emptied = self._remap_buffer(keep, len(old))
+        self.emptied += self._remap_buffer(keep, len(old))
         self.vocabulary = Vocabulary(words, old.version + 1)
         self._count_by_id()
         self._encode_heldout()
-        return VocabularyChange(keep, emptied)
+        return keep
+
+    def take_emptied(self) -> list[Item]:
+        """The items in hand that a change of words left with no word (to count as empty, as
+        if placed so), handed over once."""
+        emptied, self.emptied = self.emptied, []
+        return emptied
 
     def _remap_buffer(self, keep: torch.Tensor, n_old: int) -> list[Item]:
         """The minibatch in hand in new word ids (``keep`` as a refresh makes it, from a

@@ -548,20 +548,20 @@ class Worker:
         if evaluator is not None and evaluator.pending:
             self.counters["evals_skipped"] += len(evaluator.pending)
         old = self.vocab
-        change = self.session.refresh(words)
+        keep = self.session.refresh(words)
         model, vocab, counts = self.model, self.vocab, self.session.word_counts
-        assert change is not None and model is not None and vocab is not None and old is not None
+        assert keep is not None and model is not None and vocab is not None and old is not None
         self.counters["vocab_refreshes"] += 1
-        self._took_emptied(change.emptied)
+        self._took_emptied()
         if self.record is not None and counts is not None:
-            self.record.remap_words(change.keep, counts.known)
+            self.record.remap_words(keep, counts.known)
         self.publisher.vocabulary_changed()
         self.coordinator.model_changed()
         self.vocabulary_checkpoint = True
         self._start_evaluator(model, model.docs_seen, [])
         if self.session.heldout is not None:
             self._heldout_complete()
-        entered = int((change.keep < 0).sum())
+        entered = int((keep < 0).sum())
         log.info(
             "vocabulary %d at %d documents: %d words entered, %d left, %d stayed",
             vocab.version,
@@ -573,11 +573,10 @@ class Worker:
         self.publisher.model(model, vocab, self._figures())
         self._publish_snapshot()
 
-    def _took_emptied(self, emptied: list[str] | None = None) -> None:
-        """Entries a change of words left with no word in hand (``emptied``, else those
-        :meth:`LearningSession.begin` set aside): acknowledged as empty, never learned."""
-        if emptied is None:
-            emptied, self.session.emptied = self.session.emptied, []
+    def _took_emptied(self) -> None:
+        """Entries a change of words left with no word in hand: acknowledged as empty, never
+        learned."""
+        emptied = self.session.take_emptied()
         self.counters["empty_docs"] += len(emptied)
         self.trained += emptied
         for entry in emptied:

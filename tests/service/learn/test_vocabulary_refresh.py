@@ -66,14 +66,14 @@ def test_words_that_come_to_rank_enter_and_everything_follows() -> None:
     assert session.model is not None and session.model.docs_seen >= 35
     session.next_refresh = 0  # due now, with the later articles counted
     assert session.refresh_due()
-    change = session.refresh()
-    assert change is not None
+    keep = session.refresh()
+    assert keep is not None
     vocab = session.vocabulary
     assert vocab is not None and vocab.version == before.version + 1
     assert set(NEW_WORDS) <= set(vocab.words)
     assert len(vocab) == 300 and session.model.config.n_words == 300
     # keep maps new words to old ids; the entering ones to -1.
-    for j, i in enumerate(change.keep.tolist()):
+    for j, i in enumerate(keep.tolist()):
         assert (i < 0) == (vocab.words[j] not in before.index)
         if i >= 0:
             assert before.words[i] == vocab.words[j]
@@ -143,8 +143,8 @@ def test_a_held_out_set_is_never_refilled_and_follows_every_change_of_words() ->
     # Words that drop every word of the first held-out article.
     gone = set(before.encode(held[0]))
     words = [w for i, w in enumerate(before.words) if i not in gone]
-    change = session.refresh(words)
-    assert change is not None and session.vocabulary is not None
+    keep = session.refresh(words)
+    assert keep is not None and session.vocabulary is not None
     assert session.heldout_texts == held  # the same texts, one now with no word
     assert session.heldout_docs == [session.vocabulary.encode(t) for t in held[1:]]
     assert session.heldout is not None and session.heldout.observed.n_documents == 4
