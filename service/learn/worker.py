@@ -172,6 +172,9 @@ class Worker:
         self.reservoir_states: list[dict[str, Any] | None] = []
         self.reservoir_resumed = False
         self.fresh_at = 0.0  # time.monotonic() a read last brought entries
+        # Whether the last read came back short of what it asked for: only then is nothing
+        # unread, and a revisit may go before the next read.
+        self.drained = True
         self.recent = RecentRates()
         # Sizes, the articles behind each topic and the stream's tally (the deciding rank's:
         # it publishes them); built with each model, from its checkpoint when it has one.
@@ -386,10 +389,12 @@ class Worker:
                 self._go_idle()
 
     def _fresh_not_due(self) -> bool:
-        """No fresh step is due yet, so a revisit may take the time: no whole minibatch in
-        hand, and entries came less than read_block_ms ago (a blocking read would have waited
-        for more that long before training part of one)."""
-        if self.session.batch_ready:
+        """No fresh step is due yet, so a revisit may take the time: the last read found
+        nothing more unread, no whole minibatch is in hand, and entries came less than
+        read_block_ms ago (a blocking read would have waited for more that long before
+        training part of one). A read that filled its request is followed by another read: a
+        backlog's held-out or empty articles leave the minibatch short, not the stream."""
+        if self.session.batch_ready or not self.drained:
             return False
         if not self.session.buffer:
             return True
@@ -418,10 +423,12 @@ class Worker:
         while there is something to revisit (the learner revisits instead of waiting)."""
         wanted = self.session.wanted
         block_ms = None if self._may_revisit() else self.config.read_block_ms
-        return self.redis(
+        entries = self.redis(
             "reading the stream",
             lambda: self.queue.read(self.consumer, wanted, block_ms=block_ms),
         )
+        self.drained = len(entries) < wanted
+        return entries
 
     # --- documents -------------------------------------------------------------------------
     def _ingest(self, entries: list[Entry]) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import zlib
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ import redis
 from fastapi.testclient import TestClient
 
 from service.api.app import create_app
+from service.ingest.queue import ArticleQueue, QueueConfig
 from service.keys import reservoir_key
 from service.learn.command import build_worker
 from service.learn.heldout_store import HeldoutStore
@@ -234,3 +236,44 @@ def test_a_killed_worker_keeps_its_reservoir(redis_server: RedisServer, tmp_path
     assert all(after[s] == before[s] for s in range(counted))
     assert extra["reservoir"]["offered"] == model.docs_seen and len(after) >= model.docs_seen
     assert model.revisited_docs > 0 and not set(after.values()) & heldout
+
+
+def test_a_backlog_is_read_through_before_any_revisit(
+    redis_server: RedisServer, tmp_path: Path
+) -> None:
+    """A minibatch left short by a backlog's empty articles does not mean the stream is quiet:
+    the worker reads on, and revisits only once a read finds nothing more unread."""
+    settings = revisiting(redis_server.url, tmp_path / "data")
+    client = connect(settings)
+    queue_articles(client, 0, 120)
+    worker = build_worker(settings, client, threading.Event())
+    worker._start()
+    for _ in range(1000):  # learn the first articles and revisit them up to the ratio
+        worker.step()
+        model = worker.model
+        if model is not None and model.docs_seen and not worker._may_revisit():
+            break
+    model = worker.model
+    assert model is not None and not worker._may_revisit()
+    seen, revisited = model.docs_seen, model.revisited_docs
+    # A backlog in which every third article has no vocabulary word: each full read leaves
+    # the minibatch short.
+    backlog = [
+        replace(article, text="qqxz zzqx") if i % 3 == 2 else article
+        for i, article in enumerate(articles(120, 300))
+    ]
+    queue = ArticleQueue(client, settings.part(QueueConfig))
+    assert queue.add(backlog).queued == len(backlog)
+    empty = worker.counters["empty_docs"]
+    placed = 0
+    for _ in range(1000):
+        worker.step()
+        placed = model.docs_seen - seen + worker.counters["empty_docs"] - empty
+        if placed + len(worker.session.buffer) == len(backlog):
+            break
+        assert model.revisited_docs == revisited, f"a revisit with {placed} placed"
+    assert placed + len(worker.session.buffer) == len(backlog)
+    for _ in range(20):  # the stream now quiet: revisits resume
+        worker.step()
+    assert model.revisited_docs > revisited
+    worker._shutdown()
