@@ -21,7 +21,8 @@ all encoding (minibatches, bags of words, CSR matrices) happens before any timin
 A spec's ``revisit=R`` runs it as the worker runs on a quiet stream: after each fresh minibatch,
 revisit minibatches from the worker's reservoir until R revisited documents per fresh one, each
 step a share of the stream's step (``revisit_step=S`` sets it; default the worker's rule,
-``lda.model.revisit_step_scale``). Their time counts as the learner's.
+``lda.model.revisit_step_scale``), each of ``revisit_batch=B`` documents (default the fresh
+minibatch's). Their time counts as the learner's.
 
 ``--repeat`` cycles through the training documents when ``--docs`` asks for more than the
 corpus holds (a stream that sees each article again; the DEV corpus has ~29,000).
@@ -184,6 +185,7 @@ class RunSpec:
     )
     revisit: float = 0.0  # revisited documents per fresh one, as the worker at a live pace
     revisit_step: float | None = None  # a revisit step's share of eps; None: the worker's
+    revisit_batch: int | None = None  # documents per revisit minibatch; None: the fresh one's
 
 
 def read_texts(corpus_dir: Path) -> tuple[list[Path], Iterator[str]]:
@@ -409,7 +411,8 @@ def parse_run_spec(spec: str) -> RunSpec:
             device = text.strip()
             torch.device("cpu" if device == "auto" else device)  # a malformed name fails here
             continue
-        if key.strip() in ("revisit", "revisit_step"):  # the worker's revisits, not fields
+        # The worker's revisits, not LearnerConfig fields.
+        if key.strip() in ("revisit", "revisit_step", "revisit_batch"):
             revisit[key.strip()] = float(text)
             if revisit[key.strip()] < 0:
                 raise ValueError(f"{key.strip()} must not be negative in {spec!r}")
@@ -423,6 +426,7 @@ def parse_run_spec(spec: str) -> RunSpec:
         device,
         revisit.get("revisit", 0.0),
         revisit.get("revisit_step"),
+        int(revisit["revisit_batch"]) if "revisit_batch" in revisit else None,
     )
 
 
@@ -498,7 +502,7 @@ def run_streamlda(
             _offer(held, host_batch)
             start = time.perf_counter()
             while model.revisited_docs < spec.revisit * model.docs_seen:
-                again = _draw(held, batch.n_documents)
+                again = _draw(held, spec.revisit_batch or batch.n_documents)
                 again = Batch(again.words.to(device), again.offsets)
                 session.learn(again, revisit=True, step_scale=scale)
             _synchronize(device)
