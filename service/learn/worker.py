@@ -50,10 +50,10 @@ offered to a reservoir (:mod:`service.learn.reservoir`, a uniform sample of them
 held-out articles never are), and a read that finds nothing more unread (it comes back short
 of its request) is followed by one minibatch drawn from it, learned at the stream's N and step
 size (docs/samplers.md, "Revisiting a reservoir"), then a read that does not wait, so a fresh
-article waits at most for the step in progress. Revisits
-stop at ``revisit_ratio`` per fresh document; the worker then idles as before. The reservoir's
-slots are written before each checkpoint, which keeps its count and generator. A group's ranks
-each keep their own and revisit together when no rank has a fresh document in hand.
+article waits at most for the step in progress. Revisits stop at ``revisit_ratio`` per fresh
+document; the worker then idles as before. The reservoir's slots are written before each
+checkpoint, which keeps its count and generator. A group's ranks each keep their own and
+revisit together when no rank has a fresh document in hand.
 
 The loop is the same for a lone worker and for each rank of a data-parallel group
 (docs/service.md); it is built from parts: a coordinator (:mod:`service.learn.coordinator`)
