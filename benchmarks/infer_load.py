@@ -47,6 +47,7 @@ import numpy as np
 import torch
 from raw_http import read_response
 
+from service.learn.checkpoint_file import load_checkpoint
 from service.store.embedded_redis import EmbeddedRedis, free_port
 from service.store.redis_client import connect
 from service.store.snapshot import publish_model
@@ -92,7 +93,7 @@ def publish(url: str, model: Path) -> None:
     beta = torch.from_numpy(np.load(model / "beta.npy"))
     vocab = (model / "vocab.txt").read_text(encoding="utf-8").split("\n")
     vocab = [w for w in vocab if w]
-    checkpoint = torch.load(model / "checkpoint.pt", weights_only=False)
+    checkpoint = load_checkpoint(model / "checkpoint.pt")
     gamma = float(checkpoint["model"]["config"]["gamma"])
     client = connect(url)
     client.flushdb()

@@ -17,6 +17,7 @@ from lda.model import resolve_device
 from service.errors import CommandError
 from service.ingest.queue import ArticleQueue, QueueConfig
 from service.keys import reservoir_key
+from service.learn.checkpoint_file import CheckpointRefused
 from service.learn.checkpointer import CheckpointConfig, Checkpointer
 from service.learn.coordinator import Coordinator, GroupCoordinator, SoloCoordinator
 from service.learn.distributed import (
@@ -111,7 +112,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     )
     try:
         _learn(settings, client, stop, group, device)
-    except CannotLearn as exc:
+    except (CannotLearn, CheckpointRefused) as exc:
         # Retrying cannot help: end with one line (exit 1), whatever the supervisor does next.
         raise SystemExit(f"streamlda worker: {exc}") from exc
     log.info("worker stopped")
