@@ -28,8 +28,9 @@ from lda.evaluation.perplexity import test_token_probabilities as _test_token_pr
 from lda.evaluation.scorer import HeldoutScorer, ScorerConfig
 from lda.gibbs import GibbsConfig, GibbsExpectations, gibbs_expectations
 from lda.parallel import Layout, Reducer, layout
-from lda.sgmcmc.chain import Chain, Minibatch, new_chain, restore_chain
+from lda.sgmcmc.chain import new_chain, restore_chain
 from lda.sgmcmc.columns import ColumnMap
+from lda.sgmcmc.minibatch import Chain, Minibatch
 from lda.sgmcmc.samplers import (  # its home: the samplers; imported from here too
     NonFiniteError as NonFiniteError,
 )
