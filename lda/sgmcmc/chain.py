@@ -65,6 +65,11 @@ class DenseChain:
         """A tensor of its own after the first step: later steps leave it as it is."""
         return self.mean.value if self.mean.count else self.beta
 
+    @property
+    def whole_reads_cost_draws(self) -> bool:
+        """No: the whole theta is current, and beta is its rows normalised."""
+        return False
+
     def update(
         self, minibatch: Minibatch, step_size: float, generator: torch.Generator
     ) -> StepInfo:

@@ -70,6 +70,12 @@ class Chain(Protocol):
         before the first step)."""
         ...
 
+    @property
+    def whole_reads_cost_draws(self) -> bool:
+        """Whether reading the whole sample (:attr:`beta`) draws the columns a step did not
+        touch: a pass over K x W with a random draw each, not a division."""
+        ...
+
     def update(
         self, minibatch: Minibatch, step_size: float, generator: torch.Generator
     ) -> StepInfo:

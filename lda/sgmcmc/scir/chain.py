@@ -63,6 +63,11 @@ class LazySCIRChain:
         """The exponential mean of theta over the steps, rows normalised."""
         return self._read("mean", lambda: self.lazy.mean_beta(self.dtype))
 
+    @property
+    def whole_reads_cost_draws(self) -> bool:
+        """Yes: :attr:`beta` draws every column a step did not touch."""
+        return True
+
     def _read(self, name: str, compute: Callable[[], _Read]) -> _Read:
         """A read computed once per step (a step drops every read, so no (K, W) result
         outlives the step it was read at)."""
