@@ -28,13 +28,13 @@ from lda.evaluation.perplexity import test_token_probabilities as _test_token_pr
 from lda.evaluation.scorer import HeldoutScorer, ScorerConfig
 from lda.gibbs import GibbsConfig, GibbsExpectations, gibbs_expectations
 from lda.parallel import Layout, Reducer, layout
-from lda.sgmcmc.chain import Chain, Minibatch, new_chain, restore_chain
+from lda.sgmcmc.chain import new_chain, restore_chain
 from lda.sgmcmc.columns import ColumnMap
+from lda.sgmcmc.minibatch import Chain, Minibatch
 from lda.sgmcmc.samplers import (  # its home: the samplers; imported from here too
     NonFiniteError as NonFiniteError,
 )
 from lda.sgmcmc.samplers import SamplerState, StepInfo
-from lda.sgmcmc.scir.chain import LazySCIRChain
 
 
 def resolve_device(name: str) -> torch.device:
@@ -109,7 +109,7 @@ class StreamingLDA:
     def whole_reads_cost_draws(self) -> bool:
         """Reading the whole sample (:attr:`beta`) draws every column a step did not touch (the
         lazy chain): a pass over K x W with a random draw each, not a division."""
-        return isinstance(self.chain, LazySCIRChain)
+        return self.chain.whole_reads_cost_draws
 
     def estimate(self, which: Estimate = "mean") -> torch.Tensor:
         """(K, W) beta_mean (``mean``) or the current sample (``sample``)."""

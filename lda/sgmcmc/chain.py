@@ -1,106 +1,27 @@
-"""The chain a learner steps: one interface, a dense and a lazy implementation, chosen once.
+"""The chain a learner steps: a dense and a lazy implementation of one interface, chosen once.
 
-:class:`Chain` is what :class:`lda.model.StreamingLDA` needs of its sampler's state: the current
-beta and beta_mean, one step from a minibatch, top words and a checkpoint. :class:`DenseChain`
-steps the whole theta with :func:`lda.sgmcmc.samplers.step` (any sampler, any device) and keeps
-beta_mean as an exponential mean of beta; :class:`lda.sgmcmc.scir.chain.LazySCIRChain` steps
-only the minibatch's columns (SCIR on the CPU, :mod:`lda.sgmcmc.scir.lazy`). :func:`new_chain`
-and :func:`restore_chain` make the choice (:func:`is_lazy`).
+:class:`lda.sgmcmc.minibatch.Chain` is what :class:`lda.model.StreamingLDA` needs of its
+sampler's state. :class:`DenseChain` steps the whole theta with
+:func:`lda.sgmcmc.samplers.step` (any sampler, any device) and keeps beta_mean as an exponential
+mean of beta; :class:`lda.sgmcmc.scir.chain.LazySCIRChain` steps only the minibatch's columns
+(SCIR on the CPU, :mod:`lda.sgmcmc.scir.lazy`). :func:`new_chain` and :func:`restore_chain`
+make the choice (:func:`is_lazy`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
 import torch
 
-from lda.batch import Batch
 from lda.config import Estimate, LearnerConfig
-from lda.parallel import Reducer
 from lda.sgmcmc.averaging import ExponentialMean
 from lda.sgmcmc.columns import ColumnMap, prior_columns, remap_mean
 from lda.sgmcmc.gradient import MinibatchStatistics
+from lda.sgmcmc.minibatch import Chain, Minibatch
 from lda.sgmcmc.samplers import SAMPLERS, NonFiniteError, SamplerState, StepInfo, init_state, step
 from lda.sgmcmc.scir.chain import LazySCIRChain
 from lda.sgmcmc.scir.lazy import LazyChain
-
-if TYPE_CHECKING:
-    from lda.gibbs import GibbsExpectations
-
-
-@dataclass(frozen=True)
-class Minibatch:
-    """One step's data as a chain takes it: the documents, the learner's Gibbs sweeps to run on
-    them (a chain picks the beta, and may renumber the words to its columns), the ranks whose
-    counts are summed, and the gradient's scale N/n."""
-
-    batch: Batch  # on the chain's device
-    expectations: Callable[[torch.Tensor, Batch], GibbsExpectations]  # (beta, documents)
-    group: Reducer | None  # the ranks that share the step (None: this rank alone)
-    scale: float  # N / n
-
-    def topic_word(self, beta: torch.Tensor, batch: Batch, dtype: torch.dtype) -> torch.Tensor:
-        """(K, beta's columns) sum over the minibatch's documents (every rank's, in a group) of
-        E[n_dkw]: this rank's sweeps of ``batch`` on ``beta``, in ``dtype``, summed over ranks."""
-        topic_word = self.expectations(beta, batch).topic_word(beta.shape[1]).to(dtype)
-        if self.group is not None:
-            # In place on the storage, whichever way round it is laid out.
-            self.group.sum_(topic_word if topic_word.is_contiguous() else topic_word.T)
-        return topic_word
-
-
-class Chain(Protocol):
-    """A learner's chain. Reads of beta are the learner's to keep but not to modify; a step
-    that raises NonFiniteError leaves a dense chain unchanged, a lazy one changed (it steps in
-    place: the caller restores a checkpoint)."""
-
-    @property
-    def state(self) -> SamplerState:
-        """theta (K, W), the momentum (HMC samplers) and the steps taken."""
-        ...
-
-    @property
-    def theta(self) -> torch.Tensor:
-        """(K, W) the chain's theta (a lazy chain's stale columns as of their last step)."""
-        ...
-
-    @property
-    def beta(self) -> torch.Tensor:
-        """(K, W) topic-word probabilities of the current sample."""
-        ...
-
-    @property
-    def beta_mean(self) -> torch.Tensor:
-        """(K, W) the exponential mean of the samples, rows summing to 1 (the current sample
-        before the first step)."""
-        ...
-
-    def update(
-        self, minibatch: Minibatch, step_size: float, generator: torch.Generator
-    ) -> StepInfo:
-        """One step on the minibatch's expected counts."""
-        ...
-
-    def top_words(self, n: int, which: Estimate) -> tuple[torch.Tensor, torch.Tensor]:
-        """((K, n) word ids, their weights) in the ``which`` estimate, most probable first
-        (n at most W)."""
-        ...
-
-    def sample_at(self, word_ids: torch.Tensor) -> torch.Tensor:
-        """(K, M) the current sample of beta at (k, word_ids[k, i])."""
-        ...
-
-    def state_dict(self) -> dict[str, Any]:
-        """The learner checkpoint's chain keys: theta, momentum, step, mean and lazy."""
-        ...
-
-    def remap(self, columns: ColumnMap, generator: torch.Generator) -> None:
-        """Move to a new vocabulary: kept columns carried, entering ones drawn with
-        ``generator`` from the law of a column no data has touched (docs/model.md, "When the
-        vocabulary changes")."""
-        ...
 
 
 def all_finite(*tensors: torch.Tensor) -> bool:
@@ -143,6 +64,11 @@ class DenseChain:
     def beta_mean(self) -> torch.Tensor:
         """A tensor of its own after the first step: later steps leave it as it is."""
         return self.mean.value if self.mean.count else self.beta
+
+    @property
+    def whole_reads_cost_draws(self) -> bool:
+        """No: the whole theta is current, and beta is its rows normalised."""
+        return False
 
     def update(
         self, minibatch: Minibatch, step_size: float, generator: torch.Generator

@@ -46,6 +46,12 @@ def test_unknown_sampler_and_bad_burn_in_are_refused():
         LearnerConfig(2, 5, sweeps=4, burn_in=4)
 
 
+@pytest.mark.parametrize(("sampler", "lazy"), [("scir", True), ("sgrld", False), ("sgld", False)])
+def test_only_the_lazy_chain_draws_to_read_the_whole_sample(sampler: str, lazy: bool) -> None:
+    model = StreamingLDA(LearnerConfig(3, 10, sampler=sampler), device="cpu")
+    assert model.whole_reads_cost_draws is model.chain.whole_reads_cost_draws is lazy
+
+
 def test_finiteness_check_handles_nan_inf_and_an_overflowing_sum():
     big = torch.full((4,), 1e308, dtype=torch.float64)  # finite entries, infinite sum
     assert all_finite(big)

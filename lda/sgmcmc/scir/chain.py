@@ -1,4 +1,4 @@
-"""SCIR's lazy chain as a learner's chain (:class:`lda.sgmcmc.chain.Chain`), on the CPU.
+"""SCIR's lazy chain as a learner's chain (:class:`lda.sgmcmc.minibatch.Chain`), on the CPU.
 
 A step brings the minibatch's columns up to date, runs the learner's Gibbs sweeps on beta
 restricted to them (the words renumbered) and takes the exact transition there; the other
@@ -9,7 +9,7 @@ mean, top words) is computed once per step and dropped by the next one.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import torch
 
@@ -17,12 +17,10 @@ from lda.batch import Batch
 from lda.config import Estimate
 from lda.sgmcmc.averaging import ExponentialMean
 from lda.sgmcmc.columns import ColumnMap
+from lda.sgmcmc.minibatch import Minibatch
 from lda.sgmcmc.samplers import NonFiniteError, SamplerState, StepInfo
 from lda.sgmcmc.scir.lazy import LazyChain
 from lda.sgmcmc.scir.lazy_kernel import columns_of
-
-if TYPE_CHECKING:
-    from lda.sgmcmc.chain import Minibatch
 
 _Read = TypeVar("_Read")
 # A sample's top words are ranked among this many times n of the mean's top words.
@@ -64,6 +62,11 @@ class LazySCIRChain:
     def beta_mean(self) -> torch.Tensor:
         """The exponential mean of theta over the steps, rows normalised."""
         return self._read("mean", lambda: self.lazy.mean_beta(self.dtype))
+
+    @property
+    def whole_reads_cost_draws(self) -> bool:
+        """Yes: :attr:`beta` draws every column a step did not touch."""
+        return True
 
     def _read(self, name: str, compute: Callable[[], _Read]) -> _Read:
         """A read computed once per step (a step drops every read, so no (K, W) result

@@ -305,20 +305,21 @@ def _scale_rows(out: np.ndarray, row: np.ndarray, floor: float) -> None:
 
 
 @numba.njit(parallel=True, cache=True)
-def mean_beta(
+def _mean_pass(
     chain: ChainArrays,  # read only
-    normalise: bool,  # rows normalised and raised to ``floor`` (the served beta_mean)
-    floor: float,
-    out: np.ndarray,  # (W, K), any float dtype: word-major, as the chain
+    rows: np.ndarray,  # (CHUNKS, K) float64 zeros: each chunk of words' sums of the mean
+    out: np.ndarray | None,  # (W, K), any float dtype: the mean written (None: not written)
+    best: np.ndarray | None,  # (CHUNKS, K, n) float64, -inf: each chunk's n largest (None: none)
+    best_ids: np.ndarray | None,  # (CHUNKS, K, n) int64, -1: their words
 ) -> None:
-    """The mean of theta read without changing the state, word-major as the chain is kept:
-    every column's running total brought to the current step (as catch_up_columns does) over
-    the weight, each topic normalised if asked (the served beta_mean), with no temporary."""
+    """The one read of the mean of theta that mean_beta and mean_top share: every column's
+    running total brought to the current step (as catch_up_columns does) over the weight,
+    summed per chunk of words, written out and ranked where asked, without changing the
+    state. numba compiles a version for each choice of None, so a part not asked costs nothing."""
     total, theta, alpha, weight = chain.total, chain.theta, chain.alpha, chain.weight
     column_time, column_step, column_mark = chain.column_time, chain.column_step, chain.column_mark
     time, steps, mark, decay = chain.time, chain.steps, chain.mark, chain.decay
     n_words, n_topics = total.shape
-    rows = np.zeros((CHUNKS, n_topics))
     for c in numba.prange(CHUNKS):
         lo, hi = _chunk(c, n_words)
         row = rows[c]
@@ -328,11 +329,28 @@ def mean_beta(
             )
             t_row = total[w]
             x_row = theta[w]
-            o_row = out[w]
             for k in range(n_topics):
                 value = _mean_now(t_row[k], x_row[k], decay_power, drift, alpha, weight)
-                o_row[k] = value
                 row[k] += value
+                if out is not None:
+                    out[w, k] = value
+                if best is not None and best_ids is not None:
+                    _offer(best[c, k], best_ids[c, k], value, w)
+
+
+@numba.njit(parallel=True, cache=True)
+def mean_beta(
+    chain: ChainArrays,  # read only
+    normalise: bool,  # rows normalised and raised to ``floor`` (the served beta_mean)
+    floor: float,
+    out: np.ndarray,  # (W, K), any float dtype: word-major, as the chain
+) -> None:
+    """The mean of theta read without changing the state, word-major as the chain is kept
+    (:func:`_mean_pass`), each topic normalised if asked (the served beta_mean), with no
+    temporary."""
+    n_words, n_topics = out.shape
+    rows = np.zeros((CHUNKS, n_topics))
+    _mean_pass(chain, rows, out, None, None)
     if normalise:
         inverse = 1.0 / rows.sum(axis=0)
         for w in numba.prange(n_words):
@@ -443,27 +461,11 @@ def mean_top(
     """Each topic's n largest entries of the mean of theta (as mean_beta computes them), and
     the rows' sums, in one read of the chain with no (K, W) result: the served top words at
     any W. Of equal values the smaller word id is kept."""
-    total, theta, alpha, weight = chain.total, chain.theta, chain.alpha, chain.weight
-    column_time, column_step, column_mark = chain.column_time, chain.column_step, chain.column_mark
-    time, steps, mark, decay = chain.time, chain.steps, chain.mark, chain.decay
-    n_words, n_topics = total.shape
-    n = out_values.shape[1]
+    n_topics, n = out_values.shape
     best = np.full((CHUNKS, n_topics, n), -np.inf)
     best_ids = np.full((CHUNKS, n_topics, n), -1, dtype=np.int64)
     rows = np.zeros((CHUNKS, n_topics))
-    for c in numba.prange(CHUNKS):
-        lo, hi = _chunk(c, n_words)
-        row = rows[c]
-        for w in range(lo, hi):
-            _, decay_power, drift, _ = _catch_up_factors(
-                column_time[w], column_step[w], column_mark[w], time, steps, mark, decay
-            )
-            t_row = total[w]
-            x_row = theta[w]
-            for k in range(n_topics):
-                value = _mean_now(t_row[k], x_row[k], decay_power, drift, alpha, weight)
-                row[k] += value
-                _offer(best[c, k], best_ids[c, k], value, w)
+    _mean_pass(chain, rows, None, best, best_ids)
     for k in numba.prange(n_topics):
         values = np.full(n, -np.inf)
         ids = np.full(n, -1, dtype=np.int64)

@@ -1,0 +1,102 @@
+"""What a learner's chain takes and what it offers: one step's :class:`Minibatch` and the
+:class:`Chain` interface that :class:`lda.model.StreamingLDA` steps and reads.
+
+Both chains (:mod:`lda.sgmcmc.chain`, :mod:`lda.sgmcmc.scir.chain`) import these from here, so
+neither imports the other for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+import torch
+
+from lda.batch import Batch
+from lda.config import Estimate
+from lda.parallel import Reducer
+from lda.sgmcmc.columns import ColumnMap
+from lda.sgmcmc.samplers import SamplerState, StepInfo
+
+if TYPE_CHECKING:
+    from lda.gibbs import GibbsExpectations
+
+
+@dataclass(frozen=True)
+class Minibatch:
+    """One step's data as a chain takes it: the documents, the learner's Gibbs sweeps to run on
+    them (a chain picks the beta, and may renumber the words to its columns), the ranks whose
+    counts are summed, and the gradient's scale N/n."""
+
+    batch: Batch  # on the chain's device
+    expectations: Callable[[torch.Tensor, Batch], GibbsExpectations]  # (beta, documents)
+    group: Reducer | None  # the ranks that share the step (None: this rank alone)
+    scale: float  # N / n
+
+    def topic_word(self, beta: torch.Tensor, batch: Batch, dtype: torch.dtype) -> torch.Tensor:
+        """(K, beta's columns) sum over the minibatch's documents (every rank's, in a group) of
+        E[n_dkw]: this rank's sweeps of ``batch`` on ``beta``, in ``dtype``, summed over ranks."""
+        topic_word = self.expectations(beta, batch).topic_word(beta.shape[1]).to(dtype)
+        if self.group is not None:
+            # In place on the storage, whichever way round it is laid out.
+            self.group.sum_(topic_word if topic_word.is_contiguous() else topic_word.T)
+        return topic_word
+
+
+class Chain(Protocol):
+    """A learner's chain. Reads of beta are the learner's to keep but not to modify; a step
+    that raises NonFiniteError leaves a dense chain unchanged, a lazy one changed (it steps in
+    place: the caller restores a checkpoint)."""
+
+    @property
+    def state(self) -> SamplerState:
+        """theta (K, W), the momentum (HMC samplers) and the steps taken."""
+        ...
+
+    @property
+    def theta(self) -> torch.Tensor:
+        """(K, W) the chain's theta (a lazy chain's stale columns as of their last step)."""
+        ...
+
+    @property
+    def beta(self) -> torch.Tensor:
+        """(K, W) topic-word probabilities of the current sample."""
+        ...
+
+    @property
+    def beta_mean(self) -> torch.Tensor:
+        """(K, W) the exponential mean of the samples, rows summing to 1 (the current sample
+        before the first step)."""
+        ...
+
+    @property
+    def whole_reads_cost_draws(self) -> bool:
+        """Whether reading the whole sample (:attr:`beta`) draws the columns a step did not
+        touch: a pass over K x W with a random draw each, not a division."""
+        ...
+
+    def update(
+        self, minibatch: Minibatch, step_size: float, generator: torch.Generator
+    ) -> StepInfo:
+        """One step on the minibatch's expected counts."""
+        ...
+
+    def top_words(self, n: int, which: Estimate) -> tuple[torch.Tensor, torch.Tensor]:
+        """((K, n) word ids, their weights) in the ``which`` estimate, most probable first
+        (n at most W)."""
+        ...
+
+    def sample_at(self, word_ids: torch.Tensor) -> torch.Tensor:
+        """(K, M) the current sample of beta at (k, word_ids[k, i])."""
+        ...
+
+    def state_dict(self) -> dict[str, Any]:
+        """The learner checkpoint's chain keys: theta, momentum, step, mean and lazy."""
+        ...
+
+    def remap(self, columns: ColumnMap, generator: torch.Generator) -> None:
+        """Move to a new vocabulary: kept columns carried, entering ones drawn with
+        ``generator`` from the law of a column no data has touched (docs/model.md, "When the
+        vocabulary changes")."""
+        ...
