@@ -68,6 +68,8 @@ import redis
 
 from service import keys
 from service.ingest.sources import Article, Position
+from service.store.pipeline_figures import read_queue, read_scraper_counters
+from service.store.redis_values import text
 
 log = logging.getLogger(__name__)
 
@@ -193,10 +195,6 @@ def entry_time(entry_id: str) -> float:
 def new_batch_token() -> str:
     """A token naming one batch across the attempts to add it (random: unique among scrapers)."""
     return uuid.uuid4().hex
-
-
-def _text(value: Any) -> str:
-    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
 
 
 @dataclass
@@ -343,7 +341,7 @@ class ArticleQueue:
     def position(self, source: str) -> Position | None:
         """How far the scrapers of a file source (its identity) have queued; None: not yet."""
         raw = self.client.hgetall(self.position_key(source))
-        values = {_text(key): _text(value) for key, value in raw.items()}
+        values = {text(key): text(value) for key, value in raw.items()}
         try:
             return Position(
                 offset=int(values["offset"]),
@@ -409,7 +407,7 @@ class ArticleQueue:
                 raw += entries
         delivered = []
         for entry_id, fields in raw:
-            entry = _text(entry_id)
+            entry = text(entry_id)
             article = self._article(entry, fields)
             if article is None:
                 self.ack([entry])
@@ -426,9 +424,9 @@ class ArticleQueue:
         if len(entries) < n:
             self._recovered.add(consumer)  # history read to its end: new entries from now on
         if entries:
-            self._history[consumer] = _text(entries[-1][0])
+            self._history[consumer] = text(entries[-1][0])
         in_flight = self._in_flight.get(consumer, set())
-        return [(i, fields) for i, fields in entries if fields and _text(i) not in in_flight]
+        return [(i, fields) for i, fields in entries if fields and text(i) not in in_flight]
 
     def _reclaim(self, consumer: str, n: int, in_flight: set[str]) -> list[tuple[Any, Any]]:
         """Entries idle longer than claim_after_ms (a crashed consumer's), now ours."""
@@ -441,7 +439,7 @@ class ArticleQueue:
             if entry_id is None or fields is None:
                 self._drop_deleted_pending()
                 continue
-            if _text(entry_id) in in_flight:
+            if text(entry_id) in in_flight:
                 continue  # ours and still being worked on: the claim just renewed it
             claimed.append((entry_id, fields))
         if claimed:
@@ -475,7 +473,7 @@ class ArticleQueue:
         owned: Any = self.client.xpending_range(
             self.stream, self.group, "-", "+", count=len(in_flight), consumername=consumer
         )
-        mine = {_text(item["message_id"]) for item in owned} & in_flight
+        mine = {text(item["message_id"]) for item in owned} & in_flight
         if mine:
             ids: list[Any] = sorted(mine)
             self.client.xclaim(self.stream, self.group, consumer, 0, ids, justid=True)
@@ -492,7 +490,7 @@ class ArticleQueue:
         return max(1, block_ms)
 
     def _article(self, entry_id: str, fields: Mapping[Any, Any]) -> Article | None:
-        values = {_text(key): _text(value) for key, value in fields.items()}
+        values = {text(key): text(value) for key, value in fields.items()}
         try:
             return Article(
                 id=values["id"],
@@ -507,7 +505,7 @@ class ArticleQueue:
 
     def ack(self, entry_ids: Iterable[str]) -> int:
         """Acknowledge and delete entries (their effect is durable); returns how many."""
-        ids = [_text(entry_id) for entry_id in entry_ids]
+        ids = [text(entry_id) for entry_id in entry_ids]
         if not ids:
             return 0
         pipe = self.client.pipeline(transaction=True)
@@ -519,28 +517,18 @@ class ArticleQueue:
         return int(acked)
 
     # --- stats -----------------------------------------------------------------------------
+    # The stream's figures and the counters are read as the API reads them (one reader).
     def length(self) -> int:
         """Entries in the stream: queued and not yet acknowledged."""
-        return int(self.client.xlen(self.stream))
+        return read_queue(self.client, self.stream, self.group).length
 
     def pending(self) -> int:
         """Entries delivered to a consumer and not yet acknowledged."""
-        try:
-            summary = self.client.xpending(self.stream, self.group)
-        except redis.ResponseError:
-            return 0  # no stream or group yet
-        return int(summary["pending"])
+        return read_queue(self.client, self.stream, self.group).pending
 
     def unread(self) -> int:
         """Entries queued and not yet delivered to a consumer: what the high-water mark bounds."""
-        pipe = self.client.pipeline(transaction=True)
-        pipe.xlen(self.stream)
-        pipe.xpending(self.stream, self.group)
-        length, summary = pipe.execute(raise_on_error=False)
-        if isinstance(length, Exception):
-            raise length
-        pending = 0 if isinstance(summary, Exception) else int(summary["pending"])
-        return max(0, int(length) - pending)
+        return read_queue(self.client, self.stream, self.group).unread
 
     def seen(self) -> int:
         """Page ids ever queued."""
@@ -559,7 +547,6 @@ class ArticleQueue:
         pipe.hset(self.config.counters_key, "updated_at", repr(time.time()))
         pipe.execute()
 
-    def counters(self) -> dict[str, float]:
+    def counters(self) -> dict[str, int | float]:
         """The shared scraper counters (numbers)."""
-        raw = self.client.hgetall(self.config.counters_key)
-        return {_text(key): float(_text(value)) for key, value in raw.items()}
+        return read_scraper_counters(self.client, self.config.counters_key)

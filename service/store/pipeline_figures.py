@@ -1,5 +1,5 @@
-"""The pipeline's figures: the article stream's length and its consumer group's pending count,
-and the scrapers' counters (each as a number).
+"""The pipeline's figures, read one way by the queue and the API: the article stream's length
+and its consumer group's pending count, and the scrapers' counters (each as a number).
 
 The stream's keys are settings (``stream``, ``group``, ``counters_key``); the scrapers write the
 counters and the queue's add script counts what it queued (see docs/service.md, "Ingest").
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import redis
 
@@ -24,17 +23,26 @@ class QueueStats:
     length: int
     pending: int
 
+    @property
+    def unread(self) -> int:
+        """Entries queued and not yet delivered to a worker: what the high-water mark bounds."""
+        return max(0, self.length - self.pending)
+
 
 def read_queue(client: redis.Redis, stream: str, group: str) -> QueueStats:
-    """XLEN and the consumer group's pending count (0 before the group exists)."""
-    length = int(client.xlen(stream))
-    try:
-        summary: Any = client.xpending(stream, group)
-    except redis.ResponseError as exc:
-        if "NOGROUP" not in str(exc):
-            raise
-        return QueueStats(length=length, pending=0)
-    return QueueStats(length=length, pending=int(summary["pending"]))
+    """XLEN and the consumer group's pending count, read together in one MULTI (no pending
+    entries before the stream and its group exist)."""
+    pipe = client.pipeline(transaction=True)
+    pipe.xlen(stream)
+    pipe.xpending(stream, group)
+    length, summary = pipe.execute(raise_on_error=False)
+    if isinstance(length, Exception):
+        raise length
+    if isinstance(summary, Exception):
+        if not isinstance(summary, redis.ResponseError) or "NOGROUP" not in str(summary):
+            raise summary
+        return QueueStats(length=int(length), pending=0)
+    return QueueStats(length=int(length), pending=int(summary["pending"]))
 
 
 def read_scraper_counters(
