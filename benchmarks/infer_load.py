@@ -49,8 +49,8 @@ from raw_http import read_response
 
 from service.learn.checkpoint_file import load_checkpoint
 from service.store.embedded_redis import EmbeddedRedis, free_port
+from service.store.published_model import publish_model
 from service.store.redis_client import connect
-from service.store.snapshot import publish_model
 
 REPO = Path(__file__).resolve().parents[1]
 CORPORA = REPO.parent / "shared" / "corpora"

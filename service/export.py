@@ -15,13 +15,13 @@ import redis
 from service.errors import CommandError
 from service.settings import Settings
 from service.store.export import Export, ExportError, write_directory
+from service.store.published_model import read_model
 from service.store.redis_client import (
     REFUSED_ERRORS,
     RedisURLError,
     connect,
     unreachable_message,
 )
-from service.store.snapshot import read_model
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

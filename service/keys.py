@@ -17,10 +17,10 @@ Redis under other names); their defaults are the ``DEFAULT_*`` constants, which
 | ``streamlda:reservoir:<rank>`` | hash | worker | worker | slot -> a zlib-compressed article text, the rank's uniform sample of what it learned; see :mod:`service.learn.reservoir` |
 | ``streamlda:snapshot`` | string | worker | API | JSON of :class:`service.store.snapshot.Snapshot` |
 | ``streamlda:snapshot:version`` | string | worker | API | a token replaced with the snapshot, so a reader sees change from one small GET |
-| ``streamlda:heartbeat`` | string | worker | API | Unix time the worker was last alive |
-| ``streamlda:perplexity`` | sorted set | worker | API | JSON perplexity points scored by docs_seen |
-| ``streamlda:model`` | hash | worker | API (``/infer``) | beta, its vocabulary and their version |
-| ``streamlda:control`` | hash | API (admin) | worker | ``paused`` and ``checkpoint_seq`` |
+| ``streamlda:heartbeat`` | string | worker | API | Unix time the worker was last alive; see :mod:`service.store.heartbeat` |
+| ``streamlda:perplexity`` | sorted set | worker | API | JSON perplexity points scored by docs_seen; see :mod:`service.store.perplexity` |
+| ``streamlda:model`` | hash | worker | API (``/infer``) | beta, its vocabulary and their version; see :mod:`service.store.published_model` |
+| ``streamlda:control`` | hash | API (admin) | worker | ``paused`` and ``checkpoint_seq``; see :mod:`service.store.control` |
 | ``streamlda:topic:history`` | sorted set | worker | API | JSON points of every topic's size, coherence, drift and top words, scored by docs_seen; see :mod:`service.store.topic_history` |
 | ``streamlda:topic:names`` | hash | API (admin); worker (moves them with their topics) | API | topic id -> JSON of the name an operator gave it; see :mod:`service.store.topic_names` |
 """  # noqa: E501
@@ -31,7 +31,8 @@ import hashlib
 
 PREFIX = "streamlda:"
 
-# Fixed keys: the worker writes them, the API reads them (service.store.snapshot).
+# Fixed keys between the worker and the API (service.store: snapshot, heartbeat, perplexity,
+# published_model, control, topic_history, topic_names).
 SNAPSHOT_KEY = PREFIX + "snapshot"
 SNAPSHOT_VERSION_KEY = PREFIX + "snapshot:version"
 HEARTBEAT_KEY = PREFIX + "heartbeat"

@@ -158,7 +158,7 @@ def test_the_graph_sees_every_wing_and_a_known_edge() -> None:
     graph = import_graph()
     mods = modules()
     assert {part(m, mods) for m in graph} == {"commands", "top", "store", "ingest", "learn", "api"}
-    assert "service.store.snapshot" in graph["service.learn.worker"]
+    assert "service.store.snapshot" in graph["service.learn.publisher"]
     # a deferred import inside a function is seen too
     assert "service.learn.scoring_process" in graph["service.learn.evaluator"]
 

@@ -1,57 +1,11 @@
 """The article queue: a Redis stream read through a consumer group, bounded and de-duplicated.
 
-Redis keys (names are settings, defaults shown; every key of the service: :mod:`service.keys`):
-
-* ``streamlda:docs`` (``stream``): one entry per article, fields ``id`` (page id), ``title``,
-  ``text``, ``source``, ``fetched_at`` (Unix seconds). Its length is the work not yet
-  acknowledged: :meth:`ArticleQueue.ack` deletes what it acknowledges, and nothing is ever
-  trimmed, so unread entries are never lost. Of that length, the group's pending count has
-  been read (a worker holds it until a checkpoint contains it); the rest is unread.
-* ``workers`` (``group``): the consumer group of the workers, created at id 0 (so articles
-  queued before the first worker are read too).
-* ``streamlda:seen`` (``dedupe_key``): set of every page id ever queued; an id in it is never
-  queued again, across restarts and across concurrent scrapers.
-* ``streamlda:seen:batch:<token>`` (``dedupe_key`` + ``:batch:`` + a token per batch): hash of
-  the ids this batch queued -> their position in it, so that an add retried after its reply was
-  lost counts its own entries as queued, not as duplicates; and the empty field -> the furthest
-  position its attempts handled, so that the retry does not count that part's duplicates and
-  re-reads again. Deleted once the add returns;
-  expires after :data:`BATCH_RECORD_TTL_S` if it never does (the scraper died, or gave up).
-* ``streamlda:seen:position:<digest>`` (``dedupe_key`` + ``:position:`` + a digest of a file
-  source's identity: kind, resolved path, size, modification time): hash of how far that file's
-  scrapers have queued, ``offset`` (decompressed bytes), ``count`` (lines or pages),
-  ``member_at`` and ``member_offset`` (where a reader restarts to reach it: see
-  :mod:`service.ingest.sources.files`), ``source`` (the identity), ``updated_at``. Every id
-  before ``offset`` is in the seen set, so a scraper starting there loses nothing.
-* ``streamlda:scraper:counters`` (``counters_key``): hash of the scrapers' running totals,
-  summed over every scraper process, for ``/stats`` and ``/metrics``: ``fetched``, ``queued``,
-  ``duplicates`` (seen ids read where no scraper had read them), ``rereads`` (seen ids read
-  again before a file source's position), ``skipped`` and ``skipped:<reason>``, ``requests``,
-  ``retries``, ``backpressure_waits``, ``backpressure_wait_seconds``, ``redis_reconnects``,
-  ``batches``, and ``updated_at`` (Unix seconds of the last update). ``queued``,
-  ``duplicates`` and ``rereads`` are counted by the script that adds the batch, in the same
-  step as its entries (a scraper killed before it publishes the rest leaves them exact); the
-  scraper publishes the others after each batch.
-
-Adding is one Lua script per batch, atomic in Redis: an article is appended only if its id is
-new *and* fewer than the high-water mark are unread (stream length minus the group's pending
-count). The mark bounds what waits to be read, not what waits for a checkpoint, so scrapers
-run as fast as the worker reads; the worker bounds the rest by acknowledging at checkpoints
-(see :mod:`service.learn.worker`). At the mark :meth:`ArticleQueue.add` waits (backpressure)
-instead of dropping or trimming. A Redis error can come after the script ran and before its
-reply arrived; the caller then adds the same batch again under the same token, and its own
-entries are recognised by their batch record (the id at the same position of the same batch),
-while ids queued by any other batch, or earlier in this one, are still duplicates.
-
-The same script moves a file source's position to the furthest article of the batch it handled
-(queued, duplicate or re-read; never the ones it left for backpressure), and never back: the
-position and the seen ids change together, in one step, and persist together (AOF). A seen id
-at or before the position the script found is a re-read (its file's scrapers handled it: a
-second scraper behind the first, or a retried add), not a duplicate.
-
-Reading reclaims entries another consumer has held longer than ``claim_after_ms``
-(XAUTOCLAIM), so a crashed worker's entries are redelivered; a consumer keeps its own
-unacknowledged entries alive by reading regularly.
+Scrapers add articles with one atomic Lua script per batch: an article is queued only if its id
+was never queued and fewer than the high-water mark are unread (stream length minus the group's
+pending count); at the mark :meth:`ArticleQueue.add` waits instead of dropping. The script also
+counts what it queued and moves a file source's position. Workers read through the group,
+reclaim a crashed consumer's entries, and acknowledge (and delete) entries a checkpoint holds.
+Keys: :mod:`service.keys`; the protocol: docs/service.md, "The stream's keys and its script".
 """
 
 from __future__ import annotations
@@ -68,25 +22,17 @@ import redis
 
 from service import keys
 from service.ingest.sources import Article, Position
+from service.store.pipeline_figures import read_queue, read_scraper_counters
+from service.store.redis_values import text
 
 log = logging.getLogger(__name__)
 
 # KEYS: stream, seen-set, this batch's record, the source's position, the scrapers' counters.
-# ARGV: high-water mark,
-# fetched_at, group, record TTL (s; 0: no record), position in the batch of the first article,
-# whether to keep the source's position ("1") and its identity, then id/title/text/source and
-# offset/count/member_at/member_offset (offset -1: none) per article.
-# Returns one status per article handled: 1 queued, 2 queued already by an earlier attempt of
-# this batch (its reply was lost), 3 re-read (a seen id at or before the source's position: its
-# scrapers handled it already), 0 duplicate, -1 too many unread (then it stops: that article
-# and the rest are left to the caller to retry). The source's position moves to the furthest
-# article handled, never back. The counters' queued, duplicates and rereads grow by what this
-# call did, in the same step as the entries, so a scraper killed before its next publication
-# leaves them exact: not by 2 (the attempt that queued those counted them), nor by 0 or 3 at
-# positions an earlier attempt of this batch handled (the record's empty field, which no page
-# id is, holds the furthest such position).
-# Unread = XLEN - the group's pending count (no group yet: everything is unread); XPENDING's
-# summary form exists in every Redis with streams (5.0+).
+# ARGV: high-water mark, fetched_at, group, record TTL (s; 0: no record), position in the batch
+# of the first article, whether to keep the source's position ("1") and its identity, then
+# id/title/text/source and offset/count/member_at/member_offset (offset -1: none) per article.
+# Returns a status per article handled (QUEUED, QUEUED_BEFORE, REREAD, DUPLICATE, or FULL where
+# it stops); what it counts and how it moves the position: docs/service.md.
 _ADD_SCRIPT = """
 local high_water = tonumber(ARGV[1])
 local pending = 0
@@ -195,10 +141,6 @@ def new_batch_token() -> str:
     return uuid.uuid4().hex
 
 
-def _text(value: Any) -> str:
-    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
-
-
 @dataclass
 class AddResult:
     """What one :meth:`ArticleQueue.add` did."""
@@ -225,7 +167,7 @@ class QueueConfig:
 
 
 class ArticleQueue:
-    """Producer and consumer side of the article stream (see the module docstring)."""
+    """Producer and consumer side of the article stream (see docs/service.md)."""
 
     def __init__(self, client: redis.Redis, config: QueueConfig) -> None:
         self.client = client
@@ -343,7 +285,7 @@ class ArticleQueue:
     def position(self, source: str) -> Position | None:
         """How far the scrapers of a file source (its identity) have queued; None: not yet."""
         raw = self.client.hgetall(self.position_key(source))
-        values = {_text(key): _text(value) for key, value in raw.items()}
+        values = {text(key): text(value) for key, value in raw.items()}
         try:
             return Position(
                 offset=int(values["offset"]),
@@ -409,7 +351,7 @@ class ArticleQueue:
                 raw += entries
         delivered = []
         for entry_id, fields in raw:
-            entry = _text(entry_id)
+            entry = text(entry_id)
             article = self._article(entry, fields)
             if article is None:
                 self.ack([entry])
@@ -426,9 +368,9 @@ class ArticleQueue:
         if len(entries) < n:
             self._recovered.add(consumer)  # history read to its end: new entries from now on
         if entries:
-            self._history[consumer] = _text(entries[-1][0])
+            self._history[consumer] = text(entries[-1][0])
         in_flight = self._in_flight.get(consumer, set())
-        return [(i, fields) for i, fields in entries if fields and _text(i) not in in_flight]
+        return [(i, fields) for i, fields in entries if fields and text(i) not in in_flight]
 
     def _reclaim(self, consumer: str, n: int, in_flight: set[str]) -> list[tuple[Any, Any]]:
         """Entries idle longer than claim_after_ms (a crashed consumer's), now ours."""
@@ -441,7 +383,7 @@ class ArticleQueue:
             if entry_id is None or fields is None:
                 self._drop_deleted_pending()
                 continue
-            if _text(entry_id) in in_flight:
+            if text(entry_id) in in_flight:
                 continue  # ours and still being worked on: the claim just renewed it
             claimed.append((entry_id, fields))
         if claimed:
@@ -475,7 +417,7 @@ class ArticleQueue:
         owned: Any = self.client.xpending_range(
             self.stream, self.group, "-", "+", count=len(in_flight), consumername=consumer
         )
-        mine = {_text(item["message_id"]) for item in owned} & in_flight
+        mine = {text(item["message_id"]) for item in owned} & in_flight
         if mine:
             ids: list[Any] = sorted(mine)
             self.client.xclaim(self.stream, self.group, consumer, 0, ids, justid=True)
@@ -492,7 +434,7 @@ class ArticleQueue:
         return max(1, block_ms)
 
     def _article(self, entry_id: str, fields: Mapping[Any, Any]) -> Article | None:
-        values = {_text(key): _text(value) for key, value in fields.items()}
+        values = {text(key): text(value) for key, value in fields.items()}
         try:
             return Article(
                 id=values["id"],
@@ -507,7 +449,7 @@ class ArticleQueue:
 
     def ack(self, entry_ids: Iterable[str]) -> int:
         """Acknowledge and delete entries (their effect is durable); returns how many."""
-        ids = [_text(entry_id) for entry_id in entry_ids]
+        ids = [text(entry_id) for entry_id in entry_ids]
         if not ids:
             return 0
         pipe = self.client.pipeline(transaction=True)
@@ -519,28 +461,18 @@ class ArticleQueue:
         return int(acked)
 
     # --- stats -----------------------------------------------------------------------------
+    # The stream's figures and the counters are read as the API reads them (one reader).
     def length(self) -> int:
         """Entries in the stream: queued and not yet acknowledged."""
-        return int(self.client.xlen(self.stream))
+        return read_queue(self.client, self.stream, self.group).length
 
     def pending(self) -> int:
         """Entries delivered to a consumer and not yet acknowledged."""
-        try:
-            summary = self.client.xpending(self.stream, self.group)
-        except redis.ResponseError:
-            return 0  # no stream or group yet
-        return int(summary["pending"])
+        return read_queue(self.client, self.stream, self.group).pending
 
     def unread(self) -> int:
         """Entries queued and not yet delivered to a consumer: what the high-water mark bounds."""
-        pipe = self.client.pipeline(transaction=True)
-        pipe.xlen(self.stream)
-        pipe.xpending(self.stream, self.group)
-        length, summary = pipe.execute(raise_on_error=False)
-        if isinstance(length, Exception):
-            raise length
-        pending = 0 if isinstance(summary, Exception) else int(summary["pending"])
-        return max(0, int(length) - pending)
+        return read_queue(self.client, self.stream, self.group).unread
 
     def seen(self) -> int:
         """Page ids ever queued."""
@@ -559,7 +491,6 @@ class ArticleQueue:
         pipe.hset(self.config.counters_key, "updated_at", repr(time.time()))
         pipe.execute()
 
-    def counters(self) -> dict[str, float]:
+    def counters(self) -> dict[str, int | float]:
         """The shared scraper counters (numbers)."""
-        raw = self.client.hgetall(self.config.counters_key)
-        return {_text(key): float(_text(value)) for key, value in raw.items()}
+        return read_scraper_counters(self.client, self.config.counters_key)

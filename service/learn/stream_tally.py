@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from service.store.snapshot import StreamFigures
+from service.store.published_model import StreamFigures
 
 
 class StreamTally:

@@ -14,7 +14,7 @@ import torch
 from lda.config import CHANGED_BITS
 from service.learn.stream_tally import StreamTally
 from service.learn.topic_articles import TopicArticles
-from service.store.snapshot import StreamFigures
+from service.store.published_model import StreamFigures
 
 ArticleRef = tuple[str, str, str]  # (title, article id, source)
 

@@ -91,9 +91,11 @@ from service.learn.reservoir import Reservoir
 from service.learn.runtime import release_freed_memory
 from service.learn.session import LearningSession, ModelTooLarge, VocabularyError
 from service.learn.topic_record import ArticleRef, RecordConfig, TopicRecord
+from service.store.control import read_control
 from service.store.counters import WORKER_COUNTERS
+from service.store.perplexity import truncate_perplexity
+from service.store.published_model import StreamFigures
 from service.store.redis_retry import RedisGaveUp, RedisRetry
-from service.store.snapshot import StreamFigures, read_control, truncate_perplexity
 from service.store.topic_history import truncate_topic_history
 
 log = logging.getLogger(__name__)

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import orjson
 
-from service.store.snapshot import PublishedModel, StreamFigures
+from service.store.published_model import PublishedModel, StreamFigures
 
 # Each topic's words in topic_words.csv: pyLDAvis's default R, the words a person reads.
 CSV_TOP_WORDS = 30

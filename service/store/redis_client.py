@@ -2,8 +2,9 @@
 
 Every part (queue, snapshot readers and writers, worker, scraper, API) gets its client here, so
 they share one policy: bounded socket timeouts, raw bytes (``decode_responses=False``, which
-:func:`service.store.snapshot.read_model` needs), one immediate reconnect inside redis-py and no
-retry storms there — waiting out an outage is :class:`service.store.redis_retry.RedisRetry`'s job.
+:func:`service.store.published_model.read_model` needs), one immediate reconnect inside redis-py
+and no retry storms there — waiting out an outage is
+:class:`service.store.redis_retry.RedisRetry`'s job.
 A malformed URL is a :class:`RedisURLError` whose message never shows the password.
 """
 

@@ -16,7 +16,7 @@ from typing import Any
 import redis
 
 from service.keys import TOPIC_HISTORY_KEY
-from service.store.snapshot import append_scored, truncate_scored
+from service.store.perplexity import append_scored, truncate_scored
 
 
 @dataclass(frozen=True)

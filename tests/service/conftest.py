@@ -24,16 +24,10 @@ from lda.evaluation.drift import topic_drift
 from service.api.app import create_app
 from service.learn.topic_watch import TopicWatch
 from service.settings import Settings
+from service.store.perplexity import PerplexityPoint, append_perplexity
+from service.store.published_model import publish_model
 from service.store.redis_client import connect
-from service.store.snapshot import (
-    PerplexityPoint,
-    Snapshot,
-    append_perplexity,
-    publish_model,
-    publish_snapshot,
-    ranked,
-    top_words,
-)
+from service.store.snapshot import Snapshot, publish_snapshot, ranked, top_words
 
 
 def free_port() -> int:

@@ -24,7 +24,7 @@ from lda.model import LearnerConfig, StreamingLDA
 from lda.vocab import Vocabulary
 from service.api.app import create_app
 from service.settings import Settings
-from service.store.snapshot import StreamFigures, publish_model
+from service.store.published_model import StreamFigures, publish_model
 from tests.service.api.test_page import CHROMIUM, dump_dom
 from tests.service.conftest import ADMIN_TOKEN, FreshClient
 from tests.support.corpora import CORPORA, plain_records

@@ -12,7 +12,7 @@ from lda.tokens import WordIndex
 from service.api.infer.proportions import word_columns
 from service.api.reads.relevance import Rankings
 from service.api.reads.word_topics import Ranked
-from service.store.snapshot import PublishedModel, read_model, read_model_version
+from service.store.published_model import PublishedModel, read_model, read_model_version
 
 
 @dataclass(frozen=True)

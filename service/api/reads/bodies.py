@@ -13,7 +13,8 @@ from typing import Any, Literal
 from lda.config import Estimate
 from service.api.http.compact_json import dumps
 from service.api.reads.relevance import Ranking
-from service.store.snapshot import PerplexityPoint, Snapshot, WordWeight
+from service.store.perplexity import PerplexityPoint
+from service.store.snapshot import Snapshot, WordWeight
 
 TopicOrder = Literal["id", "coherence", "size"]
 # Default ``top`` of /topics and /topics/{id} (bounded by the setting topic_words).

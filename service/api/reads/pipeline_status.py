@@ -14,6 +14,7 @@ import redis
 from lda.config import CHANGED_BITS
 from service.api.http.prometheus import Metric, metric_name
 from service.api.schemas import QueueOut, SourceOut, StatsOut, timestamp
+from service.store.control import Control, read_control
 from service.store.counters import (
     SCRAPER_SECONDS,
     SCRAPER_TOTALS,
@@ -21,17 +22,11 @@ from service.store.counters import (
     WORKER_COUNTERS,
     WORKER_LIVE_COUNTERS,
 )
-from service.store.snapshot import (
-    Control,
-    PerplexityPoint,
-    QueueStats,
-    Snapshot,
-    read_control,
-    read_heartbeat,
-    read_model_summary,
-    read_queue,
-    read_scraper_counters,
-)
+from service.store.heartbeat import read_heartbeat
+from service.store.perplexity import PerplexityPoint
+from service.store.pipeline_figures import QueueStats, read_queue, read_scraper_counters
+from service.store.published_model import read_model_summary
+from service.store.snapshot import Snapshot
 from service.store.source_status import SourceStatus, read_source_status
 
 # Scraper counters "<kind>:<what>" of these kinds are articles or requests lost.

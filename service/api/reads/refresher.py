@@ -36,14 +36,8 @@ from service.api.reads import bodies, pipeline_status
 from service.api.reads.relevance import Ranking
 from service.api.reads.snapshot_parse import parse_snapshot
 from service.api.reads.topic_history import HistoryBody, TopicHistory
-from service.store.snapshot import (
-    PerplexityPoint,
-    Snapshot,
-    perplexity_signature,
-    read_perplexity,
-    read_raw_snapshot,
-    read_snapshot_version,
-)
+from service.store.perplexity import PerplexityPoint, perplexity_signature, read_perplexity
+from service.store.snapshot import Snapshot, read_raw_snapshot, read_snapshot_version
 from service.store.topic_names import read_topic_names
 
 log = logging.getLogger(__name__)

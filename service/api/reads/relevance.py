@@ -19,7 +19,8 @@ import numpy as np
 
 from lda.relevance import marginal as word_marginal
 from lda.relevance import most_relevant
-from service.store.snapshot import PublishedModel, WordWeight
+from service.store.published_model import PublishedModel
+from service.store.snapshot import WordWeight
 
 CACHED_LAMBDAS = 8  # rankings a loaded model keeps (lam rounded to 2 decimals)
 

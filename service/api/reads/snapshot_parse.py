@@ -15,6 +15,7 @@ import json
 import time
 from typing import Any
 
+from service.store import compat
 from service.store.snapshot import Snapshot, WordWeight
 
 SLICE_S = 0.0005
@@ -101,7 +102,7 @@ def parse_snapshot(raw: bytes, pace: Pacer | None = None) -> Snapshot:
         data = _object(text, pace)
     except (ValueError, IndexError):
         return Snapshot.from_json(raw)  # its error, or its answer for an unusual form
-    data.setdefault("sample_topics", data.get("topics"))
+    compat.sample_as_mean(data)
     for name in ("topics", "sample_topics"):
         if not isinstance(data[name], list):
             return Snapshot.from_json(raw)

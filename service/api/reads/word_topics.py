@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from service.store.snapshot import PublishedModel
+from service.store.published_model import PublishedModel
 
 SLICE_WORDS = 4096  # words compared at a time: a K x SLICE_WORDS temporary
 CACHED_WORDS = 1024  # words whose ranks a loaded model keeps

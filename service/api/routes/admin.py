@@ -14,7 +14,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from service.api.deps import AdminTokenDep, RedisDep
 from service.api.schemas import AdminOut, ErrorOut
-from service.store.snapshot import read_control, request_checkpoint, set_paused
+from service.store.control import read_control, request_checkpoint, set_paused
 
 # auto_error=False: a missing or non-bearer header comes here as None, so the 404 (admin off)
 # and 401 (wrong token) below stay ours.

@@ -9,14 +9,11 @@ import redis
 from fastapi.testclient import TestClient
 
 from service.api.infer.model_cache import ModelCache
+from service.keys import SNAPSHOT_KEY
 from service.settings import Settings
-from service.store.snapshot import (
-    SNAPSHOT_KEY,
-    PerplexityPoint,
-    append_perplexity,
-    publish_model,
-    publish_snapshot,
-)
+from service.store.perplexity import PerplexityPoint, append_perplexity
+from service.store.published_model import publish_model
+from service.store.snapshot import publish_snapshot
 from tests.service.conftest import VOCAB, Published, model_beta
 
 pytestmark = pytest.mark.slow

@@ -12,7 +12,7 @@ import pytest
 import redis
 from fastapi.testclient import TestClient
 
-from service.store.snapshot import StreamFigures, publish_model
+from service.store.published_model import StreamFigures, publish_model
 from tests.service.conftest import ADMIN_TOKEN, Published
 
 pytestmark = pytest.mark.slow

@@ -30,7 +30,8 @@ from service.api.routes.metrics import router as metrics_router
 from service.ingest.scraper import TOTAL_NAMES, Totals
 from service.learn.worker import COUNTERS, Worker
 from service.settings import Settings
-from service.store.snapshot import append_perplexity, publish_snapshot
+from service.store.perplexity import append_perplexity
+from service.store.snapshot import publish_snapshot
 from tests.service.conftest import Published, serve
 from tests.support.compose import compose_config
 

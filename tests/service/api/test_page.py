@@ -25,12 +25,9 @@ from fastapi import Request, Response
 from service.api.app import create_app
 from service.learn.topic_watch import TopicWatch
 from service.settings import Settings
-from service.store.snapshot import (
-    PerplexityPoint,
-    append_perplexity,
-    publish_snapshot,
-    set_paused,
-)
+from service.store.control import set_paused
+from service.store.perplexity import PerplexityPoint, append_perplexity
+from service.store.snapshot import publish_snapshot
 from service.store.source_status import SourceStatus, publish_source_status
 from tests.service.conftest import (
     VOCAB,

@@ -22,7 +22,8 @@ import redis
 from service.api.app import create_app
 from service.keys import MODEL_KEY
 from service.settings import Settings
-from service.store.snapshot import StreamFigures, publish_model, publish_snapshot
+from service.store.published_model import StreamFigures, publish_model
+from service.store.snapshot import publish_snapshot
 from service.store.topic_history import HistoryPoint, append_topic_history
 from service.store.topic_names import set_topic_name
 from tests.service.api.test_page import CHROMIUM, chromium, dump_dom, element, rows, text

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from lda.relevance import TOPICS_PER_BLOCK, suggested_names
 from service.api.reads.relevance import Rankings, marginal, rank
-from service.store.snapshot import PublishedModel, StreamFigures, publish_model
+from service.store.published_model import PublishedModel, StreamFigures, publish_model
 from tests.service.conftest import VOCAB, Published, model_beta
 
 

@@ -18,7 +18,8 @@ from service.api.app import create_app
 from service.api.reads.refresher import PerplexityView, TopicsView
 from service.api.schemas import OneTopicOut, PerplexityOut, StatsOut, TopicsOut
 from service.settings import Settings
-from service.store.snapshot import PerplexityPoint, append_perplexity, publish_snapshot
+from service.store.perplexity import PerplexityPoint, append_perplexity
+from service.store.snapshot import publish_snapshot
 from tests.service.conftest import Published
 
 pytestmark = pytest.mark.slow

@@ -10,7 +10,7 @@ import redis
 
 from service.api.app import create_app
 from service.settings import Settings
-from service.store.snapshot import beat
+from service.store.heartbeat import beat
 from tests.service.conftest import FreshClient, Published
 
 pytestmark = pytest.mark.slow  # a real Redis behind the app

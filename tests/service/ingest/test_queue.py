@@ -381,3 +381,26 @@ def test_a_source_position_moves_with_what_a_batch_handled_and_never_back(
     assert queue.add(_placed(20, 1)).queued == 1
     assert queue.position(source) == Position(offset=900, count=9)
     assert stream_ids(redis_server.client(), queue.stream) == [str(i) for i in [*range(1, 9), 20]]
+
+
+def test_the_queue_reads_its_figures_as_the_api_does(redis_server: RedisServer) -> None:
+    """One reader: the queue's length, pending and unread and the scrapers' counters are what
+    the API's /stats shows, before the group exists and after."""
+    from service.store.pipeline_figures import read_queue, read_scraper_counters
+
+    queue = _queue(redis_server)
+    client = queue.client
+    queue.try_add(_articles(1, 4))  # no group yet: nothing is pending
+    before = read_queue(client, queue.stream, queue.group)
+    assert (before.length, before.pending, before.unread) == (4, 0, 4)
+    assert (queue.length(), queue.pending(), queue.unread()) == (4, 0, 4)
+    queue.ensure_group()
+    queue.read("w", 3)
+    after = read_queue(client, queue.stream, queue.group)
+    assert (after.length, after.pending, after.unread) == (4, 3, 1)
+    assert (queue.length(), queue.pending(), queue.unread()) == (4, 3, 1)
+    queue.publish_counters({"fetched": 4, "backpressure_wait_seconds": 0.5})
+    client.hset(queue.config.counters_key, "not_a_number", "n/a")
+    counters = read_scraper_counters(client, queue.config.counters_key)
+    assert queue.counters() == counters
+    assert counters["fetched"] == 4 and counters["queued"] == 4 and "not_a_number" not in counters

@@ -188,7 +188,7 @@ def test_a_group_changes_its_vocabulary_together_and_loses_nothing(
 ) -> None:
     from dataclasses import replace
 
-    from service.store.snapshot import read_model
+    from service.store.published_model import read_model
     from tests.service.learn.helpers import articles
 
     client = redis_server.client()

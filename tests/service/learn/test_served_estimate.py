@@ -13,14 +13,9 @@ import torch
 
 from service.api.app import create_app
 from service.learn.model_store import CHECKPOINT_NAME, load_model
-from service.store.snapshot import (
-    WordWeight,
-    ranked_words,
-    read_model,
-    read_perplexity,
-    read_snapshot,
-    top_words,
-)
+from service.store.perplexity import read_perplexity
+from service.store.published_model import read_model
+from service.store.snapshot import WordWeight, ranked_words, read_snapshot, top_words
 from tests.service.conftest import FreshClient
 from tests.service.learn.helpers import (
     HELDOUT,

@@ -13,8 +13,9 @@ from fastapi.testclient import TestClient
 from service.api.app import create_app
 from service.learn.command import build_worker
 from service.settings import Settings
+from service.store.perplexity import read_perplexity
 from service.store.redis_client import connect
-from service.store.snapshot import read_perplexity, read_snapshot
+from service.store.snapshot import read_snapshot
 from tests.service.conftest import ADMIN_TOKEN
 from tests.service.learn.helpers import drained, queue_articles, wait_until, worker_settings
 from tests.support.redis_server import RedisServer

@@ -14,8 +14,10 @@ from service.learn.command import build_worker
 from service.learn.heldout_store import HeldoutStore
 from service.settings import Settings
 from service.store.export import Export, write_directory
+from service.store.perplexity import read_perplexity
+from service.store.published_model import read_model
 from service.store.redis_client import connect
-from service.store.snapshot import read_model, read_perplexity, read_snapshot
+from service.store.snapshot import read_snapshot
 from service.store.topic_history import read_topic_history
 from tests.service.learn.helpers import (
     HELDOUT,

@@ -15,8 +15,10 @@ from service.ingest.queue import ArticleQueue, QueueConfig
 from service.learn.command import build_worker
 from service.learn.model_store import CHECKPOINT_NAME, load_model
 from service.settings import Settings
+from service.store.perplexity import read_perplexity
+from service.store.published_model import read_model
 from service.store.redis_client import connect
-from service.store.snapshot import read_model, read_perplexity, read_snapshot
+from service.store.snapshot import read_snapshot
 from tests.service.learn.helpers import articles, drained, wait_until, worker_settings
 from tests.support.redis_server import RedisServer
 

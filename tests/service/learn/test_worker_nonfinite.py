@@ -12,8 +12,10 @@ import numpy as np
 import pytest
 
 from lda.model import NonFiniteError, StreamingLDA
+from service.keys import PERPLEXITY_KEY
 from service.learn.command import build_worker
-from service.store.snapshot import PERPLEXITY_KEY, read_model, read_snapshot
+from service.store.published_model import read_model
+from service.store.snapshot import read_snapshot
 from tests.service.learn.helpers import (
     HELDOUT,
     checkpoint_docs,

@@ -9,7 +9,8 @@ import pytest
 import redis
 
 from service.learn.model_store import CHECKPOINT_NAME
-from service.store.snapshot import read_perplexity, read_snapshot
+from service.store.perplexity import read_perplexity
+from service.store.snapshot import read_snapshot
 from tests.service.learn.helpers import (
     HELDOUT,
     WorkerProcess,

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from service.store.export import CSV_TOP_WORDS, FILES, Export, ExportError, tar_gz, write_directory
-from service.store.snapshot import PublishedModel, StreamFigures
+from service.store.published_model import PublishedModel, StreamFigures
 
 K, W, N = 3, 40, 6
 

@@ -11,28 +11,23 @@ import redis
 import torch
 
 from service.keys import PERPLEXITY_KEY
-from service.store.snapshot import (
+from service.store.control import read_control, request_checkpoint, set_paused
+from service.store.heartbeat import beat, read_heartbeat
+from service.store.perplexity import (
     PerplexityPoint,
-    Snapshot,
-    WordWeight,
     append_perplexity,
-    beat,
     latest_perplexity,
+    read_perplexity,
+    truncate_perplexity,
+)
+from service.store.pipeline_figures import read_queue, read_scraper_counters
+from service.store.published_model import (
     publish_model,
-    read_control,
-    read_heartbeat,
     read_model,
     read_model_summary,
     read_model_version,
-    read_perplexity,
-    read_queue,
-    read_scraper_counters,
-    read_snapshot,
-    request_checkpoint,
-    set_paused,
-    top_words,
-    truncate_perplexity,
 )
+from service.store.snapshot import Snapshot, WordWeight, read_snapshot, top_words
 from tests.service.conftest import Published
 
 
@@ -128,7 +123,7 @@ def test_model_carries_its_vocabulary_version_and_an_older_hash_reads_0(
 ) -> None:
     """The version is stored with beta and the words, and read back by both ways of reading
     (in parts, or the whole hash at once); a hash from before versions existed reads as 0."""
-    import service.store.snapshot as schema
+    import service.store.published_model as schema
     from service.keys import MODEL_KEY
 
     if whole:
@@ -285,7 +280,7 @@ def test_reading_a_large_model_holds_about_one_copy_of_it(
     """The API loads the model in parts copied into one array: the whole reply read at once
     went through redis-py's buffer, its bytes and a trimmed copy (1.1 GB at the peak of an
     API process for a 400 MB model). Parts of 1 MB here, as 16 MB are to 400 MB."""
-    import service.store.snapshot as schema
+    import service.store.published_model as schema
     from tests.support.memory import peak_growth
 
     monkeypatch.setattr(schema, "MODEL_PART_BYTES", 2**20)
@@ -306,7 +301,7 @@ def test_a_model_republished_while_it_is_read_in_parts_is_read_whole(
     """A model published between the parts of a read is never mixed with the one before: the
     read starts again (once here), or, when the worker keeps republishing (every try here), the
     last try reads the hash in one atomic reply. A smaller model leaves no parts behind."""
-    import service.store.snapshot as schema
+    import service.store.published_model as schema
 
     monkeypatch.setattr(schema, "MODEL_PART_BYTES", 4 * 3 * 2)  # 2 words a part
     republished = schema.MODEL_READ_TRIES - 1 if every_try else 1
@@ -358,3 +353,23 @@ def test_a_newer_workers_snapshot_is_read_without_its_new_fields() -> None:
     for parse in (Snapshot.from_json, lambda raw: parse_snapshot(raw.encode())):
         snapshot = parse(newer)
         assert snapshot.docs_seen == 1 and snapshot.topics == words
+
+
+@pytest.mark.slow
+def test_a_snapshot_without_a_version_token_is_named_by_its_text(
+    redis_client: redis.Redis, published: Published
+) -> None:
+    """A worker from before the tokens wrote the snapshot alone: its name follows its text."""
+    from service.keys import SNAPSHOT_KEY, SNAPSHOT_VERSION_KEY
+    from service.store.snapshot import read_raw_snapshot, read_versioned_snapshot
+
+    current = read_raw_snapshot(redis_client)
+    assert current is not None and current[0] == redis_client.get(SNAPSHOT_VERSION_KEY).decode()
+    redis_client.delete(SNAPSHOT_VERSION_KEY)
+    older = read_raw_snapshot(redis_client)
+    assert older is not None and older[1] == current[1] and older[0] != current[0]
+    assert read_raw_snapshot(redis_client) == older  # the same text, the same name
+    assert read_versioned_snapshot(redis_client) == (older[0], published.snapshot)
+    redis_client.set(SNAPSHOT_KEY, current[1].replace(b'"docs_seen":3000', b'"docs_seen":3001'))
+    changed = read_raw_snapshot(redis_client)
+    assert changed is not None and changed[0] not in (older[0], current[0])
