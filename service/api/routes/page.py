@@ -40,10 +40,10 @@ def _template() -> str:
     return page.replace("__CHANGED_BITS__", repr(CHANGED_BITS))
 
 
-def wiki_origin() -> str:
-    """The origin of the live source's article links (the only one the page links to)."""
-    parts = urlsplit(WIKIPEDIA_PAGE_URL)
-    return f"{parts.scheme}://{parts.netloc}"
+def wiki_host() -> str:
+    """The host of the live source's article links, the only one the page links to (over
+    https, as the server builds them)."""
+    return urlsplit(WIKIPEDIA_PAGE_URL).netloc
 
 
 def content_security_policy(page: str) -> str:
@@ -73,7 +73,7 @@ def router(refresh_s: float) -> APIRouter:
     routes = APIRouter(tags=["page"])
     refresh_ms = str(round(refresh_s * 1000))
     html = _template().replace("__REFRESH_MS__", refresh_ms)
-    html = html.replace("__WIKI_ORIGIN__", json.dumps(wiki_origin()))
+    html = html.replace("__WIKI_HOST__", json.dumps(wiki_host()))
     headers = {
         "Content-Security-Policy": content_security_policy(html),
         "X-Content-Type-Options": "nosniff",
