@@ -100,11 +100,35 @@ def stream_body(port: int, head: bytes, body: Iterator[bytes]) -> tuple[bytes, f
         sender.start()
         answer = sock.recv(4096)
         elapsed = time.monotonic() - start
+        answer += rest_of_response(sock, answer)
     finally:
         stop.set()
         sock.close()
     sender.join(timeout=SOCKET_TIMEOUT_S)
     return answer, elapsed
+
+
+def rest_of_response(sock: socket.socket, start: bytes) -> bytes:
+    """The bytes of a response after ``start``, up to the end of its body (Content-Length)."""
+    received = start
+    try:
+        while b"\r\n\r\n" not in received or len(received) < response_length(received):
+            more = sock.recv(4096)
+            if not more:
+                break
+            received += more
+    except OSError:  # the server closed the connection: what came is what there is
+        pass
+    return received[len(start) :]
+
+
+def response_length(received: bytes) -> int:
+    head, _, _ = received.partition(b"\r\n\r\n")
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            return len(head) + 4 + int(value)
+    return len(head) + 4
 
 
 def plain(total: int) -> Iterator[bytes]:
