@@ -322,6 +322,12 @@ class Settings(BaseSettings):
         None, description="Bearer token of admin endpoints (off if unset)"
     )
     max_infer_bytes: int = Field(1_000_000, ge=1, description="Largest /infer body")
+    max_infer_texts: int = Field(
+        1_000,
+        ge=1,
+        description="Most texts in one /infer/batch (more: 422), which bounds its answer: one "
+        "/infer answer each",
+    )
     topic_words: int = Field(
         100, ge=1, description="Top words per topic kept in each snapshot (the largest ?top=)"
     )

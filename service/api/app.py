@@ -15,7 +15,8 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
 from service.api.http import errors, openapi_docs
-from service.api.http.body_limits import BodyLimitMiddleware
+from service.api.http.admin_gate import AdminGateMiddleware
+from service.api.http.body_limits import BodyLimitMiddleware, small_body_limit
 from service.api.http.prometheus import LatencyMiddleware, RequestLatency
 from service.api.infer.admission import ConcurrencyLimitMiddleware
 from service.api.infer.batcher import Batcher
@@ -118,15 +119,24 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(topic_history.router)
     app.include_router(page.router(settings.page_refresh_s))
     app.include_router(topic_names.router(settings.topic_name_max))
-    for module in (perplexity, stats, infer, words, health, metrics, admin, export):
+    app.include_router(infer.router(settings.max_infer_texts))
+    for module in (perplexity, stats, words, health, metrics, admin, export):
         app.include_router(module.router)
-    # The last added is the outermost: the cap on requests taken decides before the body is
-    # read; the body is read (size and time limits) before the work waits for a thread.
+    # The last added is the outermost: the admin token is checked from the headers alone; the
+    # caps on requests taken decide before the body is read; every body is read (size and time
+    # limits) before the work waits for a thread.
     app.add_middleware(
         BodyLimitMiddleware,
-        max_bytes=settings.max_infer_bytes,
+        max_bytes=small_body_limit(settings.topic_name_max),
         timeout_s=settings.body_timeout_s,
-        paths=INFER_PATHS,
+        limits=dict.fromkeys(INFER_PATHS, settings.max_infer_bytes),
+    )
+    app.add_middleware(
+        ConcurrencyLimitMiddleware,
+        limit=1,
+        retry_after_s=export.RETRY_AFTER_S,
+        paths={export.PATH},
+        taken="an export is being built",
     )
     app.add_middleware(
         ConcurrencyLimitMiddleware,
@@ -134,6 +144,7 @@ def create_app(settings: Settings) -> FastAPI:
         retry_after_s=settings.infer_retry_after_s,
         paths=INFER_PATHS,
     )
+    app.add_middleware(AdminGateMiddleware, admin_token=settings.admin_token)
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 
 from lda.config import Estimate
 
@@ -265,12 +265,22 @@ class InferIn(BaseModel):
     text: str = Field(min_length=1, description="Plain text of a document")
 
 
+TEXTS = (
+    "Plain texts of documents (at most the setting max_infer_texts, the whole body within "
+    "max_infer_bytes); inferred together, each as POST /infer would alone"
+)
+Text = Annotated[str, Field(min_length=1)]
+
+
 class InferBatchIn(BaseModel):
-    texts: list[Annotated[str, Field(min_length=1)]] = Field(
-        min_length=1,
-        description="Plain texts of documents (the whole body within the setting "
-        "max_infer_bytes); inferred together, each as POST /infer would alone",
-    )
+    texts: list[Text] = Field(min_length=1, description=TEXTS)
+
+
+def infer_batch_in(most: int) -> type[InferBatchIn]:
+    """InferBatchIn of at most ``most`` texts (the setting max_infer_texts), the bound in the
+    schema as ``maxItems``: built per app, as the setting is."""
+    bounded = Field(min_length=1, max_length=most, description=TEXTS)
+    return create_model("InferBatchIn", __base__=InferBatchIn, texts=(list[Text], bounded))
 
 
 class TopicWeightOut(BaseModel):
@@ -332,4 +342,10 @@ INVALID: dict[int | str, dict[str, object]] = {
 }
 UNAVAILABLE: dict[int | str, dict[str, object]] = {
     503: {"model": ErrorOut, "description": "Redis is unreachable, or nothing published yet"}
+}
+# A body's own errors (service/api/http/body_limits.py), on the routes other than /infer's.
+BODY_ERRORS: dict[int | str, dict[str, object]] = {
+    400: {"model": ErrorOut, "description": "Content-Length is not a number, or not UTF-8"},
+    408: {"model": ErrorOut, "description": "The body did not arrive within body_timeout_s"},
+    413: {"model": ErrorOut, "description": "Body larger than the longest name needs"},
 }

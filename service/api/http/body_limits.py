@@ -1,7 +1,8 @@
-"""Reads request bodies before anything parses them, within a size and a time limit.
+"""Reads every request's body before anything parses it, within a size and a time limit.
 
-413 beyond ``max_bytes``: the declared Content-Length is checked, and the bytes that actually
-arrive are counted too (a chunked or lying client), reading at most ``max_bytes + 1``. 408 when
+413 beyond the path's limit (``limits``, else ``max_bytes``): the declared Content-Length is
+checked, and the bytes that actually arrive are counted too (a chunked or lying client), reading
+at most the limit plus one; the rest is never read (the connection closes). 408 when
 the whole body has not arrived within ``timeout_s`` (a slow or stalled client frees its place
 instead of holding it). 400 when the body is not UTF-8 (JSON's only encoding on the wire). The
 app then gets the body whole, at once.
@@ -10,31 +11,40 @@ app then gets the body whole, at once.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Collection
+from collections.abc import Mapping
 
 from fastapi import status
 from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 
+def _too_large(size: str, limit: int) -> JSONResponse:
+    return JSONResponse(
+        {"detail": f"request body is {size} bytes; the limit is {limit} bytes"},
+        status.HTTP_413_CONTENT_TOO_LARGE,
+        headers={"Connection": "close"},  # the rest of the body is never read
+    )
+
+
 class BodyLimitMiddleware:
-    """ASGI middleware reading the body of requests to ``paths`` within its limits."""
+    """ASGI middleware reading the body of every HTTP request within its limits: ``max_bytes``,
+    or the one ``limits`` gives its path."""
 
     def __init__(
-        self, app: ASGIApp, *, max_bytes: int, timeout_s: float, paths: Collection[str]
+        self,
+        app: ASGIApp,
+        *,
+        max_bytes: int,
+        timeout_s: float,
+        limits: Mapping[str, int] | None = None,
     ) -> None:
         self.app = app
         self.max_bytes = max_bytes
         self.timeout_s = timeout_s
-        self.paths = frozenset(paths)
+        self.limits = dict(limits or {})
 
-    def _too_large(self, size: str) -> JSONResponse:
-        return JSONResponse(
-            {"detail": f"request body is {size} bytes; the limit is {self.max_bytes} bytes"},
-            status.HTTP_413_CONTENT_TOO_LARGE,
-        )
-
-    async def _read(self, receive: Receive) -> bytearray | JSONResponse | None:
+    @staticmethod
+    async def _read(receive: Receive, limit: int) -> bytearray | JSONResponse | None:
         """The body, the error to answer, or None when the client went away."""
         body = bytearray()
         more = True
@@ -44,14 +54,15 @@ class BodyLimitMiddleware:
                 return None
             body += message.get("body", b"")
             more = message.get("more_body", False)
-            if len(body) > self.max_bytes:
-                return self._too_large(f"more than {self.max_bytes}")
+            if len(body) > limit:
+                return _too_large(f"more than {limit}", limit)
         return body
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] not in self.paths:
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        limit = self.limits.get(scope["path"], self.max_bytes)
         declared = dict(scope["headers"]).get(b"content-length")
         if declared is not None:
             if not declared.isdigit():
@@ -60,12 +71,12 @@ class BodyLimitMiddleware:
                 )
                 await response(scope, receive, send)
                 return
-            if int(declared) > self.max_bytes:
-                await self._too_large(declared.decode())(scope, receive, send)
+            if int(declared) > limit:
+                await _too_large(declared.decode(), limit)(scope, receive, send)
                 return
         try:
             async with asyncio.timeout(self.timeout_s):
-                read = await self._read(receive)
+                read = await self._read(receive, limit)
         except TimeoutError:
             read = JSONResponse(
                 {
@@ -100,3 +111,15 @@ class BodyLimitMiddleware:
             return {"type": "http.request", "body": body, "more_body": False}
 
         await self.app(scope, replay, send)
+
+
+# Room for the JSON around a topic name, the largest body of any route but /infer's.
+SMALL_BODY_BYTES = 16 * 1024
+# A character of a name as JSON at most: a \uXXXX surrogate pair.
+JSON_CHAR_BYTES = 12
+
+
+def small_body_limit(name_max: int) -> int:
+    """The body limit of every route but /infer's: the longest topic name (``name_max``
+    characters, the setting topic_name_max), each character escaped, and the JSON around it."""
+    return SMALL_BODY_BYTES + JSON_CHAR_BYTES * name_max

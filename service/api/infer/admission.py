@@ -1,4 +1,5 @@
-"""Caps the requests to some paths taken at once: past the cap, 503 with Retry-After.
+"""Caps the requests to some paths taken at once (/infer's, the export's): past the cap, 503 with
+Retry-After.
 
 Decided when the request arrives, before its body is read, so a burst of large bodies costs no
 memory; the count covers a request until its response is sent (reading its body, waiting for an
@@ -20,18 +21,23 @@ class ConcurrencyLimitMiddleware:
     """ASGI middleware admitting at most ``limit`` requests to ``paths`` at once."""
 
     def __init__(
-        self, app: ASGIApp, *, limit: int, retry_after_s: int, paths: Collection[str]
+        self,
+        app: ASGIApp,
+        *,
+        limit: int,
+        retry_after_s: int,
+        paths: Collection[str],
+        taken: str | None = None,
     ) -> None:
+        """``taken`` says what is busy, for the refusal's message (by default the /infer
+        requests and their setting)."""
         self.app = app
         self.limit = limit
         self.paths = frozenset(paths)
         self.in_progress = 0  # one event loop: no lock needed
-        body = dumps(
-            {
-                "detail": f"busy: {limit} /infer requests are taken (STREAMLDA_INFER_QUEUE); "
-                f"retry in {retry_after_s} s"
-            }
-        )
+        if taken is None:
+            taken = f"{limit} /infer requests are taken (STREAMLDA_INFER_QUEUE)"
+        body = dumps({"detail": f"busy: {taken}; retry in {retry_after_s} s"})
         self._start = {
             "type": "http.response.start",
             "status": status.HTTP_503_SERVICE_UNAVAILABLE,

@@ -6,13 +6,13 @@ Off (404) unless the setting admin_token is set; then a request needs
 
 from __future__ import annotations
 
-import secrets
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, HTTPException, Request, status
+from fastapi import APIRouter, Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from service.api.deps import AdminTokenDep, RedisDep
+from service.api.http.admin_gate import refusal
 from service.api.schemas import AdminOut, ErrorOut
 from service.store.control import read_control, request_checkpoint, set_paused
 
@@ -25,19 +25,11 @@ def require_admin(
     admin_token: AdminTokenDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
 ) -> None:
-    """404 while admin is off, 401 without the right bearer token."""
-    if not admin_token:
-        raise HTTPException(
-            status.HTTP_404_NOT_FOUND,
-            "admin endpoints are off: set STREAMLDA_ADMIN_TOKEN to enable them",
-        )
-    token = "" if credentials is None else credentials.credentials
-    if not secrets.compare_digest(token.strip().encode(), admin_token.encode()):
-        raise HTTPException(
-            status.HTTP_401_UNAUTHORIZED,
-            "admin endpoints need the header 'Authorization: Bearer <admin token>'",
-            headers={"WWW-Authenticate": "Bearer"},
-        )
+    """404 while admin is off, 401 without the right bearer token (the app's AdminGateMiddleware
+    answers the same before the body is read; this declares the scheme and holds without it)."""
+    refused = refusal(admin_token, "" if credentials is None else credentials.credentials)
+    if refused is not None:
+        raise refused
 
 
 router = APIRouter(

@@ -2,7 +2,8 @@
 
 The files are :mod:`service.store.export`'s, the same bytes ``streamlda export`` writes; behind
 the admin token like the other admin routes (routes/admin.py), since the archive is large to
-make and holds the whole model.
+make and holds the whole model. One export is built at a time per API process: the app's
+ConcurrencyLimitMiddleware answers another with 503 and Retry-After, before it starts.
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ from service.api.routes.admin import require_admin
 from service.store.export import Export, ExportError, tar_gz
 
 MEDIA_TYPE = "application/gzip"
+PATH = "/admin/export"
+# Another export while one is built is refused, told to come back after this many seconds.
+RETRY_AFTER_S = 5
 
 
 class TarGzResponse(StreamingResponse):
@@ -40,15 +44,16 @@ router = APIRouter(
         401: _error("Missing or wrong bearer token"),
         404: _error("Admin endpoints are off (no admin_token)"),
         503: _error(
-            "Redis is unreachable, no model yet, or the model has no stream figures (a worker "
-            "that predates them) or no documents in its sample"
+            "Redis is unreachable, no model yet, the model has no stream figures (a worker "
+            "that predates them) or no documents in its sample, or another export is being "
+            "built (then with Retry-After)"
         ),
     },
 )
 
 
 @router.get(
-    "/export",
+    PATH.removeprefix("/admin"),
     response_class=TarGzResponse,
     responses={
         200: {

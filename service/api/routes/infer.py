@@ -7,10 +7,13 @@ the settings max_infer_bytes and body_timeout_s, :mod:`service.api.http.body_lim
 work waits for one of the app's ``infer_concurrency`` threads, which takes every request waiting
 then as one batch (:mod:`service.api.infer.batcher`); :mod:`service.api.infer.admission` refuses
 requests beyond ``infer_queue`` (503, Retry-After) before reading their bodies, so memory stays
-bounded and nothing else (``/healthz`` included) waits for it.
-"""
+bounded and nothing else (``/healthz`` included) waits for it. A batch holds at most the setting
+max_infer_texts texts, so its answer is bounded too.
 
-from __future__ import annotations
+Built per app by :func:`router`, because that bound belongs in the OpenAPI schema. (No
+``from __future__ import annotations`` here: the batch route's body is the model built for that
+bound, which string annotations could not resolve.)
+"""
 
 import json
 from collections.abc import Sequence
@@ -28,13 +31,13 @@ from service.api.infer.proportions import proportions
 from service.api.schemas import (
     INVALID,
     ErrorOut,
-    InferBatchIn,
     InferBatchOut,
     InferIn,
     InferOut,
+    ValidationErrorOut,
+    infer_batch_in,
 )
 
-router = APIRouter(tags=["infer"])
 NUMPY = orjson.OPT_SERIALIZE_NUMPY
 
 ERRORS: dict[int | str, dict[str, object]] = {
@@ -52,6 +55,14 @@ ERRORS: dict[int | str, dict[str, object]] = {
         "model": ErrorOut,
         "description": "Redis is unreachable, no model yet, or too many /infer requests "
         "waiting (then with Retry-After)",
+    },
+}
+
+BATCH_ERRORS: dict[int | str, dict[str, object]] = {
+    **ERRORS,
+    422: {
+        "model": ValidationErrorOut,
+        "description": "Invalid body, or more texts than the setting max_infer_texts",
     },
 }
 
@@ -122,15 +133,23 @@ def answers(head: str, tokens: Sequence[tuple[int, int]], pi: np.ndarray) -> lis
     return written
 
 
-@router.post("/infer", response_model=InferOut, responses=ERRORS)
-async def infer(body: InferIn, batcher: BatcherDep) -> Response:
-    """Tokenised as the learner does; words outside the vocabulary are ignored (and counted)."""
-    return Response((await batcher([body.text]))[0], media_type=JSON)
+def router(max_texts: int) -> APIRouter:
+    """The inference routes, a batch bounded by ``max_texts`` texts (the setting
+    max_infer_texts)."""
+    routes = APIRouter(tags=["infer"])
+    batch_in = infer_batch_in(max_texts)
 
+    @routes.post("/infer", response_model=InferOut, responses=ERRORS)
+    async def infer(body: InferIn, batcher: BatcherDep) -> Response:
+        """Tokenised as the learner does; words outside the vocabulary are ignored (and
+        counted)."""
+        return Response((await batcher([body.text]))[0], media_type=JSON)
 
-@router.post("/infer/batch", response_model=InferBatchOut, responses=ERRORS)
-async def infer_many(body: InferBatchIn, batcher: BatcherDep) -> Response:
-    """Many texts in one request, inferred together: one answer each, in order, each equal to
-    ``/infer``'s for that text."""
-    answers = await batcher(body.texts)
-    return Response(b'{"results":[' + b",".join(answers) + b"]}", media_type=JSON)
+    @routes.post("/infer/batch", response_model=InferBatchOut, responses=BATCH_ERRORS)
+    async def infer_many(body: batch_in, batcher: BatcherDep) -> Response:  # type: ignore[valid-type]
+        """Many texts in one request, inferred together: one answer each, in order, each equal
+        to ``/infer``'s for that text."""
+        answers = await batcher(body.texts)  # type: ignore[attr-defined]
+        return Response(b'{"results":[' + b",".join(answers) + b"]}", media_type=JSON)
+
+    return routes

@@ -19,7 +19,7 @@ from service.api.deps import RedisDep, StateDep
 from service.api.http.query_params import MAX_INTEGER, TOPIC_ID, strict
 from service.api.reads.refresher import State
 from service.api.routes.admin import require_admin
-from service.api.schemas import INVALID, ErrorOut, TopicNameOut
+from service.api.schemas import BODY_ERRORS, INVALID, ErrorOut, TopicNameOut
 from service.store.topic_names import clear_topic_name, set_topic_name
 
 NAME = (
@@ -73,6 +73,7 @@ def router(most: int) -> APIRouter:
         responses={
             401: {"model": ErrorOut, "description": "Missing or wrong bearer token"},
             404: {"model": ErrorOut, "description": "Admin endpoints are off, or no such topic"},
+            **BODY_ERRORS,
             **INVALID,
             503: {"model": ErrorOut, "description": "Redis is unreachable, or no topics yet"},
         },

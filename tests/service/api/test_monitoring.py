@@ -12,6 +12,7 @@ import dataclasses
 import inspect
 import json
 import re
+import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -211,6 +212,36 @@ def test_plain_up_starts_what_it_did_and_the_profile_adds_monitoring() -> None:
         assert re.fullmatch(r"(prom/prometheus|grafana/grafana):v?\d+\.\d+\.\d+", image), image
     assert "api" in spec["prometheus"]["depends_on"]
     assert "prometheus" in spec["grafana"]["depends_on"]
+
+
+def test_monitoring_ports_bind_to_this_host_unless_the_operator_says_otherwise() -> None:
+    spec = services()
+    for name in MONITORING_SERVICES:
+        (mapping,) = spec[name]["ports"]
+        assert str(mapping).startswith("${STREAMLDA_MONITORING_BIND:-127.0.0.1}:"), mapping
+
+
+def grafana_start(password: str | None) -> subprocess.CompletedProcess[str]:
+    """Grafana's entrypoint as its container runs it (compose's ``$$`` unescaped), with
+    ``true`` for Grafana itself, and ``password`` as the admin password compose passes."""
+    shell, flag, script, program = services()["grafana"]["entrypoint"]
+    environment = {"PATH": "/usr/bin:/bin"}
+    if password is not None:
+        environment["GF_SECURITY_ADMIN_PASSWORD"] = password
+    assert program == "/run.sh"  # the image's own entrypoint, started once the check passes
+    command = [shell, flag, script.replace("$$", "$"), "true"]
+    return subprocess.run(command, env=environment, capture_output=True, text=True, timeout=10)
+
+
+@pytest.mark.slow
+def test_grafana_refuses_to_start_without_a_password_of_its_own() -> None:
+    grafana = services()["grafana"]
+    assert grafana["environment"]["GF_SECURITY_ADMIN_PASSWORD"] == "${STREAMLDA_GRAFANA_PASSWORD:-}"
+    for password in (None, "", "admin"):
+        refused = grafana_start(password)
+        assert refused.returncode == 1 and "STREAMLDA_GRAFANA_PASSWORD" in refused.stderr
+    started = grafana_start("a long passphrase")
+    assert started.returncode == 0, started.stderr
 
 
 def test_monitoring_mounts_the_repository_files_read_only() -> None:

@@ -18,11 +18,13 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+import httpx
 import pytest
 import redis
 from fastapi import Request, Response
 
 from service.api.app import create_app
+from service.api.routes import page as page_route
 from service.learn.topic_watch import TopicWatch
 from service.settings import Settings
 from service.store.control import set_paused
@@ -50,18 +52,31 @@ pytestmark = [
 ]
 
 
-def chromium(url: str, profile: Path, *args: str, budget_ms: int = VIRTUAL_TIME_MS) -> str:
-    """Run headless Chromium on ``url`` for ``budget_ms`` of virtual time; its stdout."""
+def run_chromium(
+    url: str, profile: Path, *args: str, budget_ms: int = VIRTUAL_TIME_MS
+) -> subprocess.CompletedProcess[str]:
+    """Run headless Chromium on ``url`` for ``budget_ms`` of virtual time, the page's console
+    logged to stderr."""
     assert CHROMIUM is not None
     command = [
         CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
         "--no-first-run", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", f"--user-data-dir={profile}", f"--virtual-time-budget={budget_ms}",
-        *args, url,
+        "--disable-sync", "--enable-logging=stderr", "--v=0", f"--user-data-dir={profile}",
+        f"--virtual-time-budget={budget_ms}", *args, url,
     ]  # fmt: skip
     result = subprocess.run(command, capture_output=True, text=True, timeout=CHROMIUM_TIMEOUT_S)
     assert result.returncode == 0, result.stderr[-2000:]
-    return result.stdout
+    return result
+
+
+def chromium(url: str, profile: Path, *args: str, budget_ms: int = VIRTUAL_TIME_MS) -> str:
+    """Run headless Chromium on ``url`` for ``budget_ms`` of virtual time; its stdout."""
+    return run_chromium(url, profile, *args, budget_ms=budget_ms).stdout
+
+
+def csp_violations(stderr: str) -> list[str]:
+    """The console's reports of something the Content-Security-Policy blocked."""
+    return re.findall(r"CONSOLE[^\n]*Content Security Policy[^\n]*", stderr)
 
 
 def dump_dom(url: str, profile: Path, budget_ms: int = VIRTUAL_TIME_MS) -> str:
@@ -273,6 +288,40 @@ def test_page_loads_nothing_from_elsewhere(
     urls = set(re.findall(r"[a-z][a-z0-9+.-]*://[^\s\"'<>)]+", dom))
     assert urls <= {"http://www.w3.org/2000/svg"}, urls
     assert "url(" not in dom and "@import" not in dom and "<link" not in dom
+
+
+def test_page_runs_under_its_content_security_policy(
+    watched: TopicWatch, served: str, tmp_path: Path
+) -> None:
+    """Served with a policy that allows no inline code but its own, by hash, and no framing;
+    the page draws everything (plots, bars, swatches, a topic's view) and the browser blocks
+    nothing."""
+    answer = httpx.get(served, timeout=10)
+    headers = answer.headers
+    assert " style=" not in answer.text  # a style attribute is inline style no hash allows
+    policy = headers["content-security-policy"]
+    assert "default-src 'none'" in policy and "frame-ancestors 'none'" in policy
+    assert "unsafe-inline" not in policy and "unsafe-eval" not in policy
+    assert headers["x-content-type-options"] == "nosniff"
+    assert headers["x-frame-options"] == "DENY"
+    run = run_chromium(served + "#sort=coherence&topic=2", tmp_path / "profile", "--dump-dom")
+    assert csp_violations(run.stderr) == []
+    assert [k for k, _ in rows(run.stdout)] == [2, 0, 1]
+    assert len(re.findall(r'<rect[^>]*class="bar"', run.stdout)) == len(VOCAB)
+
+
+def test_a_page_outside_its_policy_is_blocked_and_reported(
+    settings: Settings, published: Published, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check above can fail: a policy without the page's hashes blocks its script and
+    style, Chromium says so on the console, and the page shows nothing."""
+    monkeypatch.setattr(page_route, "content_security_policy", lambda html: "default-src 'none'")
+    with serve(create_app(settings)) as url:
+        run = run_chromium(url, tmp_path / "profile", "--dump-dom")
+    blocked = csp_violations(run.stderr)
+    assert any("inline script" in line for line in blocked), run.stderr[-2000:]
+    assert any("inline style" in line for line in blocked), run.stderr[-2000:]
+    assert rows(run.stdout) == []
 
 
 def test_screenshot_draws_the_page(watched: TopicWatch, served: str, tmp_path: Path) -> None:

@@ -11,13 +11,16 @@ for clicks, as in test_page.py, whose helpers these tests share.
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 import redis
+from fastapi import Request, Response
 
 from service.api.app import create_app
 from service.keys import MODEL_KEY
@@ -232,3 +235,49 @@ def test_screenshot_draws_the_topic_view(
     # the size line and meters, the coherence line, the changed marks, the word bars
     for colour in ("3a6fb0", "2a8a3e", "c77800", "9fbfe3"):
         assert drawn(colour), colour
+
+
+GOOD_LINK = "https://en.wikipedia.org/?curid=3"
+HOSTILE_LINKS = [
+    "https://evil.example/?curid=1",
+    "http://en.wikipedia.org/?curid=2",  # not https
+    "https://en.wikipedia.org.evil.example/?curid=4",
+    "https://en.wikipedia.org@evil.example/?curid=5",
+    "javascript:alert(1)",
+    "//evil.example/?curid=6",
+]
+
+
+def test_articles_link_only_to_the_wiki(
+    redis_client: redis.Redis, published: Published, settings: Settings, tmp_path: Path
+) -> None:
+    """The server builds every link, but the page trusts none it is given: an answer whose
+    articles point anywhere but the live source's wiki shows them as plain text."""
+    publish_record(redis_client, published, history=False)
+    app = create_app(settings)
+
+    @app.middleware("http")
+    async def hostile(
+        request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        response = await call_next(request)
+        if request.url.path != "/topics/2" or response.status_code != 200:
+            return response
+        body = b"".join([chunk async for chunk in response.body_iterator])  # type: ignore[attr-defined]
+        data = json.loads(body)
+        data["articles"] = [
+            {"title": f"article {i}", "id": str(i), "source": "wikipedia", "share": 0.5,
+             "docs_seen": 100, "url": url}
+            for i, url in enumerate([GOOD_LINK, *HOSTILE_LINKS])
+        ]  # fmt: skip
+        return Response(json.dumps(data), media_type="application/json")
+
+    with serve(app) as url:
+        dom = dump_dom(url + "#topic=2", tmp_path / "profile")
+    articles = element(detail_of(dom), r'<ol class="articles" id="topic-articles">.*?</ol>')
+    assert re.findall(r'<a href="([^"]*)"', articles) == [GOOD_LINK]
+    shown = re.findall(r'<li data-source="wikipedia">(.*?)</li>', articles, flags=re.S)
+    assert [text(item).split()[:2] for item in shown] == [
+        ["article", str(i)] for i in range(1 + len(HOSTILE_LINKS))
+    ]
+    assert "evil" not in articles and "javascript" not in articles
