@@ -19,6 +19,7 @@ from lda.config import DEFAULTS, LearnerConfig, SamplerName
 from lda.config import Backend as GibbsBackend
 from lda.config import Method as GibbsMethod
 from service import keys
+from service.ingest.sources.base import MAX_ARTICLE_BYTES
 
 Part = TypeVar("Part")
 DeviceName = Literal["auto", "cpu", "cuda"]
@@ -210,6 +211,12 @@ class Settings(BaseSettings):
         gt=0,
         description="Articles per second a jsonl: or dump: source yields, to replay a live "
         "stream's pace (unset: as fast as the queue takes them)",
+    )
+    max_article_bytes: int = Field(
+        MAX_ARTICLE_BYTES,
+        ge=1024,
+        description="Longest article a source accepts, in bytes of raw text: a longer line or "
+        "page is skipped as too_large, never held whole (why 4 MiB: docs/defaults.md)",
     )
     request_timeout: float = Field(30.0, gt=0, description="Seconds before an API request fails")
     max_retries: int = Field(8, ge=0, description="Retries of a failing API request")

@@ -27,6 +27,8 @@ from mwparserfromhell.nodes import (
 )
 from mwparserfromhell.wikicode import Wikicode
 
+from service.ingest.sources.base import ArticleSkipped
+
 # Sections cut with everything under them: citations and navigation, not prose.
 DROPPED_SECTIONS = frozenset(
     {
@@ -194,6 +196,14 @@ def skip_reason(title: str, wikitext: str) -> str | None:
     if is_disambiguation(title, wikitext):
         return "disambiguation"
     return None
+
+
+def clean_or_skip(text: str) -> str:
+    """:func:`clean_wikitext`, any failure of which is the page's: ArticleSkipped."""
+    try:
+        return clean_wikitext(text)
+    except Exception as exc:  # the parser's RecursionError, MemoryError, ...: this page only
+        raise ArticleSkipped("unparsable", f"{type(exc).__name__}: {exc}"[:200]) from exc
 
 
 def clean_wikitext(text: str) -> str:
