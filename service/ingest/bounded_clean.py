@@ -71,6 +71,7 @@ class BoundedCleaner:
         if status == OK:
             return answer.decode(*ENCODING)
         self._stop_child()  # after a memory error or a failure, a fresh heap for the next page
+        self.restarts += 1
         if status == NO_MEMORY:
             raise ArticleSkipped("parse_memory", f"over {self.memory_bytes} bytes")
         raise ArticleSkipped("unparsable", answer.decode(*ENCODING)[:200])
