@@ -19,11 +19,13 @@ from lda.config import DEFAULTS, LearnerConfig, SamplerName
 from lda.config import Backend as GibbsBackend
 from lda.config import Method as GibbsMethod
 from service import keys
-from service.ingest.sources.base import MAX_ARTICLE_BYTES
 
 Part = TypeVar("Part")
 DeviceName = Literal["auto", "cpu", "cuda"]
 SECRET_FIELDS = {"admin_token", "redis_url"}  # never written to checkpoints
+# The longest article a source accepts, bytes of raw text (why: docs/defaults.md); the sources
+# use it where no setting is given.
+MAX_ARTICLE_BYTES = 4 * 1024 * 1024
 
 
 def _learner_default(name: str) -> Any:

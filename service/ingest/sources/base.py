@@ -12,11 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-log = logging.getLogger(__name__)
+from service.settings import MAX_ARTICLE_BYTES
 
-# The longest article a source accepts by default, in bytes of raw text (its wikitext, or its
-# plain text): twice the longest revision Wikipedia saves (why: docs/defaults.md).
-MAX_ARTICLE_BYTES = 4 * 1024 * 1024
+log = logging.getLogger(__name__)
 
 # Wikitext to plain text; raises ArticleSkipped for a page it cannot or will not clean.
 Clean = Callable[[str], str]
@@ -110,14 +108,12 @@ class FileSource:
     ) -> None:
         """``clean`` replaces the in-process cleaning of wikitext (the scraper's is bounded in
         time and memory); ``max_article_bytes`` is the longest article kept."""
-        from service.ingest.cleaning import clean_or_skip
-
         self.path = Path(path)
         self.name = f"{self.kind}:{self.path}"
         self.skipped = SkipCounter()
         self.start = Position()
         self.max_article_bytes = max_article_bytes
-        self.clean: Clean = clean or clean_or_skip
+        self.clean: Clean | None = clean  # None: :func:`~service.ingest.cleaning.clean_or_skip`
         require_file(self.path)
 
     def identity(self) -> str:

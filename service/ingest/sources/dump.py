@@ -17,7 +17,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
-from service.ingest.cleaning import skip_reason
+from service.ingest.cleaning import clean_or_skip, skip_reason
 from service.ingest.sources.base import (
     Article,
     ArticleSkipped,
@@ -213,7 +213,7 @@ class DumpSource(FileSource):
         if reason is not None:
             self.skipped.skip(reason)
             return None
-        text = self.clean(wikitext)
+        text = (self.clean or clean_or_skip)(wikitext)
         if not text:
             self.skipped.skip("empty")
             return None

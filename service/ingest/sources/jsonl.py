@@ -17,7 +17,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import replace
 
-from service.ingest.cleaning import skip_reason
+from service.ingest.cleaning import clean_or_skip, skip_reason
 from service.ingest.sources.base import (
     Article,
     ArticleSkipped,
@@ -99,7 +99,7 @@ class JsonlSource(FileSource):
             self.skipped.skip(reason)
             return None
         if record.get("format") == "wikitext":
-            text = self.clean(text)
+            text = (self.clean or clean_or_skip)(text)
         if not text.strip():
             self.skipped.skip("empty")
             return None
