@@ -23,6 +23,9 @@ from service import keys
 Part = TypeVar("Part")
 DeviceName = Literal["auto", "cpu", "cuda"]
 SECRET_FIELDS = {"admin_token", "redis_url"}  # never written to checkpoints
+# The longest article a source accepts, bytes of raw text (why: docs/defaults.md); the sources
+# use it where no setting is given.
+MAX_ARTICLE_BYTES = 4 * 1024 * 1024
 
 
 def _learner_default(name: str) -> Any:
@@ -210,6 +213,12 @@ class Settings(BaseSettings):
         gt=0,
         description="Articles per second a jsonl: or dump: source yields, to replay a live "
         "stream's pace (unset: as fast as the queue takes them)",
+    )
+    max_article_bytes: int = Field(
+        MAX_ARTICLE_BYTES,
+        ge=1024,
+        description="Longest article a source accepts, in bytes of raw text: a longer line or "
+        "page is skipped as too_large, never held whole (why 4 MiB: docs/defaults.md)",
     )
     request_timeout: float = Field(30.0, gt=0, description="Seconds before an API request fails")
     max_retries: int = Field(8, ge=0, description="Retries of a failing API request")

@@ -70,6 +70,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="articles per second from a jsonl: or dump: source (default: as fast as read)",
     )
     p.add_argument(
+        "--max-article-bytes",
+        type=int,
+        metavar="N",
+        help="longest article the scraper accepts, in bytes of raw text (longer: skipped)",
+    )
+    p.add_argument(
         "--redis",
         dest="redis_url",
         metavar="URL",

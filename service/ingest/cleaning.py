@@ -27,6 +27,8 @@ from mwparserfromhell.nodes import (
 )
 from mwparserfromhell.wikicode import Wikicode
 
+from service.ingest.sources.base import ArticleSkipped
+
 # Sections cut with everything under them: citations and navigation, not prose.
 DROPPED_SECTIONS = frozenset(
     {
@@ -123,24 +125,38 @@ DISAMBIGUATION_TEMPLATES = frozenset(
     }
 )
 
-_TEMPLATE_START = re.compile(r"\{\{\s*(?:[Tt]emplate:)?([^{}|\n]{1,60}?)\s*(?=\||\}\})")
+# Every pattern runs in time linear in its input, whatever the input: a hostile page must not
+# stall the scraper. A match attempt starts only at a delimiter and scans a run that ends at the
+# next one (or is possessive), so attempts never rescan each other's text; what a pattern would
+# do with backtracking over long runs (headings, unclosed refs) is done by code instead.
+_TEMPLATE_START = re.compile(r"\{\{([^{}|\n]*+)(?=\||\}\})")
 _REDIRECT = re.compile(r"^\s*#\s*redirect\b", re.IGNORECASE)
 _COMMENTS = re.compile(r"<!--.*?(?:-->|$)", re.DOTALL)
-_REFS = re.compile(r"<ref(?:\s[^<>]*)?/>|<ref(?:\s[^<>]*)?>.*?</ref\s*>", re.DOTALL | re.IGNORECASE)
-_HEADING_LINE = re.compile(r"^(={1,6})\s*(.+?)\s*\1\s*$")
+_REF_OPEN = re.compile(r"<ref(?:\s[^<>]*+)?>", re.IGNORECASE)
+_REF_CLOSE = re.compile(r"</ref\s*+>", re.IGNORECASE)
 _QUOTES = re.compile(r"'{2,}")
-_MAGIC_WORD = re.compile(r"__[A-Z]+__")
-_TABLE_LINE = re.compile(r"^\s*(\{\||\|\}|\|-|\||!)")
-_RESIDUE_LINK = re.compile(r"\[\[(?:[^\[\]|]*\|)?([^\[\]|]*)\]\]")
-_RESIDUE_TEMPLATE = re.compile(r"\{\{[^{}]*\}\}")
-_RESIDUE_HEADING = re.compile(r"^=+\s*(.*?)\s*=+$")
+_MAGIC_WORD = re.compile(r"__[A-Z]++__")
+_TABLE_LINE = re.compile(r"^\s*+(\{\||\|\}|\|-|\||!)")
+_RESIDUE_LINK = re.compile(r"\[\[(?:[^\[\]|]*+\|)?([^\[\]|]*+)\]\]")
+_RESIDUE_TEMPLATE = re.compile(r"\{\{[^{}]*+\}\}")
 _RESIDUE_MARKUP = re.compile(r"\[\[|\]\]|\{\{|\}\}|={2,}")
 _BLANKS = re.compile(r"[ \t\u00a0]+")
 _MANY_NEWLINES = re.compile(r"\n{3,}")
-_SPACE_BEFORE_PUNCT = re.compile(r" +([,.;:!?)])")
-_EMPTY_PARENS = re.compile(r"\(\s*[,;]?\s*\)")
-_LEFTOVER_TAG = re.compile(r"</?[A-Za-z][^<>\n]*/?>")
+_SPACE_BEFORE_PUNCT = re.compile(r"(?<! ) +([,.;:!?)])")
+_EMPTY_PARENS = re.compile(r"\(\s*+[,;]?\s*+\)")
+_LEFTOVER_TAG = re.compile(r"</?[A-Za-z][^<>\n]*+>")
 _LANGUAGE_PREFIX = re.compile(r"^[a-z]{2,3}(-[a-z]{2,8})*$")
+# Passes that unwrap nested leftover links and templates (each pass is linear; deeper nesting
+# than this is markup the parser gave up on, and its brackets are blanked instead).
+RESIDUE_PASSES = 8
+# Deepest nesting of templates and links a page may have: the parser's own limit, past which it
+# tries and abandons every level (slowly) and leaves the markup as text.
+MAX_NESTING = 100
+_BRACKETS = re.compile(r"\{\{|\}\}|\[\[|\]\]")
+
+
+class UnparsableWikitext(ValueError):
+    """Wikitext the cleaner will not parse (the page is skipped, not the source)."""
 
 
 def is_redirect(wikitext: str) -> bool:
@@ -158,10 +174,17 @@ def is_disambiguation(title: str, wikitext: str) -> bool:
     if title.strip().lower().endswith("(disambiguation)"):
         return True
     for match in _TEMPLATE_START.finditer(wikitext):
-        name = " ".join(match.group(1).replace("_", " ").split()).lower()
-        if name in DISAMBIGUATION_TEMPLATES:
+        name = match.group(1).lstrip()
+        if name.startswith(("Template:", "template:")):
+            name = name[len("template:") :]
+        name = name.strip()
+        if 0 < len(name) <= 60 and _normal_name(name) in DISAMBIGUATION_TEMPLATES:
             return True
     return False
+
+
+def _normal_name(name: str) -> str:
+    return " ".join(name.replace("_", " ").split()).lower()
 
 
 def skip_reason(title: str, wikitext: str) -> str | None:
@@ -175,13 +198,22 @@ def skip_reason(title: str, wikitext: str) -> str | None:
     return None
 
 
+def clean_or_skip(text: str) -> str:
+    """:func:`clean_wikitext`, any failure of which is the page's: ArticleSkipped."""
+    try:
+        return clean_wikitext(text)
+    except Exception as exc:  # the parser's RecursionError, MemoryError, ...: this page only
+        raise ArticleSkipped("unparsable", f"{type(exc).__name__}: {exc}"[:200]) from exc
+
+
 def clean_wikitext(text: str) -> str:
     """Plain text of a wikitext article, ready for the tokeniser."""
     pieces: list[str] = []
     dropping_level = 0  # > 0 while inside a dropped section of this heading level
     # Bold/italic quotes carry no words and, unbalanced, derail the parser; comments and refs
     # are dropped anyway: removing them first makes parsing several times cheaper.
-    text = _QUOTES.sub("", _REFS.sub("", _COMMENTS.sub("", text)))
+    text = _QUOTES.sub("", _drop_refs(_COMMENTS.sub("", text)))
+    _check_nesting(text)
     text = _drop_tables_and_sections(text)
     for node in mwparserfromhell.parse(text).nodes:
         if isinstance(node, Heading):
@@ -191,6 +223,56 @@ def clean_wikitext(text: str) -> str:
         if not dropping_level:
             _render_node(node, pieces)
     return _tidy("".join(pieces))
+
+
+def _check_nesting(text: str) -> None:
+    """Raise UnparsableWikitext when templates and links nest deeper than MAX_NESTING."""
+    depth = 0
+    for match in _BRACKETS.finditer(text):
+        if match.group() in ("{{", "[["):
+            depth += 1
+            if depth > MAX_NESTING:
+                raise UnparsableWikitext(f"templates and links nest over {MAX_NESTING} deep")
+        elif depth:
+            depth -= 1
+
+
+def _drop_refs(text: str) -> str:
+    """``text`` without its ``<ref .../>`` and ``<ref ...>...</ref>`` spans, in one pass: each
+    opening tag is closed by the first ``</ref>`` after it, and an opening tag that nothing
+    closes is dropped alone, its text kept (as the parser would show it, minus the tag it would
+    chase to the end of the page from every such tag)."""
+    closes = _REF_CLOSE.finditer(text)
+    close = next(closes, None)
+    pieces: list[str] = []
+    kept = 0  # text before this is decided
+    for opening in _REF_OPEN.finditer(text):
+        if opening.start() < kept:
+            continue  # inside a span already dropped
+        if opening.group().endswith("/>"):
+            end = opening.end()
+        else:
+            while close is not None and close.start() < opening.end():
+                close = next(closes, None)
+            end = opening.end() if close is None else close.end()
+        pieces.append(text[kept : opening.start()])
+        kept = end
+    pieces.append(text[kept:])
+    return "".join(pieces)
+
+
+def _heading(line: str) -> tuple[int, str] | None:
+    """(level, title) of a heading line such as ``== Title ==``, else None. The level is the
+    shorter run of ``=`` (at most 6); what the longer run has beyond it belongs to the title."""
+    right = line.rstrip()
+    if not right.startswith("="):
+        return None
+    lead = len(right) - len(right.lstrip("="))
+    if lead == len(right):  # only "=": the middle ones are the title
+        level = min(6, (lead - 1) // 2)
+        return (level, right[level:-level]) if level else None
+    level = min(6, lead, len(right) - len(right.rstrip("=")))
+    return (level, right[level:-level].strip()) if level else None
 
 
 def _drop_tables_and_sections(text: str, tables: bool = True) -> str:
@@ -210,12 +292,12 @@ def _drop_tables_and_sections(text: str, tables: bool = True) -> str:
             if stripped.startswith("|}"):
                 table_depth -= 1
             continue
-        heading = _HEADING_LINE.match(line)
+        heading = _heading(line)
         if heading is not None:
-            level = len(heading.group(1))
+            level, title = heading
             if dropping_level and level > dropping_level:
                 continue
-            title = " ".join(mwparserfromhell.parse(heading.group(2)).strip_code().split())
+            title = " ".join(mwparserfromhell.parse(title).strip_code().split())
             dropping_level = level if title.lower() in DROPPED_SECTIONS else 0
         if not dropping_level:
             kept.append(line)
@@ -274,9 +356,21 @@ def _render_link(link: Wikilink, out: list[str]) -> None:
             _render(link.text, out)
             return
         # Pipe trick: [[Paris (France)|]] shows "Paris".
-        out.append(re.sub(r"\s*\(.*\)\s*$", "", rest if sep and visible_colon else target))
+        out.append(_without_parenthesis(rest if sep and visible_colon else target))
         return
     out.append(target.split("#", 1)[0] if not target.startswith("#") else target[1:])
+
+
+def _without_parenthesis(title: str) -> str:
+    """The title without a trailing parenthesis and the blanks before it (the pipe trick shows
+    "Paris" for "Paris (France)"), from the first "(" when the title ends with ")"."""
+    if "\n" in title:
+        return title  # never in a link's title
+    end = title.rstrip()
+    start = end.find("(")
+    if not end.endswith(")") or start < 0:
+        return title
+    return end[:start].rstrip()
 
 
 def _render_tag(tag: Tag, out: list[str]) -> None:
@@ -320,9 +414,17 @@ def _tidy(text: str) -> str:
 
 
 def _remove_residue(text: str) -> str:
-    previous = None
-    while previous != text:
+    for _ in range(RESIDUE_PASSES):
         previous = text
         text = _RESIDUE_TEMPLATE.sub("", _RESIDUE_LINK.sub(r"\1", text))
-    lines = [_RESIDUE_HEADING.sub(r"\1", line.strip()) for line in text.split("\n")]
+        if text == previous:
+            break
+    lines = [_residue_heading(line.strip()) for line in text.split("\n")]
     return _RESIDUE_MARKUP.sub(" ", "\n".join(lines))
+
+
+def _residue_heading(line: str) -> str:
+    """A stripped line's text without the runs of ``=`` around it (a heading left as text)."""
+    if len(line) < 2 or not (line.startswith("=") and line.endswith("=")):
+        return line
+    return line.lstrip("=").lstrip().rstrip("=").rstrip()

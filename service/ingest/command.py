@@ -13,9 +13,10 @@ import threading
 from types import FrameType
 
 from service.errors import CommandError
+from service.ingest.bounded_clean import BoundedCleaner
 from service.ingest.queue import QueueConfig
 from service.ingest.scraper import Scraper, ScraperConfig
-from service.ingest.sources import SourceError, open_source
+from service.ingest.sources import Source, SourceError, open_source
 from service.ingest.sources.wikipedia import WikipediaConfig
 from service.redact import configure_logging, redact
 from service.settings import Settings
@@ -43,6 +44,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="articles per second from a jsonl: or dump: source (default: as fast as read)",
     )
     p.add_argument("--limit", type=int, metavar="N", help="stop after N articles queued")
+    p.add_argument(
+        "--max-article-bytes",
+        type=int,
+        metavar="N",
+        help="longest article accepted, in bytes of raw text (longer ones are skipped)",
+    )
     p.add_argument(
         "--api-url", dest="wikipedia_api_url", metavar="URL", help="MediaWiki Action API endpoint"
     )
@@ -83,15 +90,23 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     if limit is not None and limit < 1:
         raise CommandError(f"--limit must be at least 1, not {limit}")
     stop = threading.Event()  # ends every wait: the source's, backpressure's and Redis's
-    try:
-        source = open_source(
-            settings.source,
-            wikipedia=settings.part(WikipediaConfig),
-            stop=stop,
-            replay_rate=settings.replay_rate,
-        )
-    except SourceError as exc:
-        raise CommandError(str(exc)) from exc
+    with BoundedCleaner() as cleaner:  # wikitext is cleaned in a child, bounded
+        try:
+            source = open_source(
+                settings.source,
+                wikipedia=settings.part(WikipediaConfig),
+                stop=stop,
+                replay_rate=settings.replay_rate,
+                max_article_bytes=settings.max_article_bytes,
+                clean=cleaner,
+            )
+        except SourceError as exc:
+            raise CommandError(str(exc)) from exc
+        return _scrape(settings, source, stop, limit)
+
+
+def _scrape(settings: Settings, source: Source, stop: threading.Event, limit: int | None) -> int:
+    """Connect to Redis and scrape ``source`` until it ends, the limit, or a stop signal."""
     try:
         client = connect(settings)
     except RedisURLError as exc:

@@ -57,5 +57,10 @@ SKIP_REASONS = (
     "no_pages",
     "no_revisions",
     "not_wikitext",
+    "parse_memory",
+    "parse_timeout",
     "redirect",
+    "too_large",
+    "undecodable",
+    "unparsable",
 )

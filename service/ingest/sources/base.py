@@ -5,11 +5,19 @@ can import it without importing the package that opens them).
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
+
+from service.settings import MAX_ARTICLE_BYTES
+
+log = logging.getLogger(__name__)
+
+# Wikitext to plain text; raises ArticleSkipped for a page it cannot or will not clean.
+Clean = Callable[[str], str]
 
 
 @dataclass(frozen=True)
@@ -40,6 +48,22 @@ class SourceError(Exception):
     """A source cannot be opened or read (bad spec, missing or unreadable file)."""
 
 
+class ArticleSkipped(Exception):
+    """One article cannot be used: counted under ``reason``, and the source goes on."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+        self.detail = detail
+
+
+def too_large(text: str, most: int) -> bool:
+    """Whether ``text`` is longer than ``most`` bytes in UTF-8 (encoded only when in doubt)."""
+    if len(text) > most:
+        return True
+    return 4 * len(text) > most and len(text.encode("utf-8", "surrogatepass")) > most
+
+
 class SourceStopped(Exception):
     """The source was asked to stop while it waited (backoff, Retry-After, rate limit)."""
 
@@ -58,8 +82,12 @@ class SkipCounter:
 
     counts: Counter[str] = field(default_factory=Counter)
 
-    def skip(self, reason: str) -> None:
+    def skip(self, reason: str, where: str | None = None, detail: str = "") -> None:
+        """Count one skipped article; one that is damaged (``where`` it is given) is also
+        logged, once, since its source may hold more of the same."""
         self.counts[reason] += 1
+        if where is not None:
+            log.warning("skipped %s (%s)%s", where, reason, f": {detail}" if detail else "")
 
     @property
     def total(self) -> int:
@@ -71,11 +99,21 @@ class FileSource:
 
     kind = "file"
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        max_article_bytes: int = MAX_ARTICLE_BYTES,
+        clean: Clean | None = None,
+    ) -> None:
+        """``clean`` replaces the in-process cleaning of wikitext (the scraper's is bounded in
+        time and memory); ``max_article_bytes`` is the longest article kept."""
         self.path = Path(path)
         self.name = f"{self.kind}:{self.path}"
         self.skipped = SkipCounter()
         self.start = Position()
+        self.max_article_bytes = max_article_bytes
+        self.clean: Clean | None = clean  # None: :func:`~service.ingest.cleaning.clean_or_skip`
         require_file(self.path)
 
     def identity(self) -> str:

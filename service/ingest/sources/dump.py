@@ -1,26 +1,46 @@
 """MediaWiki pages-articles XML dumps (``.bz2``, ``.gz`` or plain ``.xml``), streamed.
 
-The file is decompressed and parsed incrementally, fed to the parser up to each ``</page>`` in
-turn so that every page's end has a byte offset (where a restarted scraper carries on: the
-dump's header, then the bytes after that page), and every ``<page>`` is dropped from the tree
-once read, so memory stays flat however large the dump. Only main-namespace (ns 0) pages that
-are neither redirects nor disambiguation pages become articles; the others are skipped and
-counted by reason.
+The file is decompressed and cut into pages at each ``<page>`` and ``</page>``, and every page
+is parsed on its own as it streams in: its end has a byte offset (where a restarted scraper
+carries on), and a page that is not well-formed XML is that page's problem (skipped as
+``malformed_page``), not the dump's. Only a page's title, namespace, id, redirect mark and text
+are kept, the text no further than ``max_article_bytes`` (a longer page is skipped as
+``too_large`` and the rest of it read past, never held), so memory stays flat however large the
+dump or its pages. Only main-namespace (ns 0) pages that are neither redirects nor
+disambiguation pages become articles; the others are skipped and counted by reason, as are
+pages the cleaner cannot handle (``unparsable``).
 """
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
-from dataclasses import replace
-from typing import cast
+from dataclasses import dataclass, field, replace
 
-from service.ingest.cleaning import clean_wikitext, skip_reason
-from service.ingest.sources.base import Article, FileSource, Position, SourceError
+from service.ingest.cleaning import clean_or_skip, skip_reason
+from service.ingest.sources.base import (
+    Article,
+    ArticleSkipped,
+    FileSource,
+    Position,
+    SourceError,
+    too_large,
+)
 from service.ingest.sources.files import READ_SIZE, DecompressedReader
 
 PAGE_END = b"</page>"  # never in a page's text, where XML escapes "<"
 PAGE_START = b"<page>"
+# Characters kept of a page's title, namespace or id (the rest is not read into memory).
+FIELD_CHARS = 4096
+# Bytes of XML a page may take per byte of its text's bound: escapes ("&quot;") and markup.
+XML_BYTES_PER_TEXT_BYTE = 8
+# The elements a page's reader keeps, by their path from <page>.
+FIELDS: dict[tuple[str, ...], str] = {
+    ("page", "title"): "title",
+    ("page", "ns"): "ns",
+    ("page", "id"): "id",
+}
+TEXT = ("page", "revision", "text")
 
 
 def _local(tag: str) -> str:
@@ -28,16 +48,89 @@ def _local(tag: str) -> str:
     return tag.rsplit("}", 1)[-1]
 
 
-def _child(element: ET.Element, name: str) -> ET.Element | None:
-    for child in element:
-        if _local(child.tag) == name:
-            return child
-    return None
+@dataclass
+class _Page:
+    """What is kept of one page: its fields, redirect mark and text (up to ``most`` chars)."""
+
+    most: int
+    fields: dict[str, str] = field(default_factory=dict)
+    redirect: bool = False
+    text: list[str] | None = None  # None: the page has no revision text
+    text_chars: int = 0
+    too_large: bool = False
+    path: list[str] = field(default_factory=list)
+    pieces: list[str] | None = None
+
+    # --- the XML parser's target interface -------------------------------------------------
+    def start(self, tag: str, _attrs: dict[str, str]) -> None:
+        self.path.append(_local(tag))
+        where = tuple(self.path)
+        if where == ("page", "redirect"):
+            self.redirect = True
+        elif where == TEXT:
+            self.text = []
+        self.pieces = [] if where in FIELDS else None
+
+    def data(self, chunk: str) -> None:
+        if tuple(self.path) == TEXT and self.text is not None:
+            self.text_chars += len(chunk)
+            if self.text_chars > self.most:
+                self.too_large = True  # stop: the caller feeds this page no more
+                self.text = None
+            else:
+                self.text.append(chunk)
+        elif self.pieces is not None and sum(map(len, self.pieces)) < FIELD_CHARS:
+            self.pieces.append(chunk)
+
+    def end(self, _tag: str) -> None:
+        name = FIELDS.get(tuple(self.path))
+        if name is not None and self.pieces is not None:
+            self.fields[name] = "".join(self.pieces)[:FIELD_CHARS]
+        self.pieces = None
+        self.path.pop()
+
+    def close(self) -> _Page:
+        return self
 
 
-def _child_text(element: ET.Element, name: str) -> str | None:
-    child = _child(element, name)
-    return None if child is None else (child.text or "")
+class _PageReader:
+    """One page's own XML parser, fed the page's bytes as they come."""
+
+    def __init__(self, most: int) -> None:
+        self.page = _Page(most)
+        self.parser = ET.XMLParser(target=self.page)
+        self.most_bytes = XML_BYTES_PER_TEXT_BYTE * most + READ_SIZE
+        self.fed = 0
+        self.error: str | None = None
+
+    @property
+    def stopped(self) -> bool:
+        return self.error is not None or self.page.too_large
+
+    def feed(self, data: bytes) -> None:
+        if self.stopped or not data:
+            return
+        self.fed += len(data)
+        if self.fed > self.most_bytes:
+            self.page.too_large = True
+            return
+        try:
+            self.parser.feed(data)
+        except ET.ParseError as exc:
+            self.error = str(exc)
+
+    def finish(self) -> _Page:
+        """The page read; ArticleSkipped when it was too large or malformed."""
+        if not self.stopped:
+            try:
+                self.parser.close()
+            except ET.ParseError as exc:
+                self.error = str(exc)
+        if self.page.too_large:
+            raise ArticleSkipped("too_large", f"over {self.page.most} bytes of text")
+        if self.error is not None:
+            raise ArticleSkipped("malformed_page", f"not well-formed XML: {self.error}")
+        return self.page
 
 
 class DumpSource(FileSource):
@@ -48,93 +141,79 @@ class DumpSource(FileSource):
 
     def __iter__(self) -> Iterator[Article]:
         pages = self.start.count
-        parser: ET.XMLPullParser = ET.XMLPullParser(events=("start", "end"))
-        root: list[ET.Element] = []  # the <mediawiki> element, once seen
-
-        def ended() -> Iterator[ET.Element]:
-            """The pages the parser finished with what it was fed so far."""
-            # "start" and "end" events carry elements
-            events = cast(Iterator[tuple[str, ET.Element]], parser.read_events())
-            for event, element in events:
-                if not root:
-                    root.append(element)
-                if event == "end" and _local(element.tag) == "page":
-                    yield element
-
         try:
-            if self.start.offset:
-                parser.feed(self._header())  # the root and siteinfo, then the pages from start
-                list(ended())
             with DecompressedReader(self.path, self.start) as reader:
-                offset = self.start.offset
-                held = b""  # read, not yet fed: it may end inside a "</page>"
+                offset = self.start.offset  # where ``held`` starts, in decompressed bytes
+                held = b""  # read, not yet fed: it may end inside a "<page>" or "</page>"
+                page: _PageReader | None = None  # the page being read
                 while chunk := reader.read(READ_SIZE):
                     held += chunk
-                    while (end := held.find(PAGE_END)) >= 0:
+                    while True:
+                        if page is None:
+                            begin = held.find(PAGE_START)
+                            if begin < 0:  # between pages: nothing to keep
+                                cut = max(0, len(held) - len(PAGE_START) + 1)
+                                offset, held = offset + cut, held[cut:]
+                                break
+                            offset, held = offset + begin, held[begin:]
+                            page = _PageReader(self.max_article_bytes)
+                        end = held.find(PAGE_END)
+                        if end < 0:
+                            cut = max(0, len(held) - len(PAGE_END) + 1)
+                            page.feed(held[:cut])
+                            offset, held = offset + cut, held[cut:]
+                            break
                         end += len(PAGE_END)
-                        parser.feed(held[:end])
-                        offset += end
-                        held = held[end:]
-                        for page in ended():
-                            pages += 1
+                        page.feed(held[:end])
+                        offset, held = offset + end, held[end:]
+                        pages += 1
+                        article = self._read(page, pages)
+                        page = None
+                        if article is not None:
                             at, member_offset = reader.restart_point(offset)
-                            article = self._article(page)
-                            root[0].clear()  # forget every page read so far: memory stays flat
-                            if article is not None:
-                                yield replace(
-                                    article, after=Position(offset, pages, at, member_offset)
-                                )
-                    keep = len(PAGE_END) - 1
-                    if len(held) > keep:
-                        parser.feed(held[:-keep])
-                        offset += len(held) - keep
-                        held = held[-keep:]
-                        for page in ended():  # a page not ended by a literal "</page>"
-                            pages += 1
-                            article = self._article(page)
-                            root[0].clear()
-                            if article is not None:
-                                yield article  # no position: a restart never skips past it
-                parser.feed(held)
-                parser.close()
-                list(ended())
-        except ET.ParseError as exc:
-            raise SourceError(f"malformed XML in {self.path} after {pages} pages: {exc}") from exc
+                            yield replace(article, after=Position(offset, pages, at, member_offset))
+                if page is not None:
+                    raise SourceError(
+                        f"malformed XML in {self.path} after {pages} pages: "
+                        "the file ends inside a page"
+                    )
         except (OSError, EOFError) as exc:
             raise SourceError(f"cannot read {self.path} after {pages} pages: {exc}") from exc
 
-    def _header(self) -> bytes:
-        """The dump's bytes before its first page: the opening of <mediawiki> and <siteinfo>."""
-        head = b""
-        with DecompressedReader(self.path) as reader:
-            while chunk := reader.read(READ_SIZE):
-                head += chunk
-                if (first := head.find(PAGE_START)) >= 0:
-                    return head[:first]
-        return head
+    def _read(self, reader: _PageReader, number: int) -> Article | None:
+        """The page's article, or None with the reason counted (nothing in it raises)."""
+        where = f"{self.name} page {number}"
+        try:
+            return self._article(reader.finish())
+        except ArticleSkipped as skipped:
+            self.skipped.skip(skipped.reason, where, skipped.detail)
+        except Exception as exc:  # any other failure is this page's, not the dump's
+            self.skipped.skip("unparsable", where, f"{type(exc).__name__}: {exc}")
+        return None
 
-    def _article(self, page: ET.Element) -> Article | None:
-        title = _child_text(page, "title")
-        page_id = _child_text(page, "id")
+    def _article(self, page: _Page) -> Article | None:
+        title = page.fields.get("title")
+        page_id = page.fields.get("id")
         if not title or not page_id:
             self.skipped.skip("missing_fields")
             return None
-        if (_child_text(page, "ns") or "0").strip() != "0":
+        if (page.fields.get("ns") or "0").strip() != "0":
             self.skipped.skip("namespace")
             return None
-        if _child(page, "redirect") is not None:
+        if page.redirect:
             self.skipped.skip("redirect")
             return None
-        revision = _child(page, "revision")
-        wikitext = None if revision is None else _child_text(revision, "text")
-        if wikitext is None:
+        if page.text is None:
             self.skipped.skip("no_revisions")
             return None
+        wikitext = "".join(page.text)
+        if too_large(wikitext, self.max_article_bytes):
+            raise ArticleSkipped("too_large", f"over {self.max_article_bytes} bytes")
         reason = skip_reason(title, wikitext)
         if reason is not None:
             self.skipped.skip(reason)
             return None
-        text = clean_wikitext(wikitext)
+        text = (self.clean or clean_or_skip)(wikitext)
         if not text:
             self.skipped.skip("empty")
             return None

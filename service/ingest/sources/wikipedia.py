@@ -5,8 +5,9 @@ One request (``generator=random`` + ``prop=revisions``, ``rvslots=main``) brings
 polite by construction: a descriptive User-Agent with a contact, ``maxlag``, a timeout on every
 request, at most ``rate`` requests per second (retries included), and retries with exponential
 backoff and jitter that wait at least as long as ``Retry-After`` (429, 503, maxlag errors) asks.
-Bad pages (missing, no revision, redirect, disambiguation, not wikitext, empty) and malformed
-responses are skipped and counted by reason; only a request that still fails after
+Bad pages (missing, no revision, redirect, disambiguation, not wikitext, empty, longer than
+``max_article_bytes``, or anything the cleaner cannot handle) and malformed responses are skipped
+and counted by reason; only a request that still fails after
 ``max_retries`` retries, or an error that retrying cannot fix, raises :class:`SourceError`.
 Every wait ends as soon as the ``stop`` event is set (then :class:`SourceStopped`), so a
 scraper told to stop never sits out a long Retry-After or backoff.
@@ -26,9 +27,18 @@ from urllib.parse import urlsplit
 
 import requests
 
-from service.ingest.cleaning import clean_wikitext, is_disambiguation, is_redirect
+from service.ingest.cleaning import clean_or_skip, is_disambiguation, is_redirect
 from service.ingest.source_health import SourceHealth, describe_error
-from service.ingest.sources.base import Article, SkipCounter, SourceError, SourceStopped
+from service.ingest.sources.base import (
+    MAX_ARTICLE_BYTES,
+    Article,
+    ArticleSkipped,
+    Clean,
+    SkipCounter,
+    SourceError,
+    SourceStopped,
+    too_large,
+)
 
 log = logging.getLogger(__name__)
 
@@ -120,6 +130,7 @@ class WikipediaConfig:
     retry_backoff_max: float
     request_timeout: float
     source_down_after_s: float
+    max_article_bytes: int = MAX_ARTICLE_BYTES
 
 
 class WikipediaSource:
@@ -135,9 +146,12 @@ class WikipediaSource:
         sleep: Callable[[float], object] | None = None,
         seed: int | None = None,
         stop: threading.Event | None = None,
+        clean: Clean | None = None,
     ) -> None:
-        """``sleep`` (tests) replaces waiting on ``stop``, which ends every wait once set."""
+        """``sleep`` (tests) replaces waiting on ``stop``, which ends every wait once set;
+        ``clean`` replaces the in-process cleaning of wikitext (the scraper's is bounded)."""
         self.config = config
+        self.clean: Clean = clean or clean_or_skip
         self.skipped = SkipCounter()
         self.requests = 0  # HTTP requests sent, retries included
         self.retries = 0  # attempts repeated after a failure
@@ -297,10 +311,22 @@ class WikipediaSource:
 
     # --- one page --------------------------------------------------------------------------
     def _article(self, page: object) -> Article | None:
-        reason, article = self._parse_page(page)
+        try:
+            reason, article = self._parse_page(page)
+        except ArticleSkipped as skipped:
+            self.skipped.skip(skipped.reason, self._where(page), skipped.detail)
+            return None
+        except Exception as exc:  # any other failure is this page's, not the source's
+            self.skipped.skip("unparsable", self._where(page), f"{type(exc).__name__}: {exc}")
+            return None
         if reason is not None:
             self.skipped.skip(reason)
         return article
+
+    @staticmethod
+    def _where(page: object) -> str:
+        pageid = page.get("pageid") if isinstance(page, dict) else None
+        return f"{SOURCE_NAME} page {pageid}"
 
     def _parse_page(self, page: object) -> tuple[str | None, Article | None]:
         if not isinstance(page, dict):
@@ -321,6 +347,8 @@ class WikipediaSource:
             return "no_content", None
         if slot.get("contentmodel", "wikitext") != "wikitext":  # type: ignore[union-attr]
             return "not_wikitext", None
+        if too_large(content, self.config.max_article_bytes):
+            raise ArticleSkipped("too_large", f"over {self.config.max_article_bytes} bytes")
         if page.get("redirect") or is_redirect(content):
             return "redirect", None
         pageprops = page.get("pageprops")
@@ -328,7 +356,7 @@ class WikipediaSource:
             title, content
         ):
             return "disambiguation", None
-        text = clean_wikitext(content)
+        text = self.clean(content)
         if not text:
             return "empty", None
         return None, Article(id=str(page_id), title=title, text=text, source=SOURCE_NAME)

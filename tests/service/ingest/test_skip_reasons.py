@@ -12,14 +12,17 @@ INGEST = Path(__file__).resolve().parents[3] / "service" / "ingest"
 
 
 def reasons_in_code() -> set[str]:
-    """String literals passed to ``.skip(...)`` or returned as a reason by the ingest code."""
+    """String literals passed to ``.skip(...)`` or ``ArticleSkipped(...)``, or returned as a
+    reason, by the ingest code."""
     found: set[str] = set()
     for path in INGEST.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             if (
                 isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr == "skip"
+                and (
+                    (isinstance(node.func, ast.Attribute) and node.func.attr == "skip")
+                    or (isinstance(node.func, ast.Name) and node.func.id == "ArticleSkipped")
+                )
                 and node.args
                 and isinstance(node.args[0], ast.Constant)
             ):
@@ -33,5 +36,5 @@ def reasons_in_code() -> set[str]:
 
 def test_every_skip_reason_is_exported() -> None:
     found = reasons_in_code()
-    assert {"redirect", "malformed_json", "missing_text"} <= found  # the scan sees them
+    assert {"redirect", "malformed_json", "missing_text", "too_large"} <= found  # it sees them
     assert found - {""} <= set(SKIP_REASONS), found - set(SKIP_REASONS)

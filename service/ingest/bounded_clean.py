@@ -1,0 +1,215 @@
+"""Wikitext cleaned in a child process bounded in time and memory, so no page can stall or
+swell the scraper.
+
+The parser has real pages that hang it or grow it to gigabytes, inside C code that no signal
+interrupts; so the scraper hands each page to a long-lived child process (``python -m
+service.ingest.bounded_clean``) whose address space is capped (``RLIMIT_AS``), and waits for
+the answer no longer than a time that grows with the page. A page past the time bound is
+skipped as ``parse_timeout`` (the child is killed, and another started for the next page), one
+past the memory bound as ``parse_memory``, and one that fails or crashes the parser as
+``unparsable``; the scraper goes on either way. Pages travel over pipes, framed by their
+length, in UTF-8.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import select
+import signal
+import struct
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import IO
+
+from service.ingest.sources.base import ArticleSkipped
+from service.process import die_with_parent
+
+log = logging.getLogger(__name__)
+
+# Seconds a page may take to clean: a base, plus this many per MB of wikitext (the slowest real
+# pages clean at a few seconds per MB on one core: docs/defaults.md, "Parsing bounds").
+PARSE_SECONDS = 2.0
+PARSE_SECONDS_PER_MB = 20.0
+# Address space the child may grow by beyond what it holds once started.
+PARSE_MEMORY_BYTES = 2 * 1024**3
+# The cleaning the child runs, as module:function.
+CLEAN = "service.ingest.cleaning:clean_wikitext"
+
+_LENGTH = struct.Struct(">Q")
+OK, FAILED, NO_MEMORY = b"o", b"f", b"m"
+ENCODING = ("utf-8", "surrogatepass")  # JSON may hold lone surrogates: they travel as they are
+
+
+class BoundedCleaner:
+    """A callable cleaning wikitext in the child process; ArticleSkipped past its bounds."""
+
+    def __init__(
+        self,
+        *,
+        seconds: float = PARSE_SECONDS,
+        seconds_per_mb: float = PARSE_SECONDS_PER_MB,
+        memory_bytes: int = PARSE_MEMORY_BYTES,
+        clean: str = CLEAN,
+    ) -> None:
+        self.seconds = seconds
+        self.seconds_per_mb = seconds_per_mb
+        self.memory_bytes = memory_bytes
+        self.clean = clean
+        self.restarts = 0  # children replaced after a timeout, a crash or a memory error
+        self._child: subprocess.Popen[bytes] | None = None
+
+    def __call__(self, wikitext: str) -> str:
+        data = wikitext.encode(*ENCODING)
+        deadline = time.monotonic() + self.seconds + self.seconds_per_mb * len(data) / 1e6
+        child = self._send(data)
+        status, answer = self._receive(child, deadline)
+        if status == OK:
+            return answer.decode(*ENCODING)
+        self._stop_child()  # after a memory error or a failure, a fresh heap for the next page
+        self.restarts += 1
+        if status == NO_MEMORY:
+            raise ArticleSkipped("parse_memory", f"over {self.memory_bytes} bytes")
+        raise ArticleSkipped("unparsable", answer.decode(*ENCODING)[:200])
+
+    def close(self) -> None:
+        """Stop the child (a later call starts another)."""
+        self._stop_child()
+
+    def __enter__(self) -> BoundedCleaner:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    # --- the child -------------------------------------------------------------------------
+    def _start_child(self) -> subprocess.Popen[bytes]:
+        env = dict(os.environ)
+        # The same code as this process: its import path first (a worktree, not the install).
+        env["PYTHONPATH"] = os.pathsep.join(
+            [p for p in sys.path if p] + [env.get("PYTHONPATH", "")]
+        )
+        command = [sys.executable, "-m", __name__, "--memory", str(self.memory_bytes)]
+        command += ["--clean", self.clean]
+        return subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            preexec_fn=die_with_parent(),
+        )
+
+    def _stop_child(self) -> None:
+        child, self._child = self._child, None
+        if child is None:
+            return
+        child.kill()
+        child.wait()
+        for pipe in (child.stdin, child.stdout):
+            if pipe is not None:
+                pipe.close()
+
+    def _send(self, data: bytes) -> subprocess.Popen[bytes]:
+        """Write the page to the child (a fresh one if the last died between pages)."""
+        for attempt in range(2):
+            if self._child is None:
+                self._child = self._start_child()
+                if attempt or self.restarts:
+                    log.info("started a new cleaning process")
+            child = self._child
+            assert child.stdin is not None
+            try:
+                child.stdin.write(_LENGTH.pack(len(data)) + data)
+                child.stdin.flush()
+                return child
+            except (BrokenPipeError, OSError):
+                self._stop_child()
+                self.restarts += 1
+        raise ArticleSkipped("unparsable", "the cleaning process could not be started")
+
+    def _receive(self, child: subprocess.Popen[bytes], deadline: float) -> tuple[bytes, bytes]:
+        """The child's answer, or ArticleSkipped when it takes too long or dies."""
+        assert child.stdout is not None
+        try:
+            head = _read_exactly(child.stdout, 1 + _LENGTH.size, deadline)
+            (length,) = _LENGTH.unpack(head[1:])
+            return head[:1], _read_exactly(child.stdout, length, deadline)
+        except TimeoutError:
+            self._stop_child()
+            self.restarts += 1
+            raise ArticleSkipped("parse_timeout", "the parser ran past its time bound") from None
+        except EOFError:
+            code = child.wait()
+            self._stop_child()
+            self.restarts += 1
+            raise ArticleSkipped("unparsable", f"the parser died (exit {code})") from None
+
+
+def _read_exactly(stream: IO[bytes], size: int, deadline: float) -> bytes:
+    """``size`` bytes of ``stream`` by ``deadline`` (TimeoutError), EOFError if it ends first."""
+    fd = stream.fileno()
+    parts: list[bytes] = []
+    while size:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            raise TimeoutError
+        part = os.read(fd, min(size, 1 << 20))
+        if not part:
+            raise EOFError
+        parts.append(part)
+        size -= len(part)
+    return b"".join(parts)
+
+
+def _limit_memory(extra: int) -> None:
+    """Cap this process's address space at what it holds now plus ``extra`` bytes."""
+    try:
+        import resource
+
+        with open("/proc/self/statm") as statm:
+            held = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        resource.setrlimit(resource.RLIMIT_AS, (held + extra, held + extra))
+    except (ImportError, OSError, ValueError) as exc:  # not Linux: bounded in time only
+        log.warning("cannot bound the cleaning process's memory: %s", exc)
+
+
+def _load(spec: str) -> Callable[[str], str]:
+    module, _, name = spec.partition(":")
+    function: Callable[[str], str] = getattr(importlib.import_module(module), name)
+    return function
+
+
+def serve(clean: Callable[[str], str], memory_bytes: int) -> None:
+    """The child's loop: read a page, answer its cleaned text (or why not), until EOF."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the scraper's to handle
+    _limit_memory(memory_bytes)
+    pages, answers = sys.stdin.buffer, sys.stdout.buffer
+    while head := pages.read(_LENGTH.size):
+        (length,) = _LENGTH.unpack(head)
+        wikitext = pages.read(length).decode(*ENCODING)
+        try:
+            status, answer = OK, clean(wikitext)
+        except MemoryError:
+            status, answer = NO_MEMORY, ""
+        except BaseException as exc:  # the page's failure, reported as such
+            status, answer = FAILED, f"{type(exc).__name__}: {exc}"
+        del wikitext
+        data = answer.encode(*ENCODING)
+        answers.write(status + _LENGTH.pack(len(data)) + data)
+        answers.flush()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="clean wikitext pages from stdin (internal)")
+    parser.add_argument("--memory", type=int, default=PARSE_MEMORY_BYTES)
+    parser.add_argument("--clean", default=CLEAN)
+    args = parser.parse_args()
+    serve(_load(args.clean), args.memory)
+
+
+if __name__ == "__main__":
+    main()
