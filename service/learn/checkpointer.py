@@ -10,18 +10,33 @@ docs/service.md): a crash in between is repaired on restart from that list.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
 from lda.model import StreamingLDA
 from lda.vocab import Vocabulary
+from service.learn import checkpoint_compat
 from service.learn.model_store import load_model, save_model
 from service.store.redis_retry import RedisRetry
+
+log = logging.getLogger(__name__)
+
+
+class Part(Protocol):
+    """A part of the worker that keeps state across restarts, under one key of a checkpoint's
+    ``extra`` (None from :meth:`state_dict`: nothing to keep; to :meth:`load_state_dict`:
+    nothing kept, start over)."""
+
+    key: str
+
+    def state_dict(self) -> Any: ...
+    def load_state_dict(self, state: Any) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -54,19 +69,42 @@ class Checkpointer:
         self.last = time.monotonic()  # when the last checkpoint was written
         self.at: float | None = None  # its time.time()
         self.docs = -1  # its docs_seen
+        # Entries not yet acknowledged: trained (or empty, or dropped) since the last checkpoint;
+        # the next one lists them, then they are acknowledged.
+        self.unacked: list[str] = []
+        self.parts: tuple[Part, ...] = ()  # what each checkpoint keeps besides the learner
 
     @property
     def exists(self) -> bool:
         return self.path.exists()
 
     def load(self) -> tuple[StreamingLDA, Vocabulary, dict[str, Any]]:
-        """The learner, its vocabulary and the checkpoint's ``extra``."""
-        return load_model(self.path, self.device)
+        """The learner, its vocabulary and the checkpoint's ``extra`` in today's form, however
+        old the checkpoint (:mod:`service.learn.checkpoint_compat`)."""
+        model, vocab, extra = load_model(self.path, self.device)
+        return model, vocab, checkpoint_compat.upgrade(extra, model.docs_seen)
 
-    def resumed(self, docs_seen: int, extra: dict[str, Any]) -> None:
-        """A checkpoint read at start: it is the last one written."""
+    def load_parts(self, extra: dict[str, Any], *parts: Part) -> None:
+        """Each part from its key in a checkpoint's ``extra`` (None where it has none)."""
+        for part in parts:
+            part.load_state_dict(extra.get(part.key))
+
+    def resumed(self, model: StreamingLDA, words: int, extra: dict[str, Any]) -> None:
+        """A checkpoint read at start: it is the last one written; the entries it lists are
+        acknowledged (again, if the last process died before it could)."""
+        done = [str(e) for e in extra.get("acked_entries", [])]
+        self.redis("acknowledging checkpointed entries", lambda: self.ack(done))
         self.at = extra.get("saved_at")
-        self.docs = docs_seen
+        self.docs = model.docs_seen
+        config = model.config
+        log.info(
+            "resumed from %s at %d documents (%s, K=%d, W=%d)",
+            self.path,
+            model.docs_seen,
+            config.sampler,
+            config.n_topics,
+            words,
+        )
 
     def due(
         self,
@@ -96,18 +134,24 @@ class Checkpointer:
             return "drained"
         return None
 
-    def save(
-        self, model: StreamingLDA, vocab: Vocabulary, reason: str, done: list[str], extra: dict
-    ) -> None:
+    def save(self, model: StreamingLDA, vocab: Vocabulary, reason: str, done: list[str]) -> None:
         """The atomic checkpoint, listing ``done`` (acknowledged right after it, and again on a
-        restart if the worker died in between); ``extra``: the worker's own records."""
+        restart if the worker died in between), each part's state under its key."""
         saved_at = time.time()
+        extra = {p.key: state for p in self.parts if (state := p.state_dict()) is not None}
+        extra = checkpoint_compat.for_older_readers(extra)
         payload = {**extra, "acked_entries": done, "reason": reason, "saved_at": saved_at}
         save_model(self.path, model, vocab, self.recorded, payload)
         self.last, self.at, self.docs = time.monotonic(), saved_at, model.docs_seen
 
+    def hold(self, entries: list[str], *, first: bool = False) -> None:
+        """Entries to acknowledge after the next checkpoint (``first``: before those held)."""
+        self.unacked = entries + self.unacked if first else self.unacked + entries
+
     def acknowledge(self, done: list[str], *, final: bool) -> None:
-        """Acknowledge this process's entries ``done`` (a stopping worker waits at most
-        ``stop_ack_wait_s`` for Redis: the checkpoint lists them for the restart)."""
+        """Acknowledge this process's entries ``done``, the first of those held (a stopping
+        worker waits at most ``stop_ack_wait_s`` for Redis: the checkpoint lists them for the
+        restart)."""
         wait = self.config.stop_ack_wait_s if final else None
         self.redis("acknowledging trained entries", lambda: self.ack(done), deadline_s=wait)
+        self.unacked = self.unacked[len(done) :]

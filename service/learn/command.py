@@ -33,7 +33,7 @@ from service.learn.publisher import NullPublisher, PublishConfig, Publisher, Pub
 from service.learn.reservoir import Reservoir
 from service.learn.runtime import set_threads
 from service.learn.session import LearningSession, SessionConfig
-from service.learn.topic_record import RecordConfig
+from service.learn.topic_record import EntryRef, RecordConfig
 from service.learn.topic_watch import TopicWatch
 from service.learn.worker import CannotLearn, Worker, WorkerConfig
 from service.learner_flags import add_learner_flags
@@ -165,7 +165,7 @@ def build_worker(
         settings.checkpoint_every_s, settings.checkpoint_max_unacked, settings.stop_ack_wait_s
     )
     path = Path(settings.data_dir) / CHECKPOINT_NAME
-    session: LearningSession[str] = LearningSession(
+    session: LearningSession[EntryRef] = LearningSession(
         settings.part(SessionConfig), device, holds_out=coordinator.leads, ranks=coordinator.ranks
     )
     config = settings.part(

@@ -2,8 +2,9 @@
 
 The loop (:class:`service.learn.worker.Worker`) is the same for a lone worker and every rank of
 a data-parallel group (docs/service.md); the coordinator is what differs. Each iteration it
-produces a :class:`Plan` (the operator's pause, a checkpoint due, whether warm-up is over, the
-model when it changed), says whether to take a sampler step, and carries the collectives a
+turns the deciding process's :class:`Plan` (the operator's pause, a checkpoint due, whether
+warm-up is over) into every rank's, with the model when it changed, says whether to take a
+sampler step (a :class:`Step`, or why not: :class:`NoStep`), and carries the collectives a
 group needs around a checkpoint: :class:`SoloCoordinator` decides locally and gathers nothing,
 :class:`GroupCoordinator` exchanges every rank's counts, lets rank 0 decide and broadcasts it.
 """
@@ -11,8 +12,8 @@ group needs around a checkpoint: :class:`SoloCoordinator` decides locally and ga
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass, replace
+from enum import Enum
 from typing import Any, Protocol
 
 from lda.batch import Batch
@@ -25,7 +26,10 @@ log = logging.getLogger(__name__)
 # rank still running 30 s after its SIGTERM; what is not scored stays in the checkpoint.
 GROUP_STOP_SCORING_S = 10.0
 
-# (epoch, learner state, vocabulary, each rank's reservoir state as the checkpoint had it)
+# The model to send: learner state, vocabulary, each rank's reservoir state as the checkpoint
+# it came from had it.
+Learner = tuple[dict[str, Any], list[str], list[dict[str, Any] | None]]
+# (epoch, learner state, vocabulary, each rank's reservoir state)
 ModelState = tuple[int, dict[str, Any], list[str], list[dict[str, Any] | None]]
 
 
@@ -42,9 +46,10 @@ class Plan:
 
 @dataclass(frozen=True)
 class Counts:
-    """One process's numbers for the plan: documents waiting for a checkpoint and buffered."""
+    """One process's numbers for the plan: entries not yet acknowledged (they wait for a
+    checkpoint) and documents buffered."""
 
-    waiting: int
+    unacked: int
     buffered: int
 
 
@@ -54,6 +59,14 @@ class Step:
 
     reducer: Reducer | None = None
     where: Layout | None = None
+
+
+class NoStep(Enum):
+    """Why no step is taken now: documents came, so read on (``WAIT``), or nothing is in hand
+    and nothing came (``IDLE``)."""
+
+    WAIT = "wait"
+    IDLE = "idle"
 
 
 @dataclass(frozen=True)
@@ -67,11 +80,6 @@ class RevisitStep:
     documents: int
 
 
-Decide = Callable[[Counts], Plan]
-# The model to send, if any: learner state, vocabulary, the ranks' reservoir states.
-Learner = Callable[[], tuple[dict[str, Any], list[str], list[dict[str, Any] | None]] | None]
-
-
 class Coordinator(Protocol):
     """What the worker's loop asks of its coordinator."""
 
@@ -83,9 +91,12 @@ class Coordinator(Protocol):
     finishes_alone: bool  # on a Redis give-up at stop, checkpoint and finish (no group to wait)
 
     def proceed(self, stop: bool, counts: Counts, busy: tuple[int, float]) -> bool: ...
-    def plan(self, decide: Decide, counts: Counts, learner: Learner) -> Plan: ...
+    def counts(self, mine: Counts) -> Counts: ...
+    @property
+    def model_due(self) -> bool: ...
+    def plan(self, decided: Plan | None, learner: Learner | None) -> Plan: ...
     def model_changed(self) -> None: ...
-    def step(self, buffered: int, tokens: int, batch_ready: bool, read: bool) -> Step | bool: ...
+    def step(self, buffered: int, tokens: int, batch_ready: bool, read: bool) -> Step | NoStep: ...
     def revisit_step(self, batch: Batch | None) -> RevisitStep | None: ...
     def gather(self, done: list[str]) -> list[str]: ...
     def gather_all(self, value: Any) -> list[Any]: ...
@@ -106,22 +117,28 @@ class SoloCoordinator:
     stop_scoring_s: float | None = None
     finishes_alone = True
 
+    model_due = False  # no other rank to send it to
+
     def proceed(self, stop: bool, counts: Counts, busy: tuple[int, float]) -> bool:
         return not stop
 
-    def plan(self, decide: Decide, counts: Counts, learner: Learner) -> Plan:
+    def counts(self, mine: Counts) -> Counts:
+        return mine
+
+    def plan(self, decided: Plan | None, learner: Learner | None) -> Plan:
         # Alone, reading is the warm-up too: documents wait in the session until it is ready.
-        return replace(decide(counts), ready=True)
+        assert decided is not None
+        return replace(decided, ready=True)
 
     def model_changed(self) -> None:
         pass
 
-    def step(self, buffered: int, tokens: int, batch_ready: bool, read: bool) -> Step | bool:
+    def step(self, buffered: int, tokens: int, batch_ready: bool, read: bool) -> Step | NoStep:
         """A step when a minibatch is full or the stream ran dry with documents in hand; else
-        True to wait for more (something was read) or False to idle (nothing was)."""
+        wait for more (something was read) or idle (nothing was)."""
         if batch_ready or (buffered and not read):
             return Step()
-        return read
+        return NoStep.WAIT if read else NoStep.IDLE
 
     def revisit_step(self, batch: Batch | None) -> RevisitStep | None:
         """A revisit of ``batch``, the reservoir's draw (None: nothing in it to learn)."""
@@ -163,29 +180,36 @@ class GroupCoordinator:
         self.model_epoch = 0  # rank 0: bumped whenever the model is replaced
         self.sent_epoch = 0
         self.group_buffered = 0
-        self.group_waiting = 0
+        self.group_unacked = 0
         self.every_rate: list[float] = [0.0] * group.world_size
 
     def proceed(self, stop: bool, counts: Counts, busy: tuple[int, float]) -> bool:
         """Exchange every rank's counts; False once any rank was asked to stop."""
         docs, busy_s = busy
-        mine = [float(stop), float(counts.buffered), float(counts.waiting), float(docs), busy_s]
+        mine = [float(stop), float(counts.buffered), float(counts.unacked), float(docs), busy_s]
         every = self.reducer.exchange(mine)
         self.group_buffered = int(sum(r[1] for r in every))
-        self.group_waiting = int(sum(r[2] for r in every))
+        self.group_unacked = int(sum(r[2] for r in every))
         self.every_rate = [r[3] / r[4] if r[4] > 0 else 0.0 for r in every]
         return not any(r[0] for r in every)
 
-    def plan(self, decide: Decide, counts: Counts, learner: Learner) -> Plan:
-        """Rank 0 decides on the group's counts (and adds the model if the others lack it);
-        every rank gets its plan."""
-        plan: Plan | None = None
-        if self.leads:
-            plan = decide(Counts(self.group_waiting, self.group_buffered))
-            sent = learner() if self.sent_epoch < self.model_epoch else None
-            if sent is not None:
-                plan = replace(plan, model=(self.model_epoch, *sent))
-                self.sent_epoch = self.model_epoch
+    def counts(self, mine: Counts) -> Counts:
+        """The group's counts, as the last :meth:`proceed` exchanged them (what rank 0 decides
+        on)."""
+        return Counts(self.group_unacked, self.group_buffered)
+
+    @property
+    def model_due(self) -> bool:
+        """Rank 0 replaced the model since it last sent one: the next plan carries it."""
+        return self.leads and self.sent_epoch < self.model_epoch
+
+    def plan(self, decided: Plan | None, learner: Learner | None) -> Plan:
+        """Rank 0's ``decided`` plan (with ``learner``, the model, if the others lack it) on
+        every rank."""
+        plan = decided
+        if self.leads and plan is not None and learner is not None and self.model_due:
+            plan = replace(plan, model=(self.model_epoch, *learner))
+            self.sent_epoch = self.model_epoch
         plan = self.reducer.broadcast_object(plan)
         assert plan is not None
         if plan.model is not None and not self.leads:
@@ -195,11 +219,11 @@ class GroupCoordinator:
     def model_changed(self) -> None:
         self.model_epoch += 1
 
-    def step(self, buffered: int, tokens: int, batch_ready: bool, read: bool) -> Step | bool:
-        """A step on the union of the ranks' next minibatches, or False (idle) when every
-        rank's buffer is empty."""
+    def step(self, buffered: int, tokens: int, batch_ready: bool, read: bool) -> Step | NoStep:
+        """A step on the union of the ranks' next minibatches, or idle when every rank's buffer
+        is empty."""
         where = layout(self.reducer, buffered, tokens)
-        return Step(self.reducer, where) if where.documents else False
+        return Step(self.reducer, where) if where.documents else NoStep.IDLE
 
     def revisit_step(self, batch: Batch | None) -> RevisitStep | None:
         """A revisit on the union of the ranks' draws (a rank with none joins with no

@@ -12,8 +12,6 @@ import json
 
 import redis
 
-from service.ingest.sources import Article
-
 
 class HeldoutStore:
     """Append and read the held-out articles."""
@@ -22,9 +20,9 @@ class HeldoutStore:
         self.client = client
         self.key = key
 
-    def add(self, entry_id: str, article: Article) -> None:
+    def add(self, entry_id: str, page_id: str, text: str) -> None:
         """Store one held-out article (before its stream entry is acknowledged)."""
-        record = {"entry": entry_id, "id": article.id, "text": article.text}
+        record = {"entry": entry_id, "id": page_id, "text": text}
         self.client.rpush(self.key, json.dumps(record, separators=(",", ":")))
 
     def texts(self) -> list[str]:

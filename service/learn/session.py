@@ -6,9 +6,11 @@ with a vocabulary word held out (never trained on), documents with none counted 
 rest trained in minibatches of ``batch_size``, an evaluation due at each multiple of
 ``eval_every`` documents, and the learner's configuration from the settings
 (:func:`learner_config`): the few a :class:`SessionConfig` holds. Documents carry an opaque
-``item`` (a stream entry for the worker, a position for ``train``) that comes back with each
-placement and each trained minibatch: the caller decides what storing, acknowledging and
-scoring mean.
+``item`` (the worker's: a reference to the article, without its text; ``train``'s: nothing) that
+comes back with each placement and each trained minibatch: the caller decides what storing,
+acknowledging and scoring mean. What happens to the session on its own (the vocabulary built,
+the held-out set complete, items a change of words left empty) it reports as
+:class:`Events` (:meth:`LearningSession.take_events`).
 
 Unless a vocabulary file was given (``vocab``), the session that holds out also counts the
 stream's words (:class:`lda.word_counts.WordCounts`, ``vocab_counted`` words at most) and, at
@@ -22,7 +24,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
 
@@ -48,11 +50,16 @@ Item = TypeVar("Item")
 Kind = Literal["empty", "heldout", "train"]
 
 
-class VocabularyError(ValueError):
+class CannotLearn(Exception):
+    """Learning cannot go on (no vocabulary could be built, the model does not fit in memory):
+    waiting or retrying cannot help; the ``worker`` command ends the process with it."""
+
+
+class VocabularyError(CannotLearn, ValueError):
     """No vocabulary could be built from the first documents."""
 
 
-class ModelTooLarge(MemoryError):
+class ModelTooLarge(CannotLearn, MemoryError):
     """The learner's K x W parameters could not be allocated."""
 
 
@@ -130,10 +137,21 @@ def learner_config(
 @dataclass(frozen=True)
 class Placed(Generic[Item]):
     """Where one offered document went: ``empty`` (no vocabulary word), ``heldout`` or
-    ``train`` (buffered for a minibatch)."""
+    ``train`` (buffered for a minibatch), with its text, handed back this once (the session
+    keeps a trained document's word ids only)."""
 
     item: Item
     kind: Kind
+    text: str = ""
+
+
+@dataclass
+class Events(Generic[Item]):
+    """What happened in the session since the caller last asked."""
+
+    began: bool = False  # a vocabulary was built from the first texts and the learner began
+    heldout: bool = False  # the held-out set became complete (placed or restored)
+    emptied: list[Item] = field(default_factory=list)  # in hand, left with no word by new words
 
 
 class LearningSession(Generic[Item]):
@@ -169,7 +187,7 @@ class LearningSession(Generic[Item]):
         refreshes = holds_out and config.vocab is None and config.vocab_refresh > 0
         self.word_counts = WordCounts(self.counted) if refreshes else None
         self.next_refresh = config.vocab_refresh
-        self.emptied: list[Item] = []  # items in hand a change of words left with none
+        self.events: Events[Item] = Events()
 
     @property
     def counted(self) -> int:
@@ -199,7 +217,7 @@ class LearningSession(Generic[Item]):
         if before is not None and before.words != vocabulary.words:
             # Another vocabulary (a group's rank 0 refreshed, or a restore went back before a
             # refresh): what is in hand follows it.
-            self.emptied += self._remap_buffer(
+            self.events.emptied += self._remap_buffer(
                 remap_indices(before.words, vocabulary.words), len(before)
             )
             self._encode_heldout()
@@ -211,6 +229,11 @@ class LearningSession(Generic[Item]):
         if self.config.vocab_refresh > 0:
             self.next_refresh = _next_multiple(self.model.docs_seen, self.config.vocab_refresh)
         return self.model
+
+    def forget_model(self) -> None:
+        """No learner until the next :meth:`begin` (a group's rank waiting for rank 0's
+        restored one)."""
+        self.model = None
 
     def _describe(self, config: LearnerConfig) -> str:
         """The learner's sampler, size, documents per step, step schedule and mean decay."""
@@ -267,6 +290,7 @@ class LearningSession(Generic[Item]):
         except ValueError as exc:
             raise VocabularyError(f"cannot build a vocabulary: {exc}") from exc
         self.begin(vocabulary)
+        self.events.began = True
         if self.stored_heldout:  # the held-out set an earlier run stored comes first
             self.restore_heldout(self.stored_heldout)
         return self._place_all(documents)
@@ -277,13 +301,14 @@ class LearningSession(Generic[Item]):
         counts = self.word_counts
         for item, text in documents:
             if counts is None:
-                placed.append(Placed(item, self._place(item, self.vocabulary.encode(text), text)))
+                kind = self._place(item, self.vocabulary.encode(text), text)
+                placed.append(Placed(item, kind, text))
                 continue
             ids, present, others = self.vocabulary.encode_split(text)
             kind = self._place(item, ids, text)
             if kind != "heldout":
                 counts.add_encoded(present, others)
-            placed.append(Placed(item, kind))
+            placed.append(Placed(item, kind, text))
         return placed
 
     def _place(self, item: Item, ids: list[int], text: str) -> Kind:
@@ -295,9 +320,20 @@ class LearningSession(Generic[Item]):
             if len(self.heldout_texts) >= self.config.heldout:
                 self.heldout_closed = True
                 self.heldout = HeldoutSet.from_documents(self.heldout_docs, self.device)
+                self.events.heldout = True
             return "heldout"
         self.buffer.append((item, ids))
         return "train"
+
+    def hold_stored(self, texts: list[str]) -> None:
+        """Before the vocabulary: an earlier run's held-out texts (it left no checkpoint),
+        placed first once the vocabulary exists, never trained on."""
+        self.stored_heldout = texts
+        log.info(
+            "building a vocabulary of %d words from the first %d documents",
+            self.config.vocab_size,
+            self.config.vocab_docs,
+        )
 
     def restore_heldout(self, texts: Iterable[str]) -> None:
         """The held-out set from its stored texts (after a restart), in arrival order: closed
@@ -308,6 +344,8 @@ class LearningSession(Generic[Item]):
             len(self.heldout_texts) >= self.config.heldout
         )
         self._encode_heldout()
+        if self.heldout is not None:
+            self.events.heldout = True
 
     def _encode_heldout(self) -> None:
         """The held-out texts in today's words; the set to score once it is closed."""
@@ -355,7 +393,7 @@ class LearningSession(Generic[Item]):
             return None
         keep = remap_indices(old.words, words)
         model.remap_vocabulary(keep)
-        self.emptied += self._remap_buffer(keep, len(old))
+        self.events.emptied += self._remap_buffer(keep, len(old))
         self.vocabulary = Vocabulary(words, old.version + 1)
         self._count_by_id()
         self._encode_heldout()
@@ -364,8 +402,13 @@ class LearningSession(Generic[Item]):
     def take_emptied(self) -> list[Item]:
         """The items in hand that a change of words left with no word (to count as empty, as
         if placed so), handed over once."""
-        emptied, self.emptied = self.emptied, []
+        emptied, self.events.emptied = self.events.emptied, []
         return emptied
+
+    def take_events(self) -> Events[Item]:
+        """What happened since the last call (see :class:`Events`), handed over once."""
+        events, self.events = self.events, Events()
+        return events
 
     def _remap_buffer(self, keep: torch.Tensor, n_old: int) -> list[Item]:
         """The minibatch in hand in new word ids (``keep`` as a refresh makes it, from a

@@ -1,6 +1,7 @@
 """The worker's record of its topics beside the chain: the stream's tally (word frequencies,
 topic sizes, a document sample) and the articles behind each topic, fed by each fresh
-minibatch's expectations, told of evaluations, and kept in checkpoints."""
+minibatch's expectations, told of evaluations, and kept in checkpoints (:class:`Record`, the
+worker's part: one :class:`TopicRecord` per learner, on the rank that publishes)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,21 @@ from service.learn.topic_articles import TopicArticles
 from service.store.published_model import StreamFigures
 
 ArticleRef = tuple[str, str, str]  # (title, article id, source)
+
+
+@dataclass(frozen=True)
+class EntryRef:
+    """A stream entry's article without its text: what the worker's session carries for each
+    document, from its placement to the step that learns it."""
+
+    entry: str  # the stream entry, acknowledged after the checkpoint that holds its effect
+    title: str
+    id: str  # the page id
+    source: str
+
+    @property
+    def article(self) -> ArticleRef:
+        return self.title, self.id, self.source
 
 
 @dataclass(frozen=True)
@@ -89,3 +105,63 @@ class TopicRecord:
         self.tally.load_state_dict(state["tally"])
         self.articles.load_state_dict(state["articles"])
         self.evaluated_at = state.get("evaluated_at")
+
+
+class Record:
+    """The worker's topics' record: a :class:`TopicRecord` for each learner where the record is
+    on and this rank publishes (else none, and every call does nothing)."""
+
+    key = "topics"
+
+    def __init__(self, config: RecordConfig | None, leads: bool) -> None:
+        self.config = config if leads else None
+        self.now: TopicRecord | None = None
+
+    @property
+    def on(self) -> bool:
+        """Whether steps should hand in their documents' topics."""
+        return self.now is not None
+
+    def begin(self, n_topics: int, n_words: int) -> None:
+        """A new record for a learner of K topics and W words (its state follows)."""
+        if self.config is not None:
+            self.now = TopicRecord(self.config, n_topics, n_words)
+
+    def learned(
+        self, words: torch.Tensor, counts: torch.Tensor, refs: Sequence[EntryRef], docs_seen: int
+    ) -> None:
+        """A fresh minibatch learned (see :meth:`TopicRecord.learned`)."""
+        if self.now is not None:
+            self.now.learned(words, counts, [ref.article for ref in refs], docs_seen)
+
+    def evaluated(self, docs_seen: int, topics: dict[str, Any]) -> None:
+        if self.now is not None:
+            self.now.evaluated(docs_seen, topics)
+
+    def remap_words(self, keep: torch.Tensor, documents: np.ndarray | None) -> None:
+        if self.now is not None and documents is not None:
+            self.now.remap_words(keep, documents)
+
+    def sizes(self) -> list[float] | None:
+        return None if self.now is None else self.now.sizes()
+
+    def figures(self) -> StreamFigures | None:
+        """The stream's figures published with the model (None without a record)."""
+        return None if self.now is None else self.now.figures()
+
+    def shown(self, docs_seen: int) -> dict[str, Any]:
+        """The snapshot's fields of the record (None each without one)."""
+        now = self.now
+        return {
+            "topic_size": None if now is None else now.sizes(),
+            "topic_articles": None if now is None else now.article_rows(docs_seen),
+            "term_frequency": None if now is None else now.tally.term_frequency,
+        }
+
+    def state_dict(self) -> dict[str, Any] | None:
+        return None if self.now is None else self.now.state_dict()
+
+    def load_state_dict(self, state: dict[str, Any] | None) -> None:
+        """A checkpoint's record (None: it starts over)."""
+        if self.now is not None and state is not None:
+            self.now.load_state_dict(state)
