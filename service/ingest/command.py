@@ -77,7 +77,7 @@ def _install_stop_handlers(stop: threading.Event, signals: list[int]) -> None:
 def run(settings: Settings, args: argparse.Namespace) -> int:
     """The ``scrape`` command."""
     configure_logging(getattr(args, "log_level", "INFO"))
-    if not settings.redis_url:
+    if not settings.store.redis_url:
         raise CommandError("no Redis: pass --redis URL or set STREAMLDA_REDIS_URL")
     limit = getattr(args, "limit", None)
     if limit is not None and limit < 1:
@@ -85,15 +85,15 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     stop = threading.Event()  # ends every wait: the source's, backpressure's and Redis's
     try:
         source = open_source(
-            settings.source,
+            settings.scraper.source,
             wikipedia=settings.part(WikipediaConfig),
             stop=stop,
-            replay_rate=settings.replay_rate,
+            replay_rate=settings.scraper.replay_rate,
         )
     except SourceError as exc:
         raise CommandError(str(exc)) from exc
     try:
-        client = connect(settings)
+        client = connect(settings.store)
     except RedisURLError as exc:
         raise CommandError(str(exc)) from None
     signals: list[int] = []
@@ -102,9 +102,9 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     log.info(
         "scraping %s into %s (stream %s, high-water %d)",
         source.name,
-        redact(settings.redis_url),
-        settings.stream,
-        settings.stream_high_water,
+        redact(settings.store.redis_url),
+        settings.queue.stream,
+        settings.queue.stream_high_water,
     )
     try:
         scraper.run()
@@ -120,5 +120,5 @@ def scraper_config(settings: Settings) -> ScraperConfig:
     return ScraperConfig(
         queue=settings.part(QueueConfig),
         retry=settings.part(RetryConfig),
-        articles_per_request=settings.articles_per_request,
+        articles_per_request=settings.scraper.articles_per_request,
     )

@@ -54,7 +54,7 @@ def _scraper(
     scraper = Scraper(
         scraper_config(settings),
         WikipediaSource(settings.part(WikipediaConfig)),
-        client=connect(settings),
+        client=connect(settings.store),
         limit=limit,
     )
     _SCRAPERS.append(scraper)
@@ -291,7 +291,9 @@ def test_scrape_command_replays_a_jsonl_file(redis_server: RedisServer, tmp_path
     assert "resuming after 26 lines" in second.stderr
     assert "done: 5 fetched, 5 queued, 0 duplicates, 0 re-reads, 1 skipped" in second.stderr
     settings = fast_settings(redis_url=redis_server.url)
-    assert stream_ids(redis_server.client(), settings.stream) == [str(i) for i in range(1, 31)]
+    assert stream_ids(redis_server.client(), settings.queue.stream) == [
+        str(i) for i in range(1, 31)
+    ]
     counters = ArticleQueue(redis_server.client(), settings.part(QueueConfig)).counters()
     assert counters["queued"] == 30 and counters.get("duplicates", 0) == 0
 
@@ -329,7 +331,7 @@ def test_scraper_replays_a_dump(redis_server: RedisServer, tmp_path: Path) -> No
     path.write_bytes(bz2.compress(f"<mediawiki>{pages}</mediawiki>".encode()))
     settings = fast_settings(redis_url=redis_server.url, articles_per_request=15)
     totals = Scraper(
-        scraper_config(settings), open_source(f"dump:{path}"), client=connect(settings)
+        scraper_config(settings), open_source(f"dump:{path}"), client=connect(settings.store)
     ).run()
     assert totals.counts["queued"] == 40 and totals.skipped == {"namespace": 20}
     assert totals.counts["batches"] == 3
