@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import fields
 from pathlib import Path
-from typing import Any, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.fields import FieldInfo
@@ -559,6 +559,10 @@ class Settings(BaseSettings):
     publish: PublishSettings = Field(default_factory=PublishSettings)
     up: UpSettings = Field(default_factory=UpSettings)
     api: ApiSettings = Field(default_factory=ApiSettings)
+
+    if TYPE_CHECKING:  # settings are given by their flat names (topics=5) or by group
+
+        def __init__(self, **values: Any) -> None: ...
 
     @classmethod
     def settings_customise_sources(

@@ -87,9 +87,10 @@ REQUIRED = {
 SAMPLES: dict[str, tuple[str, Any]] = {"vocab_counted": ("200000", 200_000)}
 
 
-def _bounds(info: FieldInfo) -> tuple[float | None, float | None]:
-    """The lowest and highest values a numeric setting takes (open bounds nudged inside)."""
-    low = high = None
+def _bounds(info: FieldInfo) -> tuple[Any, Any]:
+    """The lowest and highest values a numeric setting takes (or its open bounds)."""
+    low: Any = None
+    high: Any = None
     for bound in info.metadata:
         if isinstance(bound, annotated_types.Ge):
             low = bound.ge
@@ -122,7 +123,7 @@ def sample(name: str) -> tuple[str, Any]:
         step = 1 if kind is int else 0.5
         value = (default if default is not None else (low or 0)) + step
         if high is not None and value >= high:
-            value = (low + high) / 2 if kind is float else high - 1  # type: ignore[operator]
+            value = (low + high) / 2 if kind is float else high - 1
         return str(value), value
     if kind is Path:
         return "/tmp/streamlda-sample", "/tmp/streamlda-sample"

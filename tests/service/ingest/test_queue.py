@@ -245,7 +245,7 @@ def test_counters_are_summed_in_a_hash(redis_server: RedisServer) -> None:
     assert counters["fetched"] == 5 and counters["skipped:redirect"] == 1
     assert counters["backpressure_wait_seconds"] == pytest.approx(0.75)
     assert "queued" not in counters and counters["updated_at"] > 0
-    assert Settings.model_validate({}).counters_key == "streamlda:scraper:counters"
+    assert Settings.model_validate({}).queue.counters_key == "streamlda:scraper:counters"
 
 
 def _lose_replies(queue: ArticleQueue, *lost: int) -> list[list[int]]:

@@ -335,7 +335,7 @@ def test_scraper_replays_a_dump(redis_server: RedisServer, tmp_path: Path) -> No
     ).run()
     assert totals.counts["queued"] == 40 and totals.skipped == {"namespace": 20}
     assert totals.counts["batches"] == 3
-    entries = _entries(redis_server, settings)
+    entries = _entries(redis_server, settings.part(QueueConfig))
     assert entries["2"]["text"] == "P2 is a thing." and entries["2"]["source"] == f"dump:{path}"
 
 
@@ -367,7 +367,7 @@ def test_sigterm_finishes_the_batch_in_hand_and_exits_cleanly(
     assert process.returncode == 128 + signal.SIGTERM, "".join(lines) + rest  # stopped
     assert "stopping after the batch in hand" in rest and "done:" in rest
     queued = int(rest.split("done: ")[1].split(" fetched, ")[1].split(" queued")[0])
-    assert queued >= 20 and len(_entries(redis_server, fast_settings())) == queued
+    assert queued >= 20 and len(_entries(redis_server, fast_settings().part(QueueConfig))) == queued
 
 
 # Seconds a stopped scraper may take beyond the 2 s bound to tear the interpreter down.
