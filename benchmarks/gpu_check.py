@@ -731,9 +731,9 @@ def part_kernels(ctx: Context) -> None:
 
 def _shipped_sampler() -> str:
     """The service's shipped sampler (its settings' default)."""
-    from service.settings import Settings
+    from service.settings import ModelSettings
 
-    return str(Settings.model_fields["sampler"].default)
+    return str(ModelSettings.model_fields["sampler"].default)
 
 
 def _time_calls(beta: Any, batches: list[Any], config: Any, n_words: int) -> list[float]:

@@ -88,8 +88,8 @@ from lda.sgmcmc.samplers import SAMPLERS
 from lda.sgmcmc.schedules import StepSchedule
 from lda.vocab import Vocabulary, build_vocabulary
 from service.learn.reservoir import Reservoir
-from service.learn.session import LearningSession, learner_config
-from service.settings import Settings
+from service.learn.session import LearningSession, SessionConfig, learner_config
+from service.settings import ModelSettings, Settings, WorkerSettings
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -434,7 +434,7 @@ def make_config(args: argparse.Namespace, spec: RunSpec, n_words: int) -> Learne
     """The run's LearnerConfig as the service builds it from its settings (the command line's
     here; ``--step-size`` is a constant eps), then the spec's fields."""
     constant = args.step_size is not None
-    settings = Settings.model_construct(  # the command line's values only, not STREAMLDA_*
+    settings = ModelSettings.model_construct(  # the command line's values only, not STREAMLDA_*
         sampler=spec.sampler,
         topics=args.topics,
         corpus_size=args.corpus_size,
@@ -473,12 +473,16 @@ def run_streamlda(
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     # The service's learning session: its learn() is the step the worker and train take.
-    session: LearningSession[None] = LearningSession(Settings.model_construct(), device)
+    session: LearningSession[None] = LearningSession(
+        Settings.model_construct().part(SessionConfig), device
+    )
     model = session.begin(vocabulary, StreamingLDA(config, device, seed=args.seed))
     docs, tokens, index, train_s = 0, 0, 0, 0.0
     # The worker at a live pace: after each fresh minibatch, revisits from a reservoir of the
     # documents learned until spec.revisit per fresh one (service/learn/worker.py).
-    held = Reservoir(None, "revisits", Settings.model_fields["reservoir_size"].default, args.seed)
+    held = Reservoir(
+        None, "revisits", WorkerSettings.model_fields["reservoir_size"].default, args.seed
+    )
     scale = revisit_step_scale(spec.revisit) if spec.revisit_step is None else spec.revisit_step
     if spec.revisit:
         run.settings.update(revisit=spec.revisit, revisit_step=scale)
@@ -1007,7 +1011,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--vocab-docs",
         type=int,
-        default=Settings.model_fields["vocab_docs"].default,
+        default=ModelSettings.model_fields["vocab_docs"].default,
         help="texts counted for --vocab-size (default: the service's)",
     )
     p.add_argument("--docs", type=int, default=None, help="training documents (10000)")
@@ -1018,7 +1022,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--streamlda-batch-size",
         type=int,
-        default=Settings.model_fields["batch_size"].default,
+        default=ModelSettings.model_fields["batch_size"].default,
         help="streamlda's minibatch (default: the service's); --batch-size is the peers'",
     )
     p.add_argument("--sweeps", type=int, default=None, help="Gibbs sweeps (learner's default)")
@@ -1101,7 +1105,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if args.tomotopy_every < 0:
         p.error("--tomotopy-every must be 0 or positive")
     if args.corpus_size is None:  # the service's default N, resolved as its settings resolve it
-        args.corpus_size = float(Settings.model_fields["wikipedia_articles"].default)
+        args.corpus_size = float(ModelSettings.model_fields["wikipedia_articles"].default)
     args.run_specs = _run_specs(p, args)
     if args.vocab is None:
         args.vocab = args.corpus_dir / "vocab-7702.txt"

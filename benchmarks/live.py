@@ -79,7 +79,7 @@ from lda.evaluation.perplexity import HeldoutSet  # noqa: E402
 from lda.vocab import Vocabulary  # noqa: E402
 from service.ingest.sources.jsonl import JsonlSource  # noqa: E402
 from service.learn.model_store import CHECKPOINT_NAME, load_model  # noqa: E402
-from service.settings import Settings  # noqa: E402
+from service.settings import ModelSettings  # noqa: E402
 from service.store.embedded_redis import free_port  # noqa: E402
 
 SHARED = Path(os.environ.get("STREAMLDA_SHARED", REPO.parent / "shared"))
@@ -649,7 +649,9 @@ def main(argv: Sequence[str] | None = None) -> list[Row]:
         env.pop(name, None)  # up starts its own Redis, in its own folder, at our pace
     if args.quick:
         env = {**QUICK_ENV, **env}
-    batch_size = int(env.get("STREAMLDA_BATCH_SIZE", Settings.model_fields["batch_size"].default))
+    batch_size = int(
+        env.get("STREAMLDA_BATCH_SIZE", ModelSettings.model_fields["batch_size"].default)
+    )
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # still stop `up` (finally blocks)
     lives: list[Row] = []
     common: Scoring | None = None

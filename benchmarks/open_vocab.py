@@ -56,7 +56,7 @@ from lda.model import StreamingLDA, resolve_device
 from lda.tokens import words
 from lda.vocab import Vocabulary, build_vocabulary
 from service.learn.session import LearningSession, SessionConfig, learner_config
-from service.settings import Settings
+from service.settings import ModelSettings, Settings
 
 RECENT_ID = 18_000_000  # page ids from here on are "recent" (created 2008 and later)
 WATCHED = ("josé", "łódź", "kraków")  # non-ASCII words the open vocabulary should reach
@@ -457,15 +457,19 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--docs", type=int, default=29_000, help="training articles (the stream)")
     p.add_argument("--heldout", type=int, default=1_000, help="held-out articles")
     p.add_argument("--vocab-size", type=int, default=50_000, help="W")
-    p.add_argument("--vocab-docs", type=int, default=Settings.model_fields["vocab_docs"].default)
+    p.add_argument(
+        "--vocab-docs", type=int, default=ModelSettings.model_fields["vocab_docs"].default
+    )
     p.add_argument(
         "--refresh",
         type=int,
-        default=Settings.model_fields["vocab_refresh"].default,
+        default=ModelSettings.model_fields["vocab_refresh"].default,
         help="the open run's vocab_refresh (documents between refreshes)",
     )
     p.add_argument("--topics", type=int, default=200, help="K")
-    p.add_argument("--batch-size", type=int, default=Settings.model_fields["batch_size"].default)
+    p.add_argument(
+        "--batch-size", type=int, default=ModelSettings.model_fields["batch_size"].default
+    )
     p.add_argument("--tomotopy", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--tomotopy-iters", type=int, default=50)
     p.add_argument("--eval-gamma", type=float, default=0.01, help="the estimator's prior")

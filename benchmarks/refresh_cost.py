@@ -63,7 +63,7 @@ def main() -> None:
     started = time.perf_counter()
     for first in range(0, len(stream), 1000):  # held out, then counted, as the worker does
         session.offer((first + i, text) for i, text in enumerate(stream[first : first + 1000]))
-        session.buffer = session.buffer[-settings.batch_size :]  # as if learned
+        session.buffer = session.buffer[-settings.model.batch_size :]  # as if learned
     counted_s = time.perf_counter() - started
     model = session.model
     assert model is not None and session.word_counts is not None

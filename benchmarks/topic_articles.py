@@ -104,7 +104,7 @@ def main() -> int:
     args = p.parse_args()
     torch.set_num_threads(1)
 
-    settings = Settings.model_construct(topics=args.topics)
+    settings = Settings.model_validate({"topics": args.topics})  # not STREAMLDA_*
     texts: dict[str, tuple[str, str]] = {}
     stream = articles(args.corpora)
     first = [next(stream) for _ in range(args.vocab_docs)]
@@ -125,7 +125,7 @@ def main() -> int:
     with_record, without = StreamingLDA(config, seed=0), StreamingLDA(config, seed=0)
     defaults = Settings.model_construct()
     record = TopicRecord(
-        RecordConfig(args.keep, defaults.topic_half_life, defaults.export_docs, 0),
+        RecordConfig(args.keep, defaults.publish.topic_half_life, defaults.publish.export_docs, 0),
         args.topics,
         len(vocab),
     )

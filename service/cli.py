@@ -1,7 +1,7 @@
 """The ``streamlda`` command: one subcommand per module that owns it.
 
 Each command module exposes ``register(subparsers)``, which adds its parser and sets
-``func(settings, args) -> int``. Flags whose ``dest`` names a Settings field override the
+``func(settings, args) -> int``. Flags whose ``dest`` names a setting override the
 environment; errors in arguments or settings print one line and exit 2, never a traceback.
 Whatever is printed goes through :func:`service.redact.redact`: no URL password is shown.
 """
@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from service.errors import CommandError
 from service.redact import redact
-from service.settings import Settings
+from service.settings import GROUP_OF, GROUPS, Settings
 from service.store.redis_client import REFUSED_ERRORS, refused_message
 
 # The module that adds each subcommand. Only the one asked for is imported (with ``--help`` or
@@ -36,9 +36,7 @@ COMMANDS = {
 def settings_from_args(args: argparse.Namespace) -> Settings:
     """Settings from the environment, overridden by every flag given on the command line."""
     overrides = {
-        name: value
-        for name, value in vars(args).items()
-        if name in Settings.model_fields and value is not None
+        name: value for name, value in vars(args).items() if name in GROUP_OF and value is not None
     }
     if "vocab_size" in overrides and "vocab" not in overrides:
         overrides["vocab"] = None  # --vocab-size on the command line beats STREAMLDA_VOCAB
@@ -48,9 +46,12 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
 def _format_validation(exc: ValidationError) -> str:
     parts = []
     for error in exc.errors():
-        where = ".".join(str(p) for p in error["loc"]) or "settings"
+        loc = error["loc"]
+        if loc and loc[0] in GROUPS:
+            loc = loc[1:]  # named as the operator sets it: topics, not model.topics
+        where = ".".join(str(p) for p in loc) or "settings"
         # The variable (or its flag) the operator sets, named beside the field.
-        hint = f" (STREAMLDA_{where.upper()})" if where in Settings.model_fields else ""
+        hint = f" (STREAMLDA_{where.upper()})" if where in GROUP_OF else ""
         parts.append(f"{where}: {error['msg']}{hint}")
     return "invalid settings: " + "; ".join(parts)
 

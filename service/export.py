@@ -36,10 +36,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(settings: Settings, args: argparse.Namespace) -> int:
     """Read the published model once and write its files to ``--out``."""
-    if not settings.redis_url:
+    if not settings.store.redis_url:
         raise CommandError("no Redis: pass --redis URL or set STREAMLDA_REDIS_URL")
     try:
-        client = connect(settings)
+        client = connect(settings.store)
     except RedisURLError as exc:
         raise CommandError(str(exc)) from None
     try:
@@ -47,7 +47,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     except REFUSED_ERRORS:
         raise  # the command line names the setting to change (service.cli)
     except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
-        raise CommandError(unreachable_message(settings.redis_url, exc)) from None
+        raise CommandError(unreachable_message(settings.store.redis_url, exc)) from None
     finally:
         client.close()
     if model is None:

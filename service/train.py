@@ -138,18 +138,18 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     if args.docs < 1:
         raise CommandError("--docs must be at least 1")
     try:
-        device = resolve_device(settings.device)
+        device = resolve_device(settings.model.device)
     except ValueError as exc:
         raise CommandError(str(exc)) from exc
-    set_threads(settings.threads)
+    set_threads(settings.model.threads)
     out_dir: Path = args.out
     session: LearningSession[None] = LearningSession(settings.part(SessionConfig), device)
     try:
-        source = open_source(settings.source, wikipedia=settings.part(WikipediaConfig))
-        if settings.vocab is not None:
-            session.begin(_load_vocabulary(settings.vocab))
+        source = open_source(settings.scraper.source, wikipedia=settings.part(WikipediaConfig))
+        if settings.model.vocab is not None:
+            session.begin(_load_vocabulary(settings.model.vocab))
         _make_output_directory(out_dir)
-        report = Report(sys.stdout, args.json, settings.sampler)
+        report = Report(sys.stdout, args.json, settings.model.sampler)
         empty = _train(session, iter(source), args.docs, report)
     except SourceError as exc:
         raise CommandError(str(exc)) from exc
@@ -163,7 +163,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     if model is None or vocabulary is None or model.docs_seen == 0:
         raise CommandError(
             f"no documents left to train on: the source gave {len(session.heldout_docs)} with "
-            f"in-vocabulary words and --heldout takes the first {settings.heldout}"
+            f"in-vocabulary words and --heldout takes the first {settings.model.heldout}"
         )
     if model.docs_seen < args.docs:
         print(

@@ -33,7 +33,7 @@ import redis
 from service.errors import CommandError
 from service.process import die_with_parent
 from service.redact import redact
-from service.settings import Settings
+from service.settings import Settings, UpSettings
 from service.store.embedded_redis import EmbeddedRedis, EmbeddedRedisError
 from service.store.redis_client import (
     REFUSED_ERRORS,
@@ -109,8 +109,8 @@ def child_environment(settings: Settings) -> dict[str, str]:
     resolve as a process started alone would: a default written out would count as set there
     (a mean decay exported that way stopped following the minibatch)."""
     env = dict(os.environ)
-    given = settings.model_fields_set
-    for name, value in settings.model_dump(mode="json").items():
+    given = settings.given()
+    for name, value in settings.flat().items():
         key = "STREAMLDA_" + name.upper()
         if value is None or name not in given:
             env.pop(key, None)
@@ -183,7 +183,7 @@ class Child:
 class Supervisor:
     """Starts, watches, restarts and stops the children; prints their merged output."""
 
-    def __init__(self, settings: Settings, out: IO[str]) -> None:
+    def __init__(self, settings: UpSettings, out: IO[str]) -> None:
         self.settings = settings
         self.out = out
         self.lock = threading.Lock()
@@ -361,7 +361,7 @@ def _install_stop_handlers(stop: threading.Event, on_second: Callable[[], None])
 
 def _start_redis(supervisor: Supervisor, settings: Settings) -> str:
     """Start the embedded Redis under supervision; its URL (with the password)."""
-    server = EmbeddedRedis(settings.data_dir / "redis", settings.redis_start_timeout_s)
+    server = EmbeddedRedis(settings.store.data_dir / "redis", settings.up.redis_start_timeout_s)
 
     def launch() -> subprocess.Popen[bytes]:
         process = server.start()
@@ -382,39 +382,39 @@ def _start_redis(supervisor: Supervisor, settings: Settings) -> str:
 def _check_redis(settings: Settings) -> None:
     """A given Redis must answer, with these credentials, before any child starts: every child
     would fail the same way (and a refused password never heals)."""
-    client = connect(settings)
+    client = connect(settings.store)
     try:
         client.ping()
     except REFUSED_ERRORS as exc:
         raise CommandError(refused_message(exc)) from None
     except (redis.RedisError, OSError) as exc:
-        raise CommandError(unreachable_message(str(settings.redis_url), exc)) from None
+        raise CommandError(unreachable_message(str(settings.store.redis_url), exc)) from None
     finally:
         client.close()
 
 
 def run(settings: Settings, args: argparse.Namespace) -> int:
     """Start everything, supervise until a signal or a failure, stop everything in order."""
-    supervisor = Supervisor(settings, sys.stdout)
+    supervisor = Supervisor(settings.up, sys.stdout)
     _install_stop_handlers(
         supervisor.stop,
         lambda: supervisor.say("up", "already stopping: the worker is checkpointing"),
     )
-    if settings.redis_url:
+    if settings.store.redis_url:
         try:
-            check_url(settings.redis_url)
+            check_url(settings.store.redis_url)
         except RedisURLError as exc:
             raise CommandError(str(exc)) from None
         _check_redis(settings)
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    if not settings.redis_url:
-        settings = settings.model_copy(update={"redis_url": _start_redis(supervisor, settings)})
-    workers = settings.workers
-    if settings.threads is None:
-        settings = settings.model_copy(update={"threads": shared_machine_threads(workers)})
+    settings.store.data_dir.mkdir(parents=True, exist_ok=True)
+    if not settings.store.redis_url:
+        settings = settings.updated(redis_url=_start_redis(supervisor, settings))
+    workers = settings.up.workers
+    if settings.model.threads is None:
+        settings = settings.updated(threads=shared_machine_threads(workers))
         supervisor.say(
             "up",
-            f"worker: {workers} rank(s) x {settings.threads} Gibbs thread(s), "
+            f"worker: {workers} rank(s) x {settings.model.threads} Gibbs thread(s), "
             "a core left to the rest",
         )
     env = child_environment(settings)
@@ -427,7 +427,9 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
             supervisor.spawn("worker", "worker", env, launcher, GROUP_CLEAN_EXITS)
         for name, command in (("api", "api"), ("scraper", "scrape")):
             supervisor.spawn(name, command, env)
-        supervisor.say("up", f"API on http://{settings.host}:{settings.port}/ (Ctrl-C stops)")
+        supervisor.say(
+            "up", f"API on http://{settings.api.host}:{settings.api.port}/ (Ctrl-C stops)"
+        )
         failure = supervisor.watch()
     finally:
         if failure:

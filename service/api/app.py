@@ -68,8 +68,8 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
 
 
 def create_app(settings: Settings) -> FastAPI:
-    """The API app; it connects to ``settings.redis_url`` lazily, on the first request."""
-    if not settings.redis_url:
+    """The API app; it connects to ``settings.store.redis_url`` lazily, on the first request."""
+    if not settings.store.redis_url:
         raise ValueError("the API needs a Redis URL (--redis or STREAMLDA_REDIS_URL)")
     app = FastAPI(
         title="streamlda",
@@ -80,46 +80,48 @@ def create_app(settings: Settings) -> FastAPI:
         # /topics/ is no path of the schema: a 404, not a 307 to /topics the schema never lists
         redirect_slashes=False,
     )
-    app.state.redis_url = settings.redis_url  # named (redacted) in errors
-    app.state.redis_timeout = settings.redis_timeout  # an admin request's wait for the view
-    app.state.admin_token = settings.admin_token
-    app.state.redis = connect(settings, timeout=settings.redis_timeout)
-    app.state.model_cache = ModelCache(settings.topic_words)
-    sources = pipeline_status.StreamKeys(settings.stream, settings.group, settings.counters_key)
+    app.state.redis_url = settings.store.redis_url  # named (redacted) in errors
+    app.state.redis_timeout = settings.api.redis_timeout  # an admin request's wait for the view
+    app.state.admin_token = settings.api.admin_token
+    app.state.redis = connect(settings.store, timeout=settings.api.redis_timeout)
+    app.state.model_cache = ModelCache(settings.publish.topic_words)
+    sources = pipeline_status.StreamKeys(
+        settings.queue.stream, settings.queue.group, settings.queue.counters_key
+    )
     config = ViewConfig(
-        settings.api_refresh_s,
-        settings.render_cache,
-        settings.topic_words,
-        settings.redis_url,
+        settings.api.api_refresh_s,
+        settings.api.render_cache,
+        settings.publish.topic_words,
+        settings.store.redis_url,
         sources,
-        settings.worker_silent_after_s,
+        settings.worker.worker_silent_after_s,
     )
     app.state.view = View(app.state.redis, config)
     app.state.topic_history = app.state.view.history
-    app.state.infer_pool = ThreadPoolExecutor(settings.infer_concurrency, "infer")
+    app.state.infer_pool = ThreadPoolExecutor(settings.api.infer_concurrency, "infer")
     # Each inference thread splits its batch over infer_threads threads: itself and helpers.
-    helpers = settings.infer_concurrency * (settings.inference_threads - 1)
+    helpers = settings.api.infer_concurrency * (settings.api.inference_threads - 1)
     app.state.infer_helpers = ThreadPoolExecutor(helpers, "infer-help") if helpers else None
     app.state.batcher = Batcher(
         app.state.infer_pool,
-        settings.infer_concurrency,
+        settings.api.infer_concurrency,
         partial(
             infer.infer_texts,
             client=app.state.redis,
             cache=app.state.model_cache,
-            iterations=settings.infer_iterations,
-            tolerance=settings.infer_tolerance,
-            threads=settings.inference_threads,
+            iterations=settings.api.infer_iterations,
+            tolerance=settings.api.infer_tolerance,
+            threads=settings.api.inference_threads,
             helpers=app.state.infer_helpers,
         ),
     )
     errors.install(app)
     openapi_docs.install(app)
-    app.include_router(topics.router(settings.topic_words))
+    app.include_router(topics.router(settings.publish.topic_words))
     app.include_router(topic_history.router)
-    app.include_router(page.router(settings.page_refresh_s))
-    app.include_router(topic_names.router(settings.topic_name_max))
-    app.include_router(infer.router(settings.max_infer_texts))
+    app.include_router(page.router(settings.api.page_refresh_s))
+    app.include_router(topic_names.router(settings.api.topic_name_max))
+    app.include_router(infer.router(settings.api.max_infer_texts))
     for module in (perplexity, stats, words, health, metrics, admin, export):
         app.include_router(module.router)
     # The last added is the outermost: the admin token is checked from the headers alone; the
@@ -127,9 +129,9 @@ def create_app(settings: Settings) -> FastAPI:
     # limits) before the work waits for a thread.
     app.add_middleware(
         BodyLimitMiddleware,
-        max_bytes=small_body_limit(settings.topic_name_max),
-        timeout_s=settings.body_timeout_s,
-        limits=dict.fromkeys(INFER_PATHS, settings.max_infer_bytes),
+        max_bytes=small_body_limit(settings.api.topic_name_max),
+        timeout_s=settings.api.body_timeout_s,
+        limits=dict.fromkeys(INFER_PATHS, settings.api.max_infer_bytes),
     )
     app.add_middleware(
         ConcurrencyLimitMiddleware,
@@ -140,15 +142,15 @@ def create_app(settings: Settings) -> FastAPI:
     )
     app.add_middleware(
         ConcurrencyLimitMiddleware,
-        limit=settings.infer_queue,
-        retry_after_s=settings.infer_retry_after_s,
+        limit=settings.api.infer_queue,
+        retry_after_s=settings.api.infer_retry_after_s,
         paths=INFER_PATHS,
     )
-    app.add_middleware(AdminGateMiddleware, admin_token=settings.admin_token)
-    if settings.cors_origins:
+    app.add_middleware(AdminGateMiddleware, admin_token=settings.api.admin_token)
+    if settings.api.cors_origins:
         app.add_middleware(
             CORSMiddleware,
-            allow_origins=settings.cors_origins,
+            allow_origins=settings.api.cors_origins,
             allow_methods=["GET", "POST", "PUT", "DELETE"],
             allow_headers=["Authorization", "Content-Type", "If-None-Match"],
             expose_headers=["ETag"],
@@ -160,6 +162,6 @@ def create_app(settings: Settings) -> FastAPI:
         FastReads,
         view=app.state.view,
         latency=app.state.latency,
-        topic_words=settings.topic_words,
+        topic_words=settings.publish.topic_words,
     )
     return app

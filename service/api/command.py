@@ -43,14 +43,15 @@ def app_from_environment() -> FastAPI:
     preexec = die_with_parent()
     if preexec is not None:
         preexec()
-    return _process_app(Settings())  # type: ignore[call-arg]  # every field from the environment
+    return _process_app(Settings())  # every field from the environment
 
 
 def _export(settings: Settings) -> None:
     """Every setting that was set, into this process's environment, for the worker processes
     (defaults stay unset: each process resolves them as one started alone would)."""
-    for name, value in settings.model_dump(mode="json", include=settings.model_fields_set).items():
-        if value is not None:
+    given = settings.given()
+    for name, value in settings.flat().items():
+        if name in given and value is not None:
             plain = isinstance(value, list | dict)
             os.environ["STREAMLDA_" + name.upper()] = json.dumps(value) if plain else str(value)
 
@@ -63,32 +64,32 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
 
     from service.api.http.protocol import HTTP
 
-    if not settings.redis_url:
+    if not settings.store.redis_url:
         raise CommandError("no Redis to read: pass --redis URL or set STREAMLDA_REDIS_URL")
     try:
-        app = _process_app(settings) if settings.api_workers == 1 else None
+        app = _process_app(settings) if settings.api.api_workers == 1 else None
     except RedisURLError as exc:
         raise CommandError(str(exc)) from None
     _check_credentials(settings)
     common = {
-        "host": settings.host,
-        "port": settings.port,
+        "host": settings.api.host,
+        "port": settings.api.port,
         "http": HTTP,
         "log_level": "info",
-        "access_log": settings.access_log,
+        "access_log": settings.api.access_log,
     }
     if app is not None:
         uvicorn.run(app, **common)  # type: ignore[arg-type]
         return 0
     try:  # checked here, once, rather than in every worker
-        check_url(settings.redis_url)
+        check_url(settings.store.redis_url)
     except RedisURLError as exc:
         raise CommandError(str(exc)) from None
     _export(settings)
     uvicorn.run(
         f"{__name__}:app_from_environment",
         factory=True,
-        workers=settings.api_workers,
+        workers=settings.api.api_workers,
         **common,  # type: ignore[arg-type]
     )
     return 0
@@ -97,7 +98,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
 def _check_credentials(settings: Settings) -> None:
     """Refuse to start with credentials Redis refuses (a restart cannot fix them); an
     unreachable Redis is served as 503s until it is back."""
-    client = connect(settings, timeout=settings.redis_timeout)
+    client = connect(settings.store, timeout=settings.api.redis_timeout)
     try:
         client.ping()
     except REFUSED_ERRORS as exc:

@@ -84,7 +84,7 @@ def _install_stop_handlers(stop: threading.Event, signals: list[int]) -> None:
 def run(settings: Settings, args: argparse.Namespace) -> int:
     """The ``scrape`` command."""
     configure_logging(getattr(args, "log_level", "INFO"))
-    if not settings.redis_url:
+    if not settings.store.redis_url:
         raise CommandError("no Redis: pass --redis URL or set STREAMLDA_REDIS_URL")
     limit = getattr(args, "limit", None)
     if limit is not None and limit < 1:
@@ -93,11 +93,11 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     with BoundedCleaner() as cleaner:  # wikitext is cleaned in a child, bounded
         try:
             source = open_source(
-                settings.source,
+                settings.scraper.source,
                 wikipedia=settings.part(WikipediaConfig),
                 stop=stop,
-                replay_rate=settings.replay_rate,
-                max_article_bytes=settings.max_article_bytes,
+                replay_rate=settings.scraper.replay_rate,
+                max_article_bytes=settings.scraper.max_article_bytes,
                 clean=cleaner,
             )
         except SourceError as exc:
@@ -108,7 +108,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
 def _scrape(settings: Settings, source: Source, stop: threading.Event, limit: int | None) -> int:
     """Connect to Redis and scrape ``source`` until it ends, the limit, or a stop signal."""
     try:
-        client = connect(settings)
+        client = connect(settings.store)
     except RedisURLError as exc:
         raise CommandError(str(exc)) from None
     signals: list[int] = []
@@ -117,9 +117,9 @@ def _scrape(settings: Settings, source: Source, stop: threading.Event, limit: in
     log.info(
         "scraping %s into %s (stream %s, high-water %d)",
         source.name,
-        redact(settings.redis_url),
-        settings.stream,
-        settings.stream_high_water,
+        redact(settings.store.redis_url),
+        settings.queue.stream,
+        settings.queue.stream_high_water,
     )
     try:
         scraper.run()
@@ -135,5 +135,5 @@ def scraper_config(settings: Settings) -> ScraperConfig:
     return ScraperConfig(
         queue=settings.part(QueueConfig),
         retry=settings.part(RetryConfig),
-        articles_per_request=settings.articles_per_request,
+        articles_per_request=settings.scraper.articles_per_request,
     )

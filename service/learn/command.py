@@ -86,29 +86,29 @@ def _install_stop_handlers(stop: threading.Event) -> None:
 def run(settings: Settings, args: argparse.Namespace) -> int:
     """The ``worker`` command: learn until stopped; exit 0 after the final checkpoint."""
     configure_logging()
-    if not settings.redis_url:
+    if not settings.store.redis_url:
         raise CommandError("no Redis: pass --redis URL or set STREAMLDA_REDIS_URL")
     try:
-        device = resolve_device(settings.device)
+        device = resolve_device(settings.model.device)
         group = environment_group()
     except ValueError as exc:
         raise CommandError(str(exc)) from exc
-    if settings.vocab is not None and not settings.vocab.is_file():
-        raise CommandError(f"vocabulary file not found: {settings.vocab}")
+    if settings.model.vocab is not None and not settings.model.vocab.is_file():
+        raise CommandError(f"vocabulary file not found: {settings.model.vocab}")
     try:
-        client = connect(settings)
+        client = connect(settings.store)
     except RedisURLError as exc:
         raise CommandError(str(exc)) from None
-    set_threads(settings.threads)
-    lower_priority(settings.worker_nice)
+    set_threads(settings.model.threads)
+    lower_priority(settings.worker.worker_nice)
     stop = threading.Event()
     _install_stop_handlers(stop)
     log.info(
         "worker started (pid %d): stream %s, group %s, consumer %s; SIGTERM checkpoints and stops",
         os.getpid(),
-        settings.stream,
-        settings.group,
-        settings.consumer_name,
+        settings.queue.stream,
+        settings.queue.group,
+        settings.worker.consumer_name,
     )
     try:
         _learn(settings, client, stop, group, device)
@@ -153,23 +153,25 @@ def build_worker(
     """The worker's parts from the settings: alone (no ``coordinator``) or a group's rank. The
     rank that decides publishes; the others get a publisher that does nothing."""
     coordinator = coordinator or SoloCoordinator()
-    device = resolve_device(settings.device)
+    device = resolve_device(settings.model.device)
     retry = RedisRetry(settings.part(RetryConfig), stop)
     queue = ArticleQueue(client, settings.part(QueueConfig))
     publisher: Publishing = NullPublisher()
     if coordinator.leads:
         publish = settings.part(PublishConfig)
-        watch = TopicWatch(settings.uncertainty_samples)
+        watch = TopicWatch(settings.publish.uncertainty_samples)
         publisher = Publisher(client, retry, publish, watch, str(device))
     checkpoints = CheckpointConfig(
-        settings.checkpoint_every_s, settings.checkpoint_max_unacked, settings.stop_ack_wait_s
+        settings.worker.checkpoint_every_s,
+        settings.worker.checkpoint_max_unacked,
+        settings.worker.stop_ack_wait_s,
     )
-    path = Path(settings.data_dir) / CHECKPOINT_NAME
+    path = Path(settings.store.data_dir) / CHECKPOINT_NAME
     session: LearningSession[EntryRef] = LearningSession(
         settings.part(SessionConfig), device, holds_out=coordinator.leads, ranks=coordinator.ranks
     )
     config = settings.part(
-        WorkerConfig, consumer=settings.consumer_name + coordinator.consumer_suffix
+        WorkerConfig, consumer=settings.worker.consumer_name + coordinator.consumer_suffix
     )
     return Worker(
         config,
@@ -180,18 +182,18 @@ def build_worker(
         checkpointer=Checkpointer(path, device, checkpoints, settings.recorded(), queue.ack, retry),
         publisher=publisher,
         coordinator=coordinator,
-        heldout_store=HeldoutStore(client, settings.heldout_key),
+        heldout_store=HeldoutStore(client, settings.queue.heldout_key),
         device=device,
         stop=stop,
         reservoir=(
             Reservoir(
                 client,
                 reservoir_key(coordinator.rank),
-                settings.reservoir_size,
-                settings.seed + coordinator.rank,
+                settings.worker.reservoir_size,
+                settings.model.seed + coordinator.rank,
             )
-            if settings.revisit
+            if settings.worker.revisit
             else None
         ),
-        record=settings.part(RecordConfig) if settings.topic_record else None,
+        record=settings.part(RecordConfig) if settings.publish.topic_record else None,
     )

@@ -150,7 +150,7 @@ def published(redis_client: redis.Redis) -> Published:
 @pytest.fixture
 def down_api(settings: Settings) -> Iterator[TestClient]:
     """An API whose Redis URL points at a port where nothing listens."""
-    dead = settings.model_copy(update={"redis_url": f"redis://127.0.0.1:{free_port()}/0"})
+    dead = settings.updated(redis_url=f"redis://127.0.0.1:{free_port()}/0")
     with FreshClient(create_app(dead)) as client:
         yield client
 

@@ -102,7 +102,7 @@ def test_pyldavis_draws_the_export_of_a_model_learned_from_real_articles(
     redis_client: redis.Redis, redis_server: object, settings: Settings, tmp_path: Path
 ) -> None:
     docs_seen = learn(redis_client)
-    url = settings.redis_url
+    url = settings.store.redis_url
     assert url is not None
     out = tmp_path / "export"
     done = export(url, out)
@@ -131,7 +131,7 @@ def test_pyldavis_draws_the_export_of_a_model_learned_from_real_articles(
 def test_a_model_without_stream_figures_is_refused_and_nothing_is_written(
     redis_client: redis.Redis, settings: Settings, tmp_path: Path
 ) -> None:
-    url = settings.redis_url
+    url = settings.store.redis_url
     assert url is not None
     out = tmp_path / "export"
     done = export(url, out)

@@ -107,21 +107,21 @@ def test_up_children_learn_with_the_config_a_worker_started_alone_has(monkeypatc
             monkeypatch.setenv(key, value)
     child = learner_config(Settings(), n_words=10, ranks=2)
     assert child == learner_config(parent, n_words=10, ranks=2)
-    assert child.mean_decay == pytest.approx(DEFAULTS[parent.sampler].mean_decay ** 10)
+    assert child.mean_decay == pytest.approx(DEFAULTS[parent.model.sampler].mean_decay ** 10)
 
 
 def test_vocab_size_flag_beats_a_vocabulary_file_from_the_environment(monkeypatch):
     monkeypatch.setenv("STREAMLDA_VOCAB", "/from/env/vocab.txt")
-    assert str(settings_from_args(argparse.Namespace()).vocab) == "/from/env/vocab.txt"
+    assert str(settings_from_args(argparse.Namespace()).model.vocab) == "/from/env/vocab.txt"
     settings = settings_from_args(argparse.Namespace(vocab_size=300))
-    assert settings.vocab is None and settings.vocab_size == 300
+    assert settings.model.vocab is None and settings.model.vocab_size == 300
 
 
 def test_corpus_size_is_wikipedias_unless_set(monkeypatch):
     """N describes the stream, English Wikipedia, whatever the source; a set N stands."""
     for name in ("STREAMLDA_CORPUS_SIZE", "STREAMLDA_WIKIPEDIA_ARTICLES"):
         monkeypatch.delenv(name, raising=False)
-    assert Settings().corpus_size is None
+    assert Settings().model.corpus_size is None
     assert learner_config(Settings(), n_words=10).corpus_size == 6_900_000
     monkeypatch.setenv("STREAMLDA_WIKIPEDIA_ARTICLES", "7000000")
     assert learner_config(Settings(), n_words=10).corpus_size == 7_000_000
@@ -134,8 +134,8 @@ def test_corpus_size_is_wikipedias_unless_set(monkeypatch):
 
 
 def test_mean_decay_defaults_to_the_learners_and_reaches_it():
-    assert Settings().mean_decay is None  # unset: the learner's, its one home
-    sampler = Settings().sampler
+    assert Settings().model.mean_decay is None  # unset: the learner's, its one home
+    sampler = Settings().model.sampler
     default = LearnerConfig(2, 5, sampler=sampler).mean_decay
     assert (
         learner_config(Settings(), n_words=10).mean_decay == default == DEFAULTS[sampler].mean_decay

@@ -63,15 +63,15 @@ def test_redact_hides_every_password_form(text: str | None, shown: str) -> None:
 
 def test_connect_is_bounded_raw_and_redacts_bad_urls() -> None:
     settings = Settings(redis_url="redis://127.0.0.1:1/0", queue_timeout=3.0)
-    kwargs = connect(settings).connection_pool.connection_kwargs
+    kwargs = connect(settings.store).connection_pool.connection_kwargs
     assert kwargs["socket_timeout"] == 3.0 and kwargs["socket_connect_timeout"] == 3.0
     assert kwargs.get("decode_responses", False) is False
     assert connect("redis://127.0.0.1:1/0").connection_pool.connection_kwargs["socket_timeout"]
     with pytest.raises(RedisURLError) as caught:
-        connect(Settings(redis_url=BAD_URL))
+        connect(Settings(redis_url=BAD_URL).store)
     assert "pw" not in str(caught.value) and "admin:***@" in str(caught.value)
     with pytest.raises(RedisURLError, match="no Redis URL"):
-        connect(Settings(redis_url=None))
+        connect(Settings(redis_url=None).store)
 
 
 def test_transient_errors_are_outages_and_busy_replies_not_refusals() -> None:

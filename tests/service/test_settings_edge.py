@@ -31,10 +31,10 @@ def test_an_infer_batch_is_split_over_the_cores_unless_set(monkeypatch) -> None:
     from service.settings import Settings
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
-    assert Settings(infer_concurrency=1).inference_threads == 4
-    assert Settings(infer_concurrency=2).inference_threads == 2  # the threads fit the cores
-    assert Settings(infer_concurrency=8).inference_threads == 1
-    assert Settings(infer_threads=3).inference_threads == 3
+    assert Settings(infer_concurrency=1).api.inference_threads == 4
+    assert Settings(infer_concurrency=2).api.inference_threads == 2  # the threads fit the cores
+    assert Settings(infer_concurrency=8).api.inference_threads == 1
+    assert Settings(infer_threads=3).api.inference_threads == 3
 
 
 def test_a_part_takes_its_settings_and_the_fields_given_that_are_not_settings() -> None:

@@ -25,7 +25,7 @@ def test_a_redis_killed_after_running_a_while_restarts_after_the_first_delay(
     settings = Settings.model_validate(
         {"restart_delay_first_s": 1.0, "restart_delay_max_s": 60.0, "restart_stable_s": 10.0}
     )
-    supervisor = Supervisor(settings, io.StringIO())
+    supervisor = Supervisor(settings.up, io.StringIO())
     child = Child("redis", launch=lambda: None)  # type: ignore[arg-type,return-value]
     now = [0.0]
     monkeypatch.setattr("service.up.time.monotonic", lambda: now[0])

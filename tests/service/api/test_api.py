@@ -101,10 +101,10 @@ def test_perplexity_before_any_evaluation(api: TestClient) -> None:
 def test_stats(
     api: TestClient, published: Published, redis_client: redis.Redis, settings: Settings
 ) -> None:
-    redis_client.xadd(settings.stream, {"id": "1"})
-    redis_client.xadd(settings.stream, {"id": "2"})
-    redis_client.xgroup_create(settings.stream, settings.group, id="0")
-    redis_client.xreadgroup(settings.group, "w", {settings.stream: ">"}, count=1)
+    redis_client.xadd(settings.queue.stream, {"id": "1"})
+    redis_client.xadd(settings.queue.stream, {"id": "2"})
+    redis_client.xgroup_create(settings.queue.stream, settings.queue.group, id="0")
+    redis_client.xreadgroup(settings.queue.group, "w", {settings.queue.stream: ">"}, count=1)
     redis_client.hset(
         "streamlda:scraper:counters",
         mapping={"fetched": 5, "queued": 2, "skipped:short": 3, "updated_at": 17.5},
@@ -114,8 +114,8 @@ def test_stats(
     assert body["sampler"] == "sgrld" and body["step_size"] == 0.005 and body["device"] == "cpu"
     assert body["topics"] == 3 and body["vocab_size"] == 12 and body["vocab_version"] == 0
     assert body["queue"] == {
-        "stream": settings.stream,
-        "group": settings.group,
+        "stream": settings.queue.stream,
+        "group": settings.queue.group,
         "length": 2,
         "pending": 1,
     }
@@ -213,7 +213,7 @@ def test_readyz_follows_topics_not_the_model(
 
 
 def test_admin_sets_the_control_keys(api: TestClient, settings: Settings) -> None:
-    auth = {"Authorization": f"Bearer {settings.admin_token}"}
+    auth = {"Authorization": f"Bearer {settings.api.admin_token}"}
     assert api.post("/admin/pause", headers=auth).json() == {"paused": True, "checkpoint_seq": 0}
     assert api.get("/stats").json()["paused"] is True
     assert api.post("/admin/checkpoint", headers=auth).json()["checkpoint_seq"] == 1

@@ -80,7 +80,7 @@ def test_infer_before_a_model_is_503(api: TestClient) -> None:
 def test_oversized_infer_is_413_by_content_length(
     api: TestClient, published: Published, settings: Settings
 ) -> None:
-    text = "apple " * settings.max_infer_bytes
+    text = "apple " * settings.api.max_infer_bytes
     assert "limit" in detail(api.post("/infer", json={"text": text}), 413)
 
 
@@ -89,7 +89,7 @@ def test_oversized_infer_is_413_without_content_length(
 ) -> None:
     def chunks() -> Iterator[bytes]:  # chunked transfer: no Content-Length to check up front
         yield b'{"text": "'
-        for _ in range(2 * settings.max_infer_bytes // 100):
+        for _ in range(2 * settings.api.max_infer_bytes // 100):
             yield b"apple " * 20
 
     response = api.post("/infer", content=chunks(), headers={"Content-Type": "application/json"})
@@ -100,7 +100,7 @@ def test_body_at_the_limit_is_accepted(
     api: TestClient, published: Published, settings: Settings
 ) -> None:
     prefix, suffix = b'{"text": "', b'"}'
-    filler = b"a" * (settings.max_infer_bytes - len(prefix) - len(suffix))
+    filler = b"a" * (settings.api.max_infer_bytes - len(prefix) - len(suffix))
     response = api.post(
         "/infer", content=prefix + filler + suffix, headers={"Content-Type": "application/json"}
     )
@@ -120,7 +120,7 @@ def test_admin_needs_the_right_token(api: TestClient, headers: dict[str, str]) -
 
 
 def test_admin_is_off_without_a_token(settings: Settings) -> None:
-    with TestClient(create_app(settings.model_copy(update={"admin_token": None}))) as api:
+    with TestClient(create_app(settings.updated(admin_token=None))) as api:
         response = api.post("/admin/pause", headers={"Authorization": "Bearer anything"})
         assert "STREAMLDA_ADMIN_TOKEN" in detail(response, 404)
 

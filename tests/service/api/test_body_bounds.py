@@ -135,7 +135,7 @@ def test_admin_paths_the_routes_do_not_name_are_refused_as_well() -> None:
 
 def test_a_body_without_a_length_stops_being_read_past_the_limit() -> None:
     settings = Settings(redis_url=UNREACHABLE, admin_token=TOKEN)
-    limit = small_body_limit(settings.topic_name_max)
+    limit = small_body_limit(settings.api.topic_name_max)
     chunk = 4096
     for method, path in (("PUT", NAME), ("POST", "/admin/pause")):
         headers = [bearer(TOKEN), ("Transfer-Encoding", "chunked")]
@@ -154,8 +154,8 @@ def test_a_declared_length_past_the_limit_is_refused_unread() -> None:
 def test_the_longest_name_escaped_fits_the_limit() -> None:
     """A name of topic_name_max characters, each a JSON-escaped surrogate pair, is no 413."""
     settings = Settings(redis_url=UNREACHABLE, admin_token=TOKEN)
-    body = json.dumps({"name": "\U0001f3b5" * settings.topic_name_max}, indent=8).encode()
-    assert len(body) <= small_body_limit(settings.topic_name_max)
+    body = json.dumps({"name": "\U0001f3b5" * settings.api.topic_name_max}, indent=8).encode()
+    assert len(body) <= small_body_limit(settings.api.topic_name_max)
 
 
 def many_texts(count: int) -> bytes:
@@ -166,7 +166,7 @@ def many_texts(count: int) -> bytes:
 def test_a_batch_past_max_infer_texts_is_refused_within_a_second() -> None:
     settings = Settings(redis_url=UNREACHABLE)
     body = many_texts(190_000)
-    assert 900_000 < len(body) <= settings.max_infer_bytes  # the body limit lets it through
+    assert 900_000 < len(body) <= settings.api.max_infer_bytes  # the body limit lets it through
     client = TestClient(create_app(settings))  # no lifespan: Redis is never read
     start = time.perf_counter()
     response = client.post(
@@ -175,7 +175,7 @@ def test_a_batch_past_max_infer_texts_is_refused_within_a_second() -> None:
     elapsed = time.perf_counter() - start
     assert response.status_code == 422, response.text
     detail = response.json()["detail"]
-    assert "texts" in detail and str(settings.max_infer_texts) in detail
+    assert "texts" in detail and str(settings.api.max_infer_texts) in detail
     assert len(response.content) < 1000 and elapsed < 1.0
 
 

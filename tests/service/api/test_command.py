@@ -32,8 +32,8 @@ def test_flags_override_the_environment(monkeypatch: pytest.MonkeyPatch) -> None
     args = parse(["api", "--redis", "redis://flag:6379/1", "--host", "0.0.0.0"])
     settings = settings_from_args(args)
     assert args.func is run
-    assert settings.redis_url == "redis://flag:6379/1"
-    assert settings.host == "0.0.0.0" and settings.port == 9000
+    assert settings.store.redis_url == "redis://flag:6379/1"
+    assert settings.api.host == "0.0.0.0" and settings.api.port == 9000
 
 
 def test_without_redis_the_command_says_so(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -53,7 +53,7 @@ def test_every_counter_is_exported_at_zero_on_an_empty_redis(
 def test_counters_keep_their_values_once_they_happen(
     redis_client: redis.Redis, settings: Settings
 ) -> None:
-    redis_client.hset(settings.counters_key, mapping={"fetched": 7, "skipped:redirect": 2})
+    redis_client.hset(settings.queue.counters_key, mapping={"fetched": 7, "skipped:redirect": 2})
     families = {f.name: f for f in text_string_to_metric_families(exposition(settings))}
     (fetched,) = families["streamlda_scraper_fetched"].samples
     assert fetched.value == 7

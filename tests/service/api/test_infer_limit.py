@@ -44,7 +44,7 @@ def start_post(base: str, length: int) -> http.client.HTTPConnection:
 def test_infer_past_the_limit_is_refused_before_its_body(
     settings: Settings, published: Published
 ) -> None:
-    app = create_app(settings.model_copy(update={"infer_queue": 1}))
+    app = create_app(settings.updated(infer_queue=1))
     with serve(app) as base:
         body = json.dumps({"text": "apple banana cherry"}).encode()
         holder = start_post(base, len(body))

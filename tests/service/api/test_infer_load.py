@@ -72,7 +72,7 @@ def test_slow_bodies_get_408_while_the_others_are_served(
     settings: Settings, published: Published
 ) -> None:
     timeout_s = 3.0
-    app = create_app(settings.model_copy(update={"body_timeout_s": timeout_s}))
+    app = create_app(settings.updated(body_timeout_s=timeout_s))
     with serve(app) as base:
         body = json.dumps({"text": "apple banana cherry " * 20}).encode()
         slow = [SlowUpload(base, body, every_s=0.05) for _ in range(4)]
@@ -164,6 +164,6 @@ def test_bad_batch_is_422(
 def test_batch_is_bounded_by_the_byte_limit(
     api: TestClient, published: Published, settings: Settings
 ) -> None:
-    texts = ["apple banana"] * (settings.max_infer_bytes // 10)
+    texts = ["apple banana"] * (settings.api.max_infer_bytes // 10)
     response = api.post("/infer/batch", json={"texts": texts})
     assert response.status_code == 413 and "limit" in response.json()["detail"]

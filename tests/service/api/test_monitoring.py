@@ -336,8 +336,8 @@ def publish_everything(client: redis.Redis, settings: Settings, published: Publi
     append_perplexity(client, point, keep=100)
     totals = Totals(Counter(dict.fromkeys(TOTAL_NAMES, 3)), Counter(short=2), 1.5)
     scraper = {**totals.as_counters(), "error:http": 1, "updated_at": time.time()}
-    client.hset(settings.counters_key, mapping=scraper)
-    client.xadd(settings.stream, {"id": "1"})
+    client.hset(settings.queue.counters_key, mapping=scraper)
+    client.xadd(settings.queue.stream, {"id": "1"})
 
 
 @pytest.mark.slow

@@ -90,7 +90,7 @@ def test_schema_documents_the_real_bodies_and_bounds(api: TestClient) -> None:
 
 
 def test_top_bound_follows_the_setting(settings: Settings) -> None:
-    with TestClient(create_app(settings.model_copy(update={"topic_words": 7}))) as api:
+    with TestClient(create_app(settings.updated(topic_words=7))) as api:
         spec = api.get("/openapi.json").json()
         top = spec["paths"]["/topics/{topic_id}"]["get"]["parameters"]
         bound = next(p for p in top if p["name"] == "top")["schema"]

@@ -140,11 +140,13 @@ def watched(redis_client: redis.Redis, published: Published, settings: Settings)
         scored = dataclasses.replace(point, coherence=0.05 + 0.05 * i, diversity=0.6 + 0.1 * i)
         append_perplexity(redis_client, scored, keep=100)
     for i in range(QUEUE_LENGTH):
-        redis_client.xadd(settings.stream, {"id": str(i), "text": "apple banana"})
-    redis_client.xgroup_create(settings.stream, settings.group, id="0")
-    redis_client.xreadgroup(settings.group, "worker", {settings.stream: ">"}, count=QUEUE_PENDING)
+        redis_client.xadd(settings.queue.stream, {"id": str(i), "text": "apple banana"})
+    redis_client.xgroup_create(settings.queue.stream, settings.queue.group, id="0")
+    redis_client.xreadgroup(
+        settings.queue.group, "worker", {settings.queue.stream: ">"}, count=QUEUE_PENDING
+    )
     redis_client.hset(
-        settings.counters_key,
+        settings.queue.counters_key,
         mapping={
             "fetched": 130,
             "queued": 100,
@@ -239,15 +241,15 @@ def test_health_shows_the_pipeline_with_relative_times(
 def test_polling_measures_the_scraper_rate_and_revalidates_with_etags(
     watched: TopicWatch, redis_client: redis.Redis, settings: Settings, tmp_path: Path
 ) -> None:
-    fast = settings.model_copy(update={"page_refresh_s": 0.05, "api_refresh_s": 0.02})
+    fast = settings.updated(page_refresh_s=0.05, api_refresh_s=0.02)
     stop = threading.Event()
     queued: list[tuple[float, int]] = []
 
     def scrape() -> None:  # a scraper publishing its counters every 20 ms
         while not stop.wait(0.02):
-            total = redis_client.hincrby(fast.counters_key, "queued", 1)
+            total = redis_client.hincrby(fast.queue.counters_key, "queued", 1)
             now = time.time()
-            redis_client.hset(fast.counters_key, "updated_at", repr(now))
+            redis_client.hset(fast.queue.counters_key, "updated_at", repr(now))
             queued.append((now, total))
 
     app = create_app(fast)

@@ -24,7 +24,7 @@ ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 def refused_api(settings: Settings, redis_server: RedisServer) -> Iterator[TestClient]:
     """An API whose user and password the Redis server refuses."""
     url = f"redis://{USER}:wrong-password@127.0.0.1:{redis_server.port}/0"
-    with FreshClient(create_app(settings.model_copy(update={"redis_url": url}))) as client:
+    with FreshClient(create_app(settings.updated(redis_url=url))) as client:
         yield client
 
 

@@ -100,8 +100,8 @@ def test_a_large_snapshot_leaves_the_gil_while_it_is_parsed() -> None:
 def test_readers_never_see_half_a_snapshot(
     redis_client: redis.Redis, settings: Settings, published: Published
 ) -> None:
-    sources = StreamKeys(settings.stream, settings.group, settings.counters_key)
-    view = View(redis_client, ViewConfig(0.001, 256, 100, settings.redis_url, sources, 10.0))
+    sources = StreamKeys(settings.queue.stream, settings.queue.group, settings.queue.counters_key)
+    view = View(redis_client, ViewConfig(0.001, 256, 100, settings.store.redis_url, sources, 10.0))
     view.refresh()
     view.start()
     stop = threading.Event()

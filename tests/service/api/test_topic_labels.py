@@ -96,7 +96,7 @@ def test_names_are_served_from_memory(
 ) -> None:
     """A read answers from the view's bytes without Redis, names included."""
     set_topic_name(redis_client, 0, "Fruit")
-    idle = settings.model_copy(update={"api_refresh_s": 3600.0})
+    idle = settings.updated(api_refresh_s=3600.0)
     with TestClient(create_app(idle)) as client:
         before = int(redis_client.info("stats")["total_commands_processed"])
         for _ in range(5):

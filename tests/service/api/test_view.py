@@ -39,7 +39,7 @@ CHANGE_TIMEOUT_S = 10.0
 @pytest.fixture
 def idle_api(settings: Settings, published: Published) -> Iterator[TestClient]:
     """An app that read Redis at start-up and will not refresh again during the test."""
-    with TestClient(create_app(settings.model_copy(update={"api_refresh_s": 3600.0}))) as client:
+    with TestClient(create_app(settings.updated(api_refresh_s=3600.0))) as client:
         yield client
 
 
@@ -93,7 +93,7 @@ def test_the_refresher_picks_up_a_new_snapshot(
     settings: Settings, published: Published, redis_client: redis.Redis
 ) -> None:
     """Nobody asks for a refresh: the background thread notices the new version by itself."""
-    fast = settings.model_copy(update={"api_refresh_s": 0.05})
+    fast = settings.updated(api_refresh_s=0.05)
     with TestClient(create_app(fast)) as client:
         assert client.get("/topics").json()["docs_seen"] == 3000
         publish_snapshot(redis_client, replace(published.snapshot, docs_seen=5000))

@@ -21,7 +21,7 @@ SILENT_AFTER_S = 2.0
 def test_a_silent_worker_is_not_responding_until_it_beats_again(
     settings: Settings, redis_client: redis.Redis, published: Published
 ) -> None:
-    bounded = settings.model_copy(update={"worker_silent_after_s": SILENT_AFTER_S})
+    bounded = settings.updated(worker_silent_after_s=SILENT_AFTER_S)
     with FreshClient(create_app(bounded)) as api:
         stats = api.get("/stats").json()
         assert stats["worker_state"] == "learning" and stats["docs_per_s"] == 12.5

@@ -32,7 +32,7 @@ def _articles(first: int, count: int) -> list[Article]:
 
 def _queue(server: RedisServer, **overrides: object) -> ArticleQueue:
     settings = fast_settings(redis_url=server.url, **overrides)
-    return ArticleQueue(connect(settings), settings.part(QueueConfig))
+    return ArticleQueue(connect(settings.store), settings.part(QueueConfig))
 
 
 def test_add_dedupes_by_page_id_across_a_restart(redis_server: RedisServer) -> None:
@@ -174,7 +174,7 @@ from service.ingest.queue import ArticleQueue, QueueConfig
 from service.store.redis_client import connect
 from service.settings import Settings
 settings = Settings.model_validate(json.loads(sys.argv[1]))
-queue = ArticleQueue(connect(settings), settings.part(QueueConfig))
+queue = ArticleQueue(connect(settings.store), settings.part(QueueConfig))
 got = queue.read("doomed", 4, block_ms=1000)
 print(json.dumps([entry for entry, _ in got]), flush=True)
 os.kill(os.getpid(), signal.SIGKILL)
@@ -185,7 +185,7 @@ def test_entries_of_a_killed_consumer_are_redelivered_after_the_timeout(
     redis_server: RedisServer,
 ) -> None:
     settings = fast_settings(redis_url=redis_server.url, claim_after_ms=500)
-    queue = ArticleQueue(connect(settings), settings.part(QueueConfig))
+    queue = ArticleQueue(connect(settings.store), settings.part(QueueConfig))
     queue.ensure_group()
     queue.add(_articles(1, 6))
     process = subprocess.run(
@@ -197,7 +197,7 @@ def test_entries_of_a_killed_consumer_are_redelivered_after_the_timeout(
     assert process.returncode == -9, process.stderr
     doomed = json.loads(process.stdout)
     assert len(doomed) == 4
-    survivor = ArticleQueue(connect(settings), settings.part(QueueConfig))
+    survivor = ArticleQueue(connect(settings.store), settings.part(QueueConfig))
     early = survivor.read("survivor", 10, block_ms=50)
     assert [entry for entry, _ in early] not in (doomed,) and len(early) == 2  # only new ones
     survivor.ack([entry for entry, _ in early])
@@ -210,8 +210,8 @@ def test_entries_of_a_killed_consumer_are_redelivered_after_the_timeout(
 
 def test_a_reading_consumer_keeps_its_entries(redis_server: RedisServer) -> None:
     settings = fast_settings(redis_url=redis_server.url, claim_after_ms=300)
-    slow = ArticleQueue(connect(settings), settings.part(QueueConfig))
-    other = ArticleQueue(connect(settings), settings.part(QueueConfig))
+    slow = ArticleQueue(connect(settings.store), settings.part(QueueConfig))
+    other = ArticleQueue(connect(settings.store), settings.part(QueueConfig))
     slow.add(_articles(1, 3))
     held = slow.read("slow", 3, block_ms=50)
     for _ in range(8):  # 0.8 s in all, well past claim_after_ms, reading now and then
@@ -225,10 +225,12 @@ def test_a_restarted_consumer_gets_its_own_pending_entries_first(
     redis_server: RedisServer,
 ) -> None:
     settings = fast_settings(redis_url=redis_server.url, claim_after_ms=60_000)
-    before = ArticleQueue(connect(settings), settings.part(QueueConfig))
+    before = ArticleQueue(connect(settings.store), settings.part(QueueConfig))
     before.add(_articles(1, 5))
     held = [entry for entry, _ in before.read("worker-1", 3, block_ms=50)]
-    after = ArticleQueue(connect(settings), settings.part(QueueConfig))  # same name, new process
+    after = ArticleQueue(
+        connect(settings.store), settings.part(QueueConfig)
+    )  # same name, new process
     again = after.read("worker-1", 2, block_ms=50)
     assert [entry for entry, _ in again] == held[:2]
     rest = after.read("worker-1", 5, block_ms=50)
@@ -243,7 +245,7 @@ def test_counters_are_summed_in_a_hash(redis_server: RedisServer) -> None:
     assert counters["fetched"] == 5 and counters["skipped:redirect"] == 1
     assert counters["backpressure_wait_seconds"] == pytest.approx(0.75)
     assert "queued" not in counters and counters["updated_at"] > 0
-    assert Settings.model_validate({}).counters_key == "streamlda:scraper:counters"
+    assert Settings.model_validate({}).queue.counters_key == "streamlda:scraper:counters"
 
 
 def _lose_replies(queue: ArticleQueue, *lost: int) -> list[list[int]]:

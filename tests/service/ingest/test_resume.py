@@ -48,7 +48,7 @@ def _settings(server: RedisServer, **overrides: object) -> Settings:
 
 def _queue(server: RedisServer) -> ArticleQueue:
     settings = _settings(server)
-    return ArticleQueue(connect(settings), settings.part(QueueConfig))
+    return ArticleQueue(connect(settings.store), settings.part(QueueConfig))
 
 
 def _identity(path: Path) -> str:
@@ -60,7 +60,9 @@ def _identity(path: Path) -> str:
 def _scrape(server: RedisServer, path: Path, limit: int | None = None) -> Totals:
     settings = _settings(server, articles_per_request=20)
     source = open_source(f"jsonl:{path}")
-    return Scraper(scraper_config(settings), source, client=connect(settings), limit=limit).run()
+    return Scraper(
+        scraper_config(settings), source, client=connect(settings.store), limit=limit
+    ).run()
 
 
 class ScraperProcess:

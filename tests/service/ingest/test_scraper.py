@@ -54,7 +54,7 @@ def _scraper(
     scraper = Scraper(
         scraper_config(settings),
         WikipediaSource(settings.part(WikipediaConfig)),
-        client=connect(settings),
+        client=connect(settings.store),
         limit=limit,
     )
     _SCRAPERS.append(scraper)
@@ -291,7 +291,9 @@ def test_scrape_command_replays_a_jsonl_file(redis_server: RedisServer, tmp_path
     assert "resuming after 26 lines" in second.stderr
     assert "done: 5 fetched, 5 queued, 0 duplicates, 0 re-reads, 1 skipped" in second.stderr
     settings = fast_settings(redis_url=redis_server.url)
-    assert stream_ids(redis_server.client(), settings.stream) == [str(i) for i in range(1, 31)]
+    assert stream_ids(redis_server.client(), settings.queue.stream) == [
+        str(i) for i in range(1, 31)
+    ]
     counters = ArticleQueue(redis_server.client(), settings.part(QueueConfig)).counters()
     assert counters["queued"] == 30 and counters.get("duplicates", 0) == 0
 
@@ -329,11 +331,11 @@ def test_scraper_replays_a_dump(redis_server: RedisServer, tmp_path: Path) -> No
     path.write_bytes(bz2.compress(f"<mediawiki>{pages}</mediawiki>".encode()))
     settings = fast_settings(redis_url=redis_server.url, articles_per_request=15)
     totals = Scraper(
-        scraper_config(settings), open_source(f"dump:{path}"), client=connect(settings)
+        scraper_config(settings), open_source(f"dump:{path}"), client=connect(settings.store)
     ).run()
     assert totals.counts["queued"] == 40 and totals.skipped == {"namespace": 20}
     assert totals.counts["batches"] == 3
-    entries = _entries(redis_server, settings)
+    entries = _entries(redis_server, settings.part(QueueConfig))
     assert entries["2"]["text"] == "P2 is a thing." and entries["2"]["source"] == f"dump:{path}"
 
 
@@ -365,7 +367,7 @@ def test_sigterm_finishes_the_batch_in_hand_and_exits_cleanly(
     assert process.returncode == 128 + signal.SIGTERM, "".join(lines) + rest  # stopped
     assert "stopping after the batch in hand" in rest and "done:" in rest
     queued = int(rest.split("done: ")[1].split(" fetched, ")[1].split(" queued")[0])
-    assert queued >= 20 and len(_entries(redis_server, fast_settings())) == queued
+    assert queued >= 20 and len(_entries(redis_server, fast_settings().part(QueueConfig))) == queued
 
 
 # Seconds a stopped scraper may take beyond the 2 s bound to tear the interpreter down.

@@ -54,7 +54,7 @@ def test_a_closed_port_is_reported_in_time_with_host_and_cause(
     caplog.set_level(logging.INFO, logger="service")
     host = f"127.0.0.1:{free_port()}"  # nothing listens: every connection is refused
     settings = offline_settings(redis_server.url, f"http://{host}/w/api.php")
-    client = connect(settings)
+    client = connect(settings.store)
     source = WikipediaSource(settings.part(WikipediaConfig))
     scraper = Scraper(scraper_config(settings), source, client=client)
     task = Background(scraper.run)
@@ -96,7 +96,7 @@ def test_a_source_that_answers_again_clears_its_status(
     api = make_wikipedia_api()
     api.inject(*["reset"] * 12)  # a real server that drops every connection for a while
     settings = offline_settings(redis_server.url, api.url, retry_backoff_max=0.15)
-    client = connect(settings)
+    client = connect(settings.store)
     source = WikipediaSource(settings.part(WikipediaConfig))
     scraper = Scraper(scraper_config(settings), source, client=client, limit=20)
     task = Background(scraper.run)
@@ -117,7 +117,7 @@ def test_giving_up_counts_every_request_in_the_summary(redis_server: RedisServer
     host = f"127.0.0.1:{free_port()}"
     settings = offline_settings(redis_server.url, f"http://{host}/w/api.php", max_retries=2)
     source = WikipediaSource(settings.part(WikipediaConfig))
-    scraper = Scraper(scraper_config(settings), source, client=connect(settings))
+    scraper = Scraper(scraper_config(settings), source, client=connect(settings.store))
     with pytest.raises(SourceError, match="gave up after 3 attempts"):
         scraper.run()
     counts = scraper.totals.counts

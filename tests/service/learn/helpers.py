@@ -80,19 +80,21 @@ def replay(
     held-out set and minibatches, evaluating in line as ``train`` does. The learner, its
     vocabulary and its (docs_seen, perplexity, perplexity_avg) points."""
     texts = [a.text for a in articles(0, count)]
-    vocab = build_vocabulary(texts[: settings.vocab_docs], settings.vocab_size)
+    vocab = build_vocabulary(texts[: settings.model.vocab_docs], settings.model.vocab_size)
     encoded = [ids for ids in (vocab.encode(t) for t in texts) if ids]
-    heldout = HeldoutSet.from_documents(encoded[: settings.heldout])
-    train = encoded[settings.heldout :]
+    heldout = HeldoutSet.from_documents(encoded[: settings.model.heldout])
+    train = encoded[settings.model.heldout :]
     model = StreamingLDA(
-        learner_config(settings.part(SessionConfig), len(vocab)), "cpu", settings.seed
+        learner_config(settings.part(SessionConfig), len(vocab)), "cpu", settings.model.seed
     )
-    points, next_eval = [], settings.eval_every
-    for start in range(0, len(train), settings.batch_size):
-        model.update(Batch.from_ids(train[start : start + settings.batch_size]))
+    points, next_eval = [], settings.model.eval_every
+    for start in range(0, len(train), settings.model.batch_size):
+        model.update(Batch.from_ids(train[start : start + settings.model.batch_size]))
         if model.docs_seen >= next_eval:
             points.append((model.docs_seen, *model.evaluate(heldout)))
-            next_eval = (model.docs_seen // settings.eval_every + 1) * settings.eval_every
+            next_eval = (
+                model.docs_seen // settings.model.eval_every + 1
+            ) * settings.model.eval_every
     return model, vocab, points
 
 

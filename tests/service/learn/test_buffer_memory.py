@@ -62,5 +62,5 @@ def test_buffered_documents_hold_no_article_text(redis_server: RedisServer, tmp_
     model = worker.model
     assert model is not None
     assert model.docs_seen + worker.counters["empty_docs"] + HELDOUT == 120
-    stored = HeldoutStore(client, settings.heldout_key).texts()
+    stored = HeldoutStore(client, settings.queue.heldout_key).texts()
     assert len(stored) == HELDOUT and all(stored)

@@ -26,10 +26,10 @@ def test_a_skipped_scoring_point_is_counted_and_logged_at_info(
     settings = worker_settings(
         redis_server.url, tmp_path / "data", eval_sweeps=6000, eval_backlog=1, eval_every=10
     )
-    client = connect(settings)
+    client = connect(settings.store)
     queue_articles(client, 0, 150)
     stop = threading.Event()
-    worker = build_worker(settings, connect(settings), stop)
+    worker = build_worker(settings, connect(settings.store), stop)
     thread = threading.Thread(target=worker.run, daemon=True)
     thread.start()
     try:

@@ -87,7 +87,7 @@ def test_points_equal_a_synchronous_evaluation_across_a_kill_and_restart(
     assert snap is not None and snap.counters["evals_skipped"] == 0
     # Per topic, as of the last point: coherence (their mean is the point's), drift, intervals.
     last = read_perplexity(client)[-1]
-    k = settings.topics
+    k = settings.model.topics
     assert snap.quality_docs == last.docs_seen and snap.topic_coherence is not None
     assert last.coherence is not None and len(snap.topic_coherence) == k
     assert sum(c or 0.0 for c in snap.topic_coherence) / k == pytest.approx(last.coherence)
@@ -105,11 +105,11 @@ def test_points_equal_a_synchronous_evaluation_across_a_kill_and_restart(
 def test_a_scorer_fed_betas_equals_the_model_evaluating_itself() -> None:
     settings = worker_settings("redis://unused", Path("unused"))
     texts = [a.text for a in articles(0, 80)]
-    vocab = build_vocabulary(texts[:VOCAB_DOCS], settings.vocab_size)
+    vocab = build_vocabulary(texts[:VOCAB_DOCS], settings.model.vocab_size)
     encoded = [ids for ids in (vocab.encode(t) for t in texts) if ids]
     heldout = HeldoutSet.from_documents(encoded[:20])
     model = StreamingLDA(
-        learner_config(settings.part(SessionConfig), len(vocab)), "cpu", settings.seed
+        learner_config(settings.part(SessionConfig), len(vocab)), "cpu", settings.model.seed
     )
     scorer = HeldoutScorer(
         model.scorer_config, torch.Generator().manual_seed(0), model.posterior_average.__class__()

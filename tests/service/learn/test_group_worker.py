@@ -59,7 +59,7 @@ def test_two_ranks_train_every_article_once_and_acknowledge_it(
     assert snapshot is not None and snapshot.world_size == 2
     expected = _expected_trained(data_dir)
     assert snapshot.docs_seen == checkpoint_docs(data_dir) == expected
-    consumers = client.xinfo_consumers(Settings().stream, Settings().group)
+    consumers = client.xinfo_consumers(Settings().queue.stream, Settings().queue.group)
     names = {c["name"].decode() if isinstance(c["name"], bytes) else c["name"] for c in consumers}
     assert {"worker-0", "worker-1"} <= names, names
     assert ArticleQueue(client, Settings().part(QueueConfig)).pending() == 0
@@ -163,7 +163,7 @@ def test_a_quiet_group_revisits_together_and_each_rank_keeps_its_reservoir(
     assert 2 * trained <= model.revisited_docs < 2 * trained + 2 * 10  # one group minibatch
     states = extra["reservoirs"]
     assert len(states) == 2 and sum(s["offered"] for s in states) == trained
-    heldout = set(HeldoutStore(client, Settings().heldout_key).texts())
+    heldout = set(HeldoutStore(client, Settings().queue.heldout_key).texts())
     held = [_held(client, rank) for rank in (0, 1)]
     assert [len(h) for h in held] == [s["offered"] for s in states]
     assert not (held[0] | held[1]) & heldout and not held[0] & held[1]

@@ -21,10 +21,10 @@ pytestmark = pytest.mark.slow
 
 def test_an_idle_worker_reports_rate_0_and_idle(redis_server: RedisServer, tmp_path: Path) -> None:
     settings = worker_settings(redis_server.url, tmp_path / "data", checkpoint_idle_s=1.0)
-    client = connect(settings)
+    client = connect(settings.store)
     queue_articles(client, 0, 90)
     stop = threading.Event()
-    worker = build_worker(settings, connect(settings), stop)
+    worker = build_worker(settings, connect(settings.store), stop)
     thread = threading.Thread(target=worker.run, daemon=True)
     thread.start()
     try:

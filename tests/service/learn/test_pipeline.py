@@ -123,7 +123,7 @@ def test_vocabulary_above_the_mark_and_rare_checkpoints_neither_deadlock_nor_thr
     assert snap is not None
     # Exactly once: each queued article trained, held out or empty, none twice.
     assert snap.docs_seen + HELDOUT + snap.counters["empty_docs"] == ARTICLES
-    assert int(client.hget(Settings().counters_key, "queued") or 0) == ARTICLES
+    assert int(client.hget(Settings().queue.counters_key, "queued") or 0) == ARTICLES
 
 
 def test_unacknowledged_entries_are_bounded_by_checkpoints_on_count(

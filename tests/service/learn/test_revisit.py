@@ -48,7 +48,7 @@ def revisiting(redis_url: str, data_dir: Path) -> Settings:
 
 def started(settings: Settings) -> tuple[Worker, threading.Event, threading.Thread]:
     stop = threading.Event()
-    worker = build_worker(settings, connect(settings), stop)
+    worker = build_worker(settings, connect(settings.store), stop)
     thread = threading.Thread(target=worker.run, daemon=True)
     thread.start()
     return worker, stop, thread
@@ -61,7 +61,7 @@ def stopped(stop: threading.Event, thread: threading.Thread) -> None:
 
 
 def held_texts(settings: Settings) -> list[str]:
-    stored = connect(settings).hgetall(reservoir_key(0))
+    stored = connect(settings.store).hgetall(reservoir_key(0))
     return [zlib.decompress(blob).decode("utf-8") for blob in stored.values()]
 
 
@@ -69,7 +69,7 @@ def test_a_quiet_stream_is_revisited_up_to_the_ratio_then_idles(
     redis_server: RedisServer, tmp_path: Path
 ) -> None:
     settings = revisiting(redis_server.url, tmp_path / "data")
-    client = connect(settings)
+    client = connect(settings.store)
     queue_articles(client, 0, 120)
     worker, stop, thread = started(settings)
     try:
@@ -83,7 +83,7 @@ def test_a_quiet_stream_is_revisited_up_to_the_ratio_then_idles(
         assert model is not None
         trained = model.docs_seen
         assert trained == 120 - HELDOUT - worker.counters["empty_docs"]
-        batch = settings.batch_size
+        batch = settings.model.batch_size
         assert RATIO * trained <= model.revisited_docs < RATIO * trained + batch
         assert worker.reservoir is not None and worker.reservoir.size == trained
         snap = read_snapshot(client)
@@ -110,14 +110,14 @@ def test_a_quiet_stream_is_revisited_up_to_the_ratio_then_idles(
 
     # No held-out article was ever offered, so none is ever revisited.
     held = set(held_texts(settings))
-    heldout = set(HeldoutStore(client, settings.heldout_key).texts())
+    heldout = set(HeldoutStore(client, settings.queue.heldout_key).texts())
     assert len(heldout) == HELDOUT and not held & heldout
     assert held <= {a.text for a in articles(0, 150)}
 
 
 def test_the_reservoir_outlives_a_restart(redis_server: RedisServer, tmp_path: Path) -> None:
     settings = revisiting(redis_server.url, tmp_path / "data")
-    client = connect(settings)
+    client = connect(settings.store)
     queue_articles(client, 0, 90)
     worker, stop, thread = started(settings)
     wait_until(lambda: drained(client), "the first articles to be learned")
@@ -148,10 +148,8 @@ def test_revisits_fill_the_gaps_of_a_paced_stream(
 ) -> None:
     """Articles arriving a few at a time, each burst sooner than a read would wait: the worker
     revisits between them instead of waiting, and still learns every fresh one."""
-    settings = revisiting(redis_server.url, tmp_path / "data").model_copy(
-        update={"read_block_ms": 1000}
-    )
-    client = connect(settings)
+    settings = revisiting(redis_server.url, tmp_path / "data").updated(read_block_ms=1000)
+    client = connect(settings.store)
     queue_articles(client, 0, 70)  # the vocabulary's, the held-out set and a first minibatch
     worker, stop, thread = started(settings)
     try:
@@ -209,7 +207,7 @@ def test_a_killed_worker_keeps_its_reservoir(redis_server: RedisServer, tmp_path
     kept_revisits = extra["reservoir"].get("revisited", 0)
     before = held_slots(client)
     assert counted > 0 and set(range(counted)) <= set(before)  # flushed before the checkpoint
-    heldout = set(HeldoutStore(client, Settings().heldout_key).texts())
+    heldout = set(HeldoutStore(client, Settings().queue.heldout_key).texts())
     assert len(heldout) == HELDOUT and not set(before.values()) & heldout
 
     env["STREAMLDA_CHECKPOINT_IDLE_S"] = "0.5"
@@ -244,7 +242,7 @@ def test_a_backlog_is_read_through_before_any_revisit(
     """A minibatch left short by a backlog's empty articles does not mean the stream is quiet:
     the worker reads on, and revisits only once a read finds nothing more unread."""
     settings = revisiting(redis_server.url, tmp_path / "data")
-    client = connect(settings)
+    client = connect(settings.store)
     queue_articles(client, 0, 120)
     worker = build_worker(settings, client, threading.Event())
     worker._start()

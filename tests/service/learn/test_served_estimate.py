@@ -70,7 +70,7 @@ def test_api_serves_the_workers_beta_mean_and_its_sample_on_request(
     assert checkpoint.docs_seen == model.docs_seen and model.state.step >= 5
     torch.testing.assert_close(checkpoint.beta_mean, model.beta_mean)
 
-    words = settings.topic_words
+    words = settings.publish.topic_words
     mean = pairs(top_words(model.beta_mean, vocab.words, words))
     # The sample as the worker ranks it: for SCIR's lazy chain, among the mean's top words
     # (StreamingLDA.top_words), with no K x W draw.

@@ -64,7 +64,9 @@ def test_training_through_the_session_is_the_learner_on_the_same_minibatches():
             assert session.model is not None
             evaluations.append(session.model.docs_seen)
     oracle = StreamingLDA(
-        learner_config(settings.part(SessionConfig), len(session.vocabulary)), "cpu", settings.seed
+        learner_config(settings.part(SessionConfig), len(session.vocabulary)),
+        "cpu",
+        settings.model.seed,
     )
     whole = len(documents) // 7 * 7
     for start in range(0, whole, 7):

@@ -29,7 +29,7 @@ TOPIC = 2
 def learning(settings: Settings) -> tuple[threading.Event, threading.Thread]:
     stop = threading.Event()
     thread = threading.Thread(
-        target=build_worker(settings, connect(settings), stop).run, daemon=True
+        target=build_worker(settings, connect(settings.store), stop).run, daemon=True
     )
     thread.start()
     return stop, thread
@@ -49,7 +49,7 @@ def test_a_name_survives_restarts_of_the_api_the_worker_and_redis(
     redis_server: RedisServer, tmp_path: Path
 ) -> None:
     settings = worker_settings(redis_server.url, tmp_path / "data", admin_token=ADMIN_TOKEN)
-    client = connect(settings)
+    client = connect(settings.store)
     queue_articles(client, 0, 150)
     stop, thread = learning(settings)
     wait_until(
@@ -66,7 +66,7 @@ def test_a_name_survives_restarts_of_the_api_the_worker_and_redis(
 
     redis_server.stop()  # SIGTERM: Redis writes its append-only file out
     redis_server.start()
-    client = connect(settings)
+    client = connect(settings.store)
     snapshot = read_snapshot(client)
     assert snapshot is not None
     docs = snapshot.docs_seen

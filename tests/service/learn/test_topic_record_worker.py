@@ -36,7 +36,7 @@ KEEP = 3
 
 
 def run_until_scored(settings: Settings, points: int) -> tuple[threading.Event, threading.Thread]:
-    client = connect(settings)
+    client = connect(settings.store)
     stop = threading.Event()
     worker = build_worker(settings, client, stop)
     thread = threading.Thread(target=worker.run, daemon=True)
@@ -61,7 +61,7 @@ def test_sizes_articles_figures_and_history_are_published_and_kept(
     settings = worker_settings(
         redis_server.url, tmp_path / "data", topic_articles=KEEP, export_docs=50
     )
-    client = connect(settings)
+    client = connect(settings.store)
     queue_articles(client, 0, COUNT)
     stop, thread = run_until_scored(settings, 1)
     stop.set()
@@ -73,7 +73,7 @@ def test_sizes_articles_figures_and_history_are_published_and_kept(
     assert len(snap.topic_size) == snap.n_topics and sum(snap.topic_size) == pytest.approx(1.0)
     # Every listed article is a trained article of the stream, with its title; none held out.
     stream = {a.id: a for a in articles(0, COUNT)}
-    held_texts = set(HeldoutStore(client, settings.heldout_key).texts())
+    held_texts = set(HeldoutStore(client, settings.queue.heldout_key).texts())
     heldout = {a.id for a in stream.values() if a.text in held_texts}
     assert len(heldout) == HELDOUT
     listed = [a for k in range(snap.n_topics) for a in snap.articles(k)]
@@ -83,7 +83,7 @@ def test_sizes_articles_figures_and_history_are_published_and_kept(
         assert article.title == stream[article.id].title and 0 < article.share <= 1
         assert article.url is None  # a file source has no link
     for k in range(snap.n_topics):  # largest aged share first (docs/topics.md)
-        half_life = settings.topic_half_life
+        half_life = settings.publish.topic_half_life
         aged = [
             a.share * 2 ** ((a.docs_seen - snap.docs_seen) / half_life) for a in snap.articles(k)
         ]

@@ -30,7 +30,7 @@ NEW_WORDS = ("josé", "łódź", "kraków")
 
 
 def _queue(settings: Settings) -> None:
-    queue = ArticleQueue(connect(settings), settings.part(QueueConfig))
+    queue = ArticleQueue(connect(settings.store), settings.part(QueueConfig))
     queue.ensure_group()
     stream = articles(0, COUNT)
     later = [replace(a, text=a.text + " José visited Łódź and Kraków.") for a in stream[NEW_FROM:]]
@@ -38,7 +38,7 @@ def _queue(settings: Settings) -> None:
 
 
 def _run(settings: Settings, done: object) -> None:
-    client = connect(settings)
+    client = connect(settings.store)
     stop = threading.Event()
     worker = build_worker(settings, client, stop)
     thread = threading.Thread(target=worker.run, daemon=True)
@@ -57,7 +57,7 @@ def test_words_enter_the_served_model_and_survive_a_restart(
     settings = worker_settings(
         redis_server.url, tmp_path / "data", vocab_refresh=40, vocab_counted=100_000
     )
-    client = connect(settings)
+    client = connect(settings.store)
     _queue(settings)
 
     def learned() -> bool:
@@ -67,7 +67,7 @@ def test_words_enter_the_served_model_and_survive_a_restart(
     _run(settings, learned)
     model = read_model(client)
     assert model is not None and set(NEW_WORDS) <= set(model.vocab)
-    assert len(model.vocab) == settings.vocab_size == model.beta.shape[1]
+    assert len(model.vocab) == settings.model.vocab_size == model.beta.shape[1]
     snap = read_snapshot(client)
     assert snap is not None and snap.vocab_size == len(model.vocab)
     refreshes = snap.counters["vocab_refreshes"]
@@ -80,7 +80,7 @@ def test_words_enter_the_served_model_and_survive_a_restart(
     _, vocab, extra = load_model(tmp_path / "data" / CHECKPOINT_NAME)
     assert vocab.words == model.vocab and vocab.version == snap.counters["vocab_refreshes"]
     counts = extra["word_counts"]
-    assert counts["documents"] >= COUNT - settings.heldout - 10
+    assert counts["documents"] >= COUNT - settings.model.heldout - 10
 
     # A restart resumes the vocabulary, its version and the counts: with nothing new to read,
     # it serves the same words.
