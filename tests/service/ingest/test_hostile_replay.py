@@ -38,7 +38,9 @@ def test_a_hostile_replay_queues_every_good_article_in_one_run(
     assert done.returncode == 0, done.stderr[-3000:]
 
     settings = fast_settings(redis_url=redis_server.url)
-    assert sorted(stream_ids(connect(settings.store), settings.queue.stream)) == sorted(expected.good)
+    assert sorted(stream_ids(connect(settings.store), settings.queue.stream)) == sorted(
+        expected.good
+    )
     if kind == "jsonl":
         assert len(expected.good) == GOOD
     counters = ArticleQueue(connect(settings.store), settings.part(QueueConfig)).counters()
