@@ -35,6 +35,7 @@ from lda.sgmcmc.samplers import (  # its home: the samplers; imported from here 
     NonFiniteError as NonFiniteError,
 )
 from lda.sgmcmc.samplers import SamplerState, StepInfo
+from lda.sgmcmc.seeds import SeedPrior
 
 
 def resolve_device(name: str) -> torch.device:
@@ -216,6 +217,24 @@ class StreamingLDA:
         chain without drawing the other columns (lda.sgmcmc.scir.lazy.LazyChain.sample_at)."""
         return self.chain.sample_at(word_ids)
 
+    @property
+    def seeds(self) -> SeedPrior:
+        """The seed words' priors: alpha_kw = alpha + s_kw at these coordinates."""
+        return self.chain.seeds
+
+    def set_seeds(self, seeds: SeedPrior) -> None:
+        """Learn under ``seeds`` from the next step on (docs/model.md, "Seeded topics"):
+        the posterior changes, the chain's state does not."""
+        K, W = self.config.n_topics, self.config.n_words
+        if len(seeds) and (
+            int(seeds.topics.min()) < 0
+            or int(seeds.topics.max()) >= K
+            or int(seeds.words.min()) < 0
+            or int(seeds.words.max()) >= W
+        ):
+            raise ValueError(f"a seed names a topic outside [0, {K}) or a word outside [0, {W})")
+        self.chain.set_seeds(seeds)
+
     def remap_vocabulary(
         self, keep: torch.Tensor, generator: torch.Generator | None = None
     ) -> None:
@@ -249,6 +268,7 @@ class StreamingLDA:
             "posterior_average": self.posterior_average.state_dict(),
             "mean": chain["mean"],
             "lazy": chain["lazy"],
+            "seeds": self.chain.seeds.state_dict(),
         }
 
     @classmethod
@@ -261,6 +281,7 @@ class StreamingLDA:
         seed = int(state.get("seed", 0))
         chain = restore_chain(config, state, torch.device(device), seed)
         model = cls(config, device, seed, chain=chain)
+        chain.set_seeds(SeedPrior.from_state_dict(state.get("seeds")))  # absent before seeds
         model.docs_seen = int(state["docs_seen"])
         model.tokens_seen = int(state["tokens_seen"])
         model.revisit_steps = int(state.get("revisit_steps", 0))

@@ -10,6 +10,7 @@ make the choice (:func:`is_lazy`).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import torch
@@ -22,6 +23,7 @@ from lda.sgmcmc.minibatch import Chain, Minibatch
 from lda.sgmcmc.samplers import SAMPLERS, NonFiniteError, SamplerState, StepInfo, init_state, step
 from lda.sgmcmc.scir.chain import LazySCIRChain
 from lda.sgmcmc.scir.lazy import LazyChain
+from lda.sgmcmc.seeds import SeedPrior
 
 
 def all_finite(*tensors: torch.Tensor) -> bool:
@@ -41,6 +43,7 @@ class DenseChain:
     def __init__(self, config: LearnerConfig, state: SamplerState, mean: ExponentialMean):
         self.sampler = config.sampler
         self.hyper = config.hyper
+        self.seeds = SeedPrior.none()
         self._state = state
         self.mean = mean
         self._beta: tuple[SamplerState, torch.Tensor] | None = None  # (state, its beta)
@@ -69,6 +72,14 @@ class DenseChain:
     def whole_reads_cost_draws(self) -> bool:
         """No: the whole theta is current, and beta is its rows normalised."""
         return False
+
+    def set_seeds(self, seeds: SeedPrior) -> None:
+        """Step under alpha_kw = alpha + s_kw from now on (a (K, W) excess, kept while seeded)."""
+        theta = self._state.theta
+        K, W = theta.shape
+        excess = seeds.excess((K, W), theta.dtype, theta.device) if len(seeds) else None
+        self.seeds = seeds
+        self.hyper = dataclasses.replace(self.hyper, seeded=excess)
 
     def update(
         self, minibatch: Minibatch, step_size: float, generator: torch.Generator
@@ -109,6 +120,7 @@ class DenseChain:
             theta=columns.apply(theta, fresh), momentum=new_momentum, step=self._state.step
         )
         remap_mean(self.mean, columns, self.beta)
+        self.set_seeds(self.seeds.remap(columns.keep, columns.n_old))
 
     def state_dict(self) -> dict[str, Any]:
         return {

@@ -26,9 +26,10 @@ def safe(theta: torch.Tensor) -> torch.Tensor:
 
 
 def log_posterior_gradient(
-    theta: torch.Tensor, stats: MinibatchStatistics, alpha: float
+    theta: torch.Tensor, stats: MinibatchStatistics, alpha: float | torch.Tensor
 ) -> torch.Tensor:
-    """g = (alpha - 1)/theta - 1 + (N/n) (E[n_kw]/theta - E[n_k.]/theta_k.)."""
+    """g = (alpha - 1)/theta - 1 + (N/n) (E[n_kw]/theta - E[n_k.]/theta_k.); ``alpha`` a
+    scalar or each coordinate's alpha_kw."""
     t = safe(theta)
     row = t.sum(dim=1, keepdim=True)
     return (alpha - 1.0) / t - 1.0 + stats.scale * (stats.topic_word / t - stats.topic_totals / row)

@@ -18,6 +18,7 @@ from lda.config import Estimate
 from lda.parallel import Reducer
 from lda.sgmcmc.columns import ColumnMap
 from lda.sgmcmc.samplers import SamplerState, StepInfo
+from lda.sgmcmc.seeds import SeedPrior
 
 if TYPE_CHECKING:
     from lda.gibbs import GibbsExpectations
@@ -74,6 +75,15 @@ class Chain(Protocol):
     def whole_reads_cost_draws(self) -> bool:
         """Whether reading the whole sample (:attr:`beta`) draws the columns a step did not
         touch: a pass over K x W with a random draw each, not a division."""
+        ...
+
+    @property
+    def seeds(self) -> SeedPrior:
+        """The seed words' priors the chain steps under (none: alpha everywhere)."""
+        ...
+
+    def set_seeds(self, seeds: SeedPrior) -> None:
+        """Step under alpha_kw = alpha + s_kw from the next step on."""
         ...
 
     def update(

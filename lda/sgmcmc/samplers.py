@@ -98,7 +98,7 @@ def sgld_update(
     noise: torch.Tensor,
 ) -> tuple[torch.Tensor, None]:
     """theta + eps g + N(0, 2 eps)."""
-    g = log_posterior_gradient(theta, stats, hyper.alpha)
+    g = log_posterior_gradient(theta, stats, hyper.alpha_kw)
     return theta + eps * g + (2.0 * eps) ** 0.5 * noise, None
 
 
@@ -112,7 +112,7 @@ def sghmc_update(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """theta + eps r ; r + eps g - eps C r + N(0, 2 eps C)."""
     assert r is not None, "SGHMC needs a momentum"
-    g = log_posterior_gradient(theta, stats, hyper.alpha)
+    g = log_posterior_gradient(theta, stats, hyper.alpha_kw)
     c = hyper.friction
     return theta + eps * r, r + eps * g - eps * c * r + (2.0 * eps * c) ** 0.5 * noise
 
@@ -128,7 +128,7 @@ def sgrld_update(
     """theta + eps (alpha - theta + (N/n) sum_d E[n_dkw - beta_kw n_dk.]) + N(0, 2 eps theta)."""
     beta = theta / theta.sum(dim=1, keepdim=True)
     data = stats.topic_word - beta * stats.topic_totals
-    drift = hyper.alpha - theta + stats.scale * data
+    drift = hyper.alpha_kw - theta + stats.scale * data
     return theta + eps * drift + (2.0 * eps * theta.clamp_min(0)).sqrt() * noise, None
 
 
@@ -144,7 +144,7 @@ def sgrhmc_euler(
     r + eps sqrt(theta) g + eps / (2 sqrt(theta)) - eps C theta r + N(0, 2 eps C theta)."""
     assert r is not None, "SGRHMC needs a momentum"
     root = safe(theta).sqrt()
-    g = log_posterior_gradient(theta, stats, hyper.alpha)
+    g = log_posterior_gradient(theta, stats, hyper.alpha_kw)
     c = hyper.friction
     new_r = r + eps * root * g + eps / (2.0 * root) - eps * c * theta * r
     new_r = new_r + (2.0 * eps * c * theta).sqrt() * noise
@@ -333,7 +333,9 @@ def step(
     zeros = (theta == 0).sum()
     reflected: Count
     turned: Count
-    if spec.fused is not None and _fusable(theta, stats):  # float32 noise is read as it is
+    if (
+        spec.fused is not None and hyper.seeded is None and _fusable(theta, stats)
+    ):  # float32 noise is read as it is
         new_theta, new_r, reflected, turned = spec.fused(
             theta, state.momentum, stats, hyper, step_size, noise
         )

@@ -49,7 +49,7 @@ def sgrhmc_split(
     assert r is not None, "SGRHMC needs a momentum"
     friction_noise, phase_noise = noise[0], noise[1]
     phi = safe(theta).sqrt()
-    c = hyper.alpha - 0.5 + stats.scale * stats.topic_word
+    c = hyper.alpha_kw - 0.5 + stats.scale * stats.topic_word
     lam = 1.0 + stats.scale * stats.topic_totals / safe(theta.sum(dim=1, keepdim=True))
     decay = torch.exp(-eps * hyper.friction * theta)
     r = decay * r + (1.0 - decay * decay).clamp_min(0).sqrt() * friction_noise

@@ -21,6 +21,7 @@ from lda.sgmcmc.minibatch import Minibatch
 from lda.sgmcmc.samplers import NonFiniteError, SamplerState, StepInfo
 from lda.sgmcmc.scir.lazy import LazyChain
 from lda.sgmcmc.scir.lazy_kernel import columns_of
+from lda.sgmcmc.seeds import SeedPrior
 
 _Read = TypeVar("_Read")
 # A sample's top words are ranked among this many times n of the mean's top words.
@@ -43,6 +44,7 @@ class LazySCIRChain:
         self.seed = seed
         self.step = step
         self.mean = mean
+        self.seeds = SeedPrior.none()
         self._reads: dict[str, object] = {}
 
     @property
@@ -81,6 +83,12 @@ class LazySCIRChain:
         """The reads' stream of this step."""
         return torch.Generator().manual_seed(self.seed * 1_000_003 + self.step)
 
+    def set_seeds(self, seeds: SeedPrior) -> None:
+        """Step under alpha_kw = alpha + s_kw from now on. A seeded word's column joins every
+        step, so no stale column ever carries a seed: the lazy transitions of a column no
+        minibatch touches (lda.sgmcmc.scir.lazy) hold for a prior of alpha alone."""
+        self.seeds = seeds
+
     def update(
         self, minibatch: Minibatch, step_size: float, generator: torch.Generator
     ) -> StepInfo:
@@ -91,11 +99,16 @@ class LazySCIRChain:
         self._reads.clear()  # the chain is about to change in place
         batch, group = minibatch.batch, minibatch.group
         n_words = lazy.theta.shape[1]
+        seeds = self.seeds
         if group is not None:
             mask = torch.zeros(n_words, dtype=torch.float32)
             mask[batch.words] = 1.0
+            mask[seeds.words] = 1.0
             group.sum_(mask)
             columns = torch.nonzero(mask).squeeze(1)
+            local = torch.searchsorted(columns, batch.words)
+        elif len(seeds):
+            columns = torch.unique(torch.cat([batch.words, seeds.words]))
             local = torch.searchsorted(columns, batch.words)
         else:
             columns_np, local_np = columns_of(batch.words.numpy(), n_words)
@@ -111,6 +124,11 @@ class LazySCIRChain:
         else:
             # A group sums the counts in the chain's dtype: float32 halves what crosses the wire.
             topic_word, kept = minibatch.topic_word(beta, mine, self.dtype), 1
+        if len(seeds):  # s_kw as pseudo-counts: a_kw = alpha + (N/n) (E[n_kw] + s_kw n/N)
+            counts = topic_word.to(torch.float64)
+            topic_word = counts + seeds.at_columns(columns, counts.shape[0], counts.dtype) * (
+                kept / minibatch.scale
+            )
         if not lazy.advance(columns, topic_word, minibatch.scale / kept, step_size, generator):
             raise NonFiniteError(f"non-finite theta after step {self.step + 1}")
         if lazy.due_for_sync():
@@ -143,6 +161,7 @@ class LazySCIRChain:
         brought is of the old vocabulary and starts over."""
         self._reads.clear()
         self.lazy.remap(columns, generator)
+        self.seeds = self.seeds.remap(columns.keep, columns.n_old)
         if self.mean.count:
             self.mean = ExponentialMean(self.mean.decay)
 

@@ -71,7 +71,7 @@ def scir_transition(
     subnormal beta, which slowed held-out scoring: docs/samplers.md). Returns how many
     coordinates were raised (a 0-d tensor on theta's device).
     """
-    a = hyper.alpha + stats.scale * stats.topic_word
+    a = hyper.alpha_kw + stats.scale * stats.topic_word
     drawn = cir_transition(theta, a, h, generator)
     floor = beta_floor(drawn.dtype) * drawn.sum(dim=1, keepdim=True).clamp_min(1.0)
     raised = drawn < floor
