@@ -820,7 +820,8 @@ def _learn(
     the CPU's count and at the end."""
     from lda.batch import Batch
     from lda.model import StreamingLDA, resolve_device
-    from service.learn.session import LearningSession, SessionConfig
+    from service.learn.session import LearningSession
+    from service.learn.session_config import SessionConfig
     from service.settings import Settings
 
     sizes = ctx.sizes

@@ -88,7 +88,8 @@ from lda.sgmcmc.samplers import SAMPLERS
 from lda.sgmcmc.schedules import StepSchedule
 from lda.vocab import Vocabulary, build_vocabulary
 from service.learn.reservoir import Reservoir
-from service.learn.session import LearningSession, SessionConfig, learner_config
+from service.learn.session import LearningSession
+from service.learn.session_config import SessionConfig, learner_config
 from service.settings import ModelSettings, Settings, WorkerSettings
 
 HERE = Path(__file__).resolve().parent

@@ -55,7 +55,8 @@ from lda.evaluation.perplexity import HeldoutSet
 from lda.model import StreamingLDA, resolve_device
 from lda.tokens import words
 from lda.vocab import Vocabulary, build_vocabulary
-from service.learn.session import LearningSession, SessionConfig, learner_config
+from service.learn.session import LearningSession
+from service.learn.session_config import SessionConfig, learner_config
 from service.settings import ModelSettings, Settings
 
 RECENT_ID = 18_000_000  # page ids from here on are "recent" (created 2008 and later)

@@ -23,7 +23,8 @@ import torch
 
 from lda.batch import Batch
 from lda.vocab import build_vocabulary
-from service.learn.session import LearningSession, SessionConfig
+from service.learn.session import LearningSession
+from service.learn.session_config import SessionConfig
 from service.settings import Settings
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora"

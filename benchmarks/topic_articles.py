@@ -34,7 +34,7 @@ from lda.inference import infer_topics
 from lda.model import StreamingLDA
 from lda.vocab import Vocabulary, build_vocabulary
 from service.learn.publisher import suggested_names_of as suggested
-from service.learn.session import SessionConfig, learner_config
+from service.learn.session_config import SessionConfig, learner_config
 from service.learn.topic_record import RecordConfig, TopicRecord
 from service.settings import Settings
 from service.store.snapshot import Snapshot, ranked_words

@@ -29,13 +29,14 @@ from service.learn.distributed import (
 )
 from service.learn.heldout_store import HeldoutStore
 from service.learn.model_store import CHECKPOINT_NAME
-from service.learn.publisher import NullPublisher, PublishConfig, Publisher, Publishing
+from service.learn.publisher import NullPublisher, Outlet, PublishConfig, Publisher
 from service.learn.reservoir import Reservoir
 from service.learn.runtime import set_threads
-from service.learn.session import LearningSession, SessionConfig
+from service.learn.session import CannotLearn, LearningSession
+from service.learn.session_config import SessionConfig
 from service.learn.topic_record import EntryRef, RecordConfig
 from service.learn.topic_watch import TopicWatch
-from service.learn.worker import CannotLearn, Worker, WorkerConfig
+from service.learn.worker import Worker, WorkerConfig
 from service.learner_flags import add_learner_flags
 from service.process import lower_priority
 from service.redact import configure_logging
@@ -156,7 +157,7 @@ def build_worker(
     device = resolve_device(settings.model.device)
     retry = RedisRetry(settings.part(RetryConfig), stop)
     queue = ArticleQueue(client, settings.part(QueueConfig))
-    publisher: Publishing = NullPublisher()
+    publisher: Outlet = NullPublisher()
     if coordinator.leads:
         publish = settings.part(PublishConfig)
         watch = TopicWatch(settings.publish.uncertainty_samples)

@@ -76,8 +76,9 @@ class WorkerStatus:
     term_frequency: np.ndarray | None = None  # (W,) the stream's word counts
 
 
-class Publishing(Protocol):
-    """What the worker's loop asks of its publisher (real or null)."""
+class Outlet(Protocol):
+    """Where the worker's loop shows what it learned: a :class:`Publisher` to Redis, or a
+    :class:`NullPublisher` on ranks that do not publish."""
 
     def trained(self, model: StreamingLDA) -> None: ...
     def forget_samples(self) -> None: ...

@@ -27,24 +27,20 @@ from service.learn.coordinator import Coordinator, Counts, ModelState, NoStep, P
 from service.learn.evaluator import Scored
 from service.learn.heldout_store import HeldoutStore
 from service.learn.intake import Intake
-from service.learn.publisher import Publishing, WorkerStatus
+from service.learn.publisher import Outlet, WorkerStatus
 from service.learn.recent_rates import RecentRates
 from service.learn.reservoir import Reservoir
 from service.learn.revisits import Revisits
 from service.learn.runtime import release_freed_memory
 from service.learn.scoring import Scoring, ScoringConfig
-from service.learn.session import CannotLearn as CannotLearn  # what ends the command
 from service.learn.session import LearningSession
 from service.learn.topic_record import EntryRef, Record, RecordConfig
 from service.learn.vocabulary_refresh import VocabularyRefresh
 from service.learn.worker_parts import Counters, WorkerConfig
 from service.store.control import read_control
-from service.store.counters import WORKER_COUNTERS
 from service.store.redis_retry import RedisGaveUp, RedisRetry
 
 log = logging.getLogger(__name__)
-
-COUNTERS = WORKER_COUNTERS  # the worker's counters in every snapshot
 
 
 class Worker:
@@ -59,7 +55,7 @@ class Worker:
         retry: RedisRetry,
         session: LearningSession[EntryRef],
         checkpointer: Checkpointer,
-        publisher: Publishing,
+        publisher: Outlet,
         coordinator: Coordinator,
         heldout_store: HeldoutStore,
         device: torch.device,

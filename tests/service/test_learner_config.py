@@ -14,8 +14,8 @@ from lda.config import DEFAULTS
 from lda.model import LearnerConfig
 from lda.sgmcmc.schedules import StepSchedule
 from service.cli import settings_from_args
-from service.learn.session import SessionConfig
-from service.learn.session import learner_config as session_learner_config
+from service.learn.session_config import SessionConfig
+from service.learn.session_config import learner_config as session_learner_config
 from service.settings import Settings
 
 

@@ -29,8 +29,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from service.api.app import create_app
 from service.api.routes.metrics import router as metrics_router
 from service.ingest.scraper import TOTAL_NAMES, Totals
-from service.learn.worker import COUNTERS, Worker
+from service.learn.worker import Worker
 from service.settings import Settings
+from service.store.counters import WORKER_COUNTERS as COUNTERS
 from service.store.perplexity import append_perplexity
 from service.store.snapshot import publish_snapshot
 from tests.service.conftest import Published, serve

@@ -20,7 +20,7 @@ from lda.vocab import Vocabulary, build_vocabulary
 from service.ingest.queue import ArticleQueue, QueueConfig
 from service.ingest.sources import Article
 from service.learn.model_store import CHECKPOINT_NAME, load_model
-from service.learn.session import SessionConfig, learner_config
+from service.learn.session_config import SessionConfig, learner_config
 from service.settings import Settings
 from service.store.snapshot import read_snapshot
 from tests.support.corpora import SHARDS, read_jsonl

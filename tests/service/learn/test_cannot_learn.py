@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from service.learn.command import build_worker
-from service.learn.worker import CannotLearn
+from service.learn.session import CannotLearn
 from tests.service.learn.helpers import REPO, WORKER_ENV, queue_articles, worker_settings
 from tests.support.redis_server import RedisServer
 

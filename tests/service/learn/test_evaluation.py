@@ -15,7 +15,7 @@ from lda.evaluation.scorer import HeldoutScorer
 from lda.model import StreamingLDA
 from lda.vocab import build_vocabulary
 from service.learn.model_store import CHECKPOINT_NAME, load_model
-from service.learn.session import SessionConfig, learner_config
+from service.learn.session_config import SessionConfig, learner_config
 from service.store.perplexity import read_perplexity
 from service.store.snapshot import read_snapshot
 from tests.service.learn.helpers import (

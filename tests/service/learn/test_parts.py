@@ -16,7 +16,7 @@ from service.keys import HEARTBEAT_KEY, MODEL_KEY, SNAPSHOT_KEY
 from service.learn.checkpointer import CheckpointConfig, Checkpointer
 from service.learn.command import build_worker
 from service.learn.publisher import NullPublisher
-from service.learn.session import SessionConfig, learner_config
+from service.learn.session_config import SessionConfig, learner_config
 from service.store.redis_retry import RedisRetry, RetryConfig
 from tests.service.learn.helpers import (
     HELDOUT,

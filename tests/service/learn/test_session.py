@@ -7,7 +7,8 @@ import torch
 from lda.batch import Batch
 from lda.model import StreamingLDA
 from lda.vocab import build_vocabulary
-from service.learn.session import LearningSession, SessionConfig, learner_config
+from service.learn.session import LearningSession
+from service.learn.session_config import SessionConfig, learner_config
 from service.settings import Settings
 from tests.service.learn.helpers import articles
 

@@ -11,7 +11,8 @@ import torch
 
 from lda.model import StreamingLDA
 from lda.vocab import Vocabulary
-from service.learn.session import LearningSession, SessionConfig
+from service.learn.session import LearningSession
+from service.learn.session_config import SessionConfig
 from service.settings import Settings
 from tests.service.learn.helpers import articles
 
