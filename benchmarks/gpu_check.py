@@ -731,7 +731,7 @@ def part_kernels(ctx: Context) -> None:
 
 def _shipped_sampler() -> str:
     """The service's shipped sampler (its settings' default)."""
-    from service.settings import ModelSettings
+    from service.settings_learning import ModelSettings
 
     return str(ModelSettings.model_fields["sampler"].default)
 

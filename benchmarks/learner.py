@@ -90,7 +90,8 @@ from lda.vocab import Vocabulary, build_vocabulary
 from service.learn.reservoir import Reservoir
 from service.learn.session import LearningSession
 from service.learn.session_config import SessionConfig, learner_config
-from service.settings import ModelSettings, Settings, WorkerSettings
+from service.settings import Settings
+from service.settings_learning import ModelSettings, WorkerSettings
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent

@@ -79,7 +79,7 @@ from lda.evaluation.perplexity import HeldoutSet  # noqa: E402
 from lda.vocab import Vocabulary  # noqa: E402
 from service.ingest.sources.jsonl import JsonlSource  # noqa: E402
 from service.learn.model_store import CHECKPOINT_NAME, load_model  # noqa: E402
-from service.settings import ModelSettings  # noqa: E402
+from service.settings_learning import ModelSettings  # noqa: E402
 from service.store.embedded_redis import free_port  # noqa: E402
 
 SHARED = Path(os.environ.get("STREAMLDA_SHARED", REPO.parent / "shared"))

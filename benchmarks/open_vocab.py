@@ -57,7 +57,8 @@ from lda.tokens import words
 from lda.vocab import Vocabulary, build_vocabulary
 from service.learn.session import LearningSession
 from service.learn.session_config import SessionConfig, learner_config
-from service.settings import ModelSettings, Settings
+from service.settings import Settings
+from service.settings_learning import ModelSettings
 
 RECENT_ID = 18_000_000  # page ids from here on are "recent" (created 2008 and later)
 WATCHED = ("josé", "łódź", "kraków")  # non-ASCII words the open vocabulary should reach

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import get_args
 
 from lda.config import Method, SamplerName
-from service.settings import DeviceName
+from service.settings_learning import DeviceName
 
 
 def add_learner_flags(p: argparse.ArgumentParser) -> None:

@@ -33,7 +33,8 @@ import redis
 from service.errors import CommandError
 from service.process import die_with_parent
 from service.redact import redact
-from service.settings import Settings, UpSettings
+from service.settings import Settings
+from service.settings_pipeline import UpSettings
 from service.store.embedded_redis import EmbeddedRedis, EmbeddedRedisError
 from service.store.redis_client import (
     REFUSED_ERRORS,

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from service.settings import MAX_ARTICLE_BYTES
+from service.settings_pipeline import MAX_ARTICLE_BYTES
 
 log = logging.getLogger(__name__)
 
