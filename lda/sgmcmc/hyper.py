@@ -5,8 +5,10 @@ importing each other."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:  # lda.config imports this module, and loads no torch
+    import torch
 
 
 @dataclass(frozen=True)
