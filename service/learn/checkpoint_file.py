@@ -18,9 +18,10 @@ import torch
 from numpy._core.multiarray import _reconstruct
 from torch.serialization import get_unsafe_globals_in_checkpoint
 
-# What a checkpoint may hold beyond torch's own safe types: numpy arrays (their rebuild
-# function, class, dtype and its concrete classes), nothing that runs code.
-NUMPY_GLOBALS: list[Any] = [
+# What a checkpoint may hold beyond torch's own safe types: bytes, and numpy arrays (their
+# rebuild function, class, dtype and its concrete classes); nothing that runs code.
+SAFE_GLOBALS: list[Any] = [
+    bytes,  # an empty bytes value pickles as a call of bytes()
     _reconstruct,
     np.ndarray,
     np.dtype,
@@ -57,10 +58,10 @@ def load_checkpoint(path: str | Path, device: torch.device | str = "cpu") -> dic
     """Load a checkpoint saved by :func:`save_checkpoint` onto ``device``, refusing one that
     would build anything but tensors, numpy arrays and plain values."""
     try:
-        with torch.serialization.safe_globals(NUMPY_GLOBALS):
+        with torch.serialization.safe_globals(SAFE_GLOBALS):
             payload: dict[str, Any] = torch.load(Path(path), map_location=device, weights_only=True)
     except pickle.UnpicklingError as exc:
-        allowed = {f"{g.__module__}.{g.__qualname__}" for g in NUMPY_GLOBALS}
+        allowed = {f"{g.__module__}.{g.__qualname__}" for g in SAFE_GLOBALS}
         named = sorted(set(get_unsafe_globals_in_checkpoint(path)) - allowed)
         raise CheckpointRefused(
             f"refusing to load the checkpoint {path}: it names {', '.join(named) or 'code'}, "

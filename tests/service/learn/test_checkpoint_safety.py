@@ -43,6 +43,7 @@ def test_tensors_arrays_and_plain_values_load_as_saved(tmp_path: Path) -> None:
             "weights": np.linspace(0, 1, 4, dtype=np.float32),
             "random": (3, tuple(range(5)), None),
             "names": ["a", "b"],
+            "slots": [b"", b"zlib\x00text"],
         },
     }
     save_checkpoint(path, payload)
@@ -53,6 +54,7 @@ def test_tensors_arrays_and_plain_values_load_as_saved(tmp_path: Path) -> None:
     assert loaded["extra"]["weights"].dtype == np.float32
     assert loaded["extra"]["random"] == (3, tuple(range(5)), None)
     assert loaded["extra"]["names"] == ["a", "b"]
+    assert loaded["extra"]["slots"] == [b"", b"zlib\x00text"]
 
 
 @pytest.mark.slow  # a real Redis and a worker process
