@@ -4,7 +4,9 @@ swell the scraper.
 The parser has real pages that hang it or grow it to gigabytes, inside C code that no signal
 interrupts; so the scraper hands each page to a long-lived child process (``python -m
 service.ingest.bounded_clean``) whose address space is capped (``RLIMIT_AS``), and waits for
-the answer no longer than a time that grows with the page. A page past the time bound is
+the answer no longer than a time that grows with the page, counted in the child's CPU seconds
+from the moment it is ready (a busy machine slows the clock on the wall, not the parse; the wall
+stops it at WALL_FACTOR times the bound). A page past the time bound is
 skipped as ``parse_timeout`` (the child is killed, and another started for the next page), one
 past the memory bound as ``parse_memory``, and one that fails or crashes the parser as
 ``unparsable``; the scraper goes on either way. Pages travel over pipes, framed by their
@@ -35,13 +37,17 @@ log = logging.getLogger(__name__)
 # pages clean at a few seconds per MB on one core: docs/defaults.md, "Parsing bounds").
 PARSE_SECONDS = 2.0
 PARSE_SECONDS_PER_MB = 20.0
+# A page's bound on the wall, as a multiple of its CPU bound: what stops a child that waits.
+WALL_FACTOR = 10.0
+# Seconds a new child may take to start and load the parser (a loaded machine is slow at it).
+STARTUP_SECONDS = 120.0
 # Address space the child may grow by beyond what it holds once started.
 PARSE_MEMORY_BYTES = 2 * 1024**3
 # The cleaning the child runs, as module:function.
 CLEAN = "service.ingest.cleaning:clean_wikitext"
 
 _LENGTH = struct.Struct(">Q")
-OK, FAILED, NO_MEMORY = b"o", b"f", b"m"
+OK, FAILED, NO_MEMORY, READY = b"o", b"f", b"m", b"r"
 ENCODING = ("utf-8", "surrogatepass")  # JSON may hold lone surrogates: they travel as they are
 
 
@@ -65,9 +71,9 @@ class BoundedCleaner:
 
     def __call__(self, wikitext: str) -> str:
         data = wikitext.encode(*ENCODING)
-        deadline = time.monotonic() + self.seconds + self.seconds_per_mb * len(data) / 1e6
         child = self._send(data)
-        status, answer = self._receive(child, deadline)
+        budget = _Budget(child.pid, self.seconds + self.seconds_per_mb * len(data) / 1e6)
+        status, answer = self._receive(child, budget)
         if status == OK:
             return answer.decode(*ENCODING)
         self._stop_child()  # after a memory error or a failure, a fresh heap for the next page
@@ -95,13 +101,21 @@ class BoundedCleaner:
         )
         command = [sys.executable, "-m", __name__, "--memory", str(self.memory_bytes)]
         command += ["--clean", self.clean]
-        return subprocess.Popen(
+        child = subprocess.Popen(
             command,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=env,
             preexec_fn=die_with_parent(),
         )
+        assert child.stdout is not None
+        try:  # the page's clock starts once the child has loaded the parser
+            _read_exactly(child.stdout, len(READY), _Budget(None, STARTUP_SECONDS))
+        except (TimeoutError, EOFError):
+            child.kill()
+            child.wait()
+            raise ArticleSkipped("unparsable", "the cleaning process did not start") from None
+        return child
 
     def _stop_child(self) -> None:
         child, self._child = self._child, None
@@ -131,13 +145,13 @@ class BoundedCleaner:
                 self.restarts += 1
         raise ArticleSkipped("unparsable", "the cleaning process could not be started")
 
-    def _receive(self, child: subprocess.Popen[bytes], deadline: float) -> tuple[bytes, bytes]:
+    def _receive(self, child: subprocess.Popen[bytes], budget: _Budget) -> tuple[bytes, bytes]:
         """The child's answer, or ArticleSkipped when it takes too long or dies."""
         assert child.stdout is not None
         try:
-            head = _read_exactly(child.stdout, 1 + _LENGTH.size, deadline)
+            head = _read_exactly(child.stdout, 1 + _LENGTH.size, budget)
             (length,) = _LENGTH.unpack(head[1:])
-            return head[:1], _read_exactly(child.stdout, length, deadline)
+            return head[:1], _read_exactly(child.stdout, length, budget)
         except TimeoutError:
             self._stop_child()
             self.restarts += 1
@@ -149,13 +163,51 @@ class BoundedCleaner:
             raise ArticleSkipped("unparsable", f"the parser died (exit {code})") from None
 
 
-def _read_exactly(stream: IO[bytes], size: int, deadline: float) -> bytes:
-    """``size`` bytes of ``stream`` by ``deadline`` (TimeoutError), EOFError if it ends first."""
+class _Budget:
+    """A bound of ``seconds`` of a process's CPU time (``pid``; None: of wall time), and at most
+    WALL_FACTOR times that on the wall."""
+
+    def __init__(self, pid: int | None, seconds: float) -> None:
+        self.pid, self.seconds = pid, seconds
+        self.start = time.monotonic()
+        self.cpu_start = _cpu_seconds(pid)
+        self.deadline = self.start + seconds
+
+    def extend(self) -> bool:
+        """At the deadline: whether time is left (the process has not used its CPU seconds,
+        and the wall's bound is not reached), moving the deadline to when it could be."""
+        now, used = time.monotonic(), _cpu_seconds(self.pid)
+        last = self.start + WALL_FACTOR * self.seconds
+        if used is None or self.cpu_start is None or now >= last:
+            return False
+        left = self.seconds - (used - self.cpu_start)
+        if left <= 0:
+            return False
+        self.deadline = min(now + max(left, 0.05), last)
+        return True
+
+
+def _cpu_seconds(pid: int | None) -> float | None:
+    """User and system CPU seconds of process ``pid`` so far (None where unknown: not Linux)."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _read_exactly(stream: IO[bytes], size: int, budget: _Budget) -> bytes:
+    """``size`` bytes of ``stream`` within ``budget`` (TimeoutError), EOFError if it ends first."""
     fd = stream.fileno()
     parts: list[bytes] = []
     while size:
-        left = deadline - time.monotonic()
+        left = budget.deadline - time.monotonic()
         if left <= 0 or not select.select([fd], [], [], left)[0]:
+            if budget.extend():
+                continue
             raise TimeoutError
         part = os.read(fd, min(size, 1 << 20))
         if not part:
@@ -188,6 +240,8 @@ def serve(clean: Callable[[str], str], memory_bytes: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the scraper's to handle
     _limit_memory(memory_bytes)
     pages, answers = sys.stdin.buffer, sys.stdout.buffer
+    answers.write(READY)
+    answers.flush()
     while head := pages.read(_LENGTH.size):
         (length,) = _LENGTH.unpack(head)
         wikitext = pages.read(length).decode(*ENCODING)
