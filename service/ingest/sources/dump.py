@@ -60,6 +60,8 @@ class _Page:
     too_large: bool = False
     path: list[str] = field(default_factory=list)
     pieces: list[str] | None = None
+    pieces_chars: int = 0
+    in_text: bool = False  # inside the revision's <text>: data() is called per few characters
 
     # --- the XML parser's target interface -------------------------------------------------
     def start(self, tag: str, _attrs: dict[str, str]) -> None:
@@ -69,24 +71,30 @@ class _Page:
             self.redirect = True
         elif where == TEXT:
             self.text = []
+        self.in_text = where == TEXT
         self.pieces = [] if where in FIELDS else None
+        self.pieces_chars = 0
 
     def data(self, chunk: str) -> None:
-        if tuple(self.path) == TEXT and self.text is not None:
+        if self.in_text:
+            if self.text is None:
+                return
             self.text_chars += len(chunk)
             if self.text_chars > self.most:
                 self.too_large = True  # stop: the caller feeds this page no more
                 self.text = None
             else:
                 self.text.append(chunk)
-        elif self.pieces is not None and sum(map(len, self.pieces)) < FIELD_CHARS:
+        elif self.pieces is not None and self.pieces_chars < FIELD_CHARS:
             self.pieces.append(chunk)
+            self.pieces_chars += len(chunk)
 
     def end(self, _tag: str) -> None:
         name = FIELDS.get(tuple(self.path))
         if name is not None and self.pieces is not None:
             self.fields[name] = "".join(self.pieces)[:FIELD_CHARS]
         self.pieces = None
+        self.in_text = False
         self.path.pop()
 
     def close(self) -> _Page:
