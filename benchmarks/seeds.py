@@ -13,9 +13,9 @@ peer, and is scored by :mod:`benchmarks.learner`'s estimator (held-out perplexit
 * mid-stream (``--mid-at``): seeds set after that many articles at the first strength, and how
   many words each topic holds every ``--every`` articles after (bar: >= 4 of 5 within 6,000).
 
-    .venv/bin/python benchmarks/seeds.py                     # 10,000 articles, ~20 minutes
+    .venv/bin/python benchmarks/seeds.py                     # 10,000 articles, a few minutes
     .venv/bin/python benchmarks/seeds.py --strengths 0.3,1,3 --no-mid
-    .venv/bin/python benchmarks/seeds.py --quick             # ~2 minute smoke run
+    .venv/bin/python benchmarks/seeds.py --quick             # ~20 second smoke run
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from typing import Any
 from lda.batch import Batch
 from lda.evaluation.perplexity import HeldoutSet
 from lda.model import StreamingLDA
-from lda.sgmcmc.seeds import SeedPrior, pseudo_counts
+from lda.sgmcmc.seeds import DEFAULT_STRENGTH, SeedPrior, pseudo_counts
 from lda.vocab import Vocabulary
 from service.settings import ModelSettings
 
@@ -208,8 +208,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--topics", type=int, default=ModelSettings.model_fields["topics"].default)
     p.add_argument(
         "--strengths",
-        default="1",
-        help="comma list: a seeded run per strength (lda.sgmcmc.seeds.pseudo_counts)",
+        default=f"{DEFAULT_STRENGTH:g}",
+        help="comma list: a seeded run per strength (lda.sgmcmc.seeds.pseudo_counts; "
+        "default: the shipped one)",
     )
     p.add_argument(
         "--mid-at",
