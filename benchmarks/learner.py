@@ -56,7 +56,7 @@ import math
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -459,8 +459,11 @@ def run_streamlda(
     checkpoints: list[int],
     vocabulary: Vocabulary,
     scorer: Scorer,
+    observe: Callable[[StreamingLDA, int], None] | None = None,
 ) -> Run:
-    """Train one StreamingLDA run, timing only ``update``; score beta and beta_mean."""
+    """Train one StreamingLDA run, timing only ``update``; score beta and beta_mean.
+    ``observe(model, docs)``, untimed, sees the learner before its first step (docs 0) and after
+    each fresh minibatch and its scoring: to read it, or to change its prior mid-stream."""
     config = make_config(args, spec, len(vocabulary))
     assert config.gamma is not None
     device = resolve_device(spec.device or args.device)
@@ -480,6 +483,8 @@ def run_streamlda(
     )
     model = session.begin(vocabulary, StreamingLDA(config, device, seed=args.seed))
     docs, tokens, index, train_s = 0, 0, 0, 0.0
+    if observe is not None:
+        observe(model, docs)
     # The worker at a live pace: after each fresh minibatch, revisits from a reservoir of the
     # documents learned until spec.revisit per fresh one (service/learn/worker.py).
     held = Reservoir(
@@ -526,6 +531,8 @@ def run_streamlda(
             run.points.append(point)
             _progress(name, point)
             index += 1
+        if observe is not None:
+            observe(model, docs)
     return run
 
 

@@ -221,6 +221,31 @@ def test_a_run_spec_revisits_as_the_worker_does() -> None:
     assert again == sorted(documents)
 
 
+@pytest.mark.skipif(not (CORPUS / "vocab-7702.txt").is_file(), reason="DEV corpus not present")
+def test_seeds_benchmark_runs_seeded_unseeded_and_mid_stream(tmp_path: Path) -> None:
+    """300 documents: an unseeded run, a seeded one and one seeded mid-stream, each scored, with
+    each theme's words counted in its topic's top words (the mid-stream one after its seeds)."""
+    out = tmp_path / "seeds.json"
+    result = _load_benchmark(SCRIPT.parent / "seeds.py").main(
+        [
+            "--corpus-dir", str(CORPUS), "--docs", "300", "--heldout", "20", "--topics", "5",
+            "--eval-sweeps", "4", "--strengths", "1", "--mid-at", "100", "--every", "100",
+            "--threads", "1", "--json", str(out),
+        ]
+    )  # fmt: skip
+    assert json.loads(out.read_text())["train_docs"] == 300
+    unseeded, seeded, mid = result["results"]
+    assert unseeded["strength"] is None and seeded["seeded_at"] == 0 and mid["seeded_at"] == 100
+    assert seeded["pseudo_counts"] > 0
+    themes = list(result["themes"])
+    for run in (unseeded, seeded, mid):
+        assert run["perplexity"] > 1 and math.isfinite(run["npmi"])
+        assert list(run["held"]) == themes
+        assert all(0 <= count <= 5 for _, count in run["held"].values())
+    assert [topic for topic, _ in seeded["held"].values()] == list(range(len(themes)))
+    assert sorted(mid["trace"]) == [200, 300] and not unseeded["trace"]
+
+
 @pytest.mark.slow
 def test_ptx_report_reads_the_kernels_registers(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]

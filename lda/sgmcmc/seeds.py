@@ -88,3 +88,19 @@ class SeedPrior:
             state["words"].to(torch.int64),
             state["strength"].to(torch.float64),
         )
+
+
+DEFAULT_STRENGTH = 2.0  # why: docs/defaults.md, "Seed strength"
+
+
+def pseudo_counts(
+    strength: float, corpus_size: float, tokens_per_document: float, n_topics: int
+) -> float:
+    """A seed's s from a dimensionless ``strength``: that percent of the tokens an average topic
+    gathers over the N documents the chain stands for, s = strength N L / (100 K), so that the
+    same strength holds a topic whatever N, L (tokens per document) and K (docs/model.md)."""
+    if not strength > 0:
+        raise ValueError("a seed's strength must be positive")
+    if not (corpus_size > 0 and tokens_per_document > 0 and n_topics > 0):
+        raise ValueError("corpus size, tokens per document and topics must be positive")
+    return strength * corpus_size * tokens_per_document / (100.0 * n_topics)

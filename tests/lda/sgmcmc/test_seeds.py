@@ -15,7 +15,7 @@ from lda.sgmcmc.gradient import MinibatchStatistics, log_posterior_gradient
 from lda.sgmcmc.recipe import recipe_step
 from lda.sgmcmc.samplers import SAMPLERS, Hyper, init_state, sgrhmc_euler
 from lda.sgmcmc.schedules import StepSchedule
-from lda.sgmcmc.seeds import SeedPrior
+from lda.sgmcmc.seeds import SeedPrior, pseudo_counts
 
 K, W = 3, 5
 DIM = K * W
@@ -126,3 +126,16 @@ def test_seeds_survive_a_checkpoint_and_follow_a_vocabulary_change() -> None:
         restored.set_seeds(SeedPrior.of([(2, 0, 1.0)]))
     with pytest.raises(ValueError, match="positive"):
         SeedPrior.of([(0, 0, 0.0)])
+
+
+def test_strength_is_a_percent_of_an_average_topics_tokens() -> None:
+    """s = strength N L / (100 K): proportional to the strength and to the tokens an average
+    topic gathers over the corpus, so a strength means the same at any N, L and K."""
+    assert pseudo_counts(1.0, 6_900_000, 500, 50) == pytest.approx(690_000)
+    base = pseudo_counts(0.5, 1e6, 400, 100)
+    assert pseudo_counts(1.0, 1e6, 400, 100) == pytest.approx(2 * base)
+    assert pseudo_counts(0.5, 2e6, 400, 200) == pytest.approx(base)
+    assert pseudo_counts(0.5, 1e6, 800, 200) == pytest.approx(base)
+    for bad in [(0.0, 1e6, 400, 100), (-1.0, 1e6, 400, 100), (1.0, 0.0, 400, 100)]:
+        with pytest.raises(ValueError):
+            pseudo_counts(*bad)
