@@ -58,6 +58,17 @@ class ModelSettings(Group):
     )
     topics: int = Field(default=50, ge=1, description="Number of topics K")
     vocab: Path | None = Field(default=None, description="Vocabulary file, one word per line")
+    seeds: Path | None = Field(
+        default=None,
+        description="Seeds file, set at every start: a JSON object from topic number to a list "
+        'of words, e.g. {"3": ["film", "actor"]} (docs/topics.md, "Seeded topics")',
+    )
+    seed_strength: float = Field(
+        default=10_000.0,
+        gt=0,
+        description="Strength of a topic's seed words when none is given: raw pseudo-counts "
+        "added to alpha at each seed word of the topic",
+    )
     vocab_size: int = Field(
         default=50_000,
         ge=10,
@@ -530,6 +541,12 @@ class ApiSettings(Group):
     )
     topic_name_max: int = Field(
         default=100, ge=1, description="Longest topic name an operator may set, in characters"
+    )
+    seed_words_max: int = Field(
+        default=20, ge=1, description="Most seed words an operator may give one topic"
+    )
+    seed_strength_max: float = Field(
+        default=1e9, gt=0, description="Largest seed strength an operator may set (pseudo-counts)"
     )
     access_log: bool = Field(
         default=False,
