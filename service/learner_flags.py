@@ -13,7 +13,7 @@ from typing import get_args
 
 from lda.config import Method, SamplerName
 from service.errors import CommandError
-from service.settings import DeviceName, Settings
+from service.settings import DeviceName
 
 
 def add_learner_flags(p: argparse.ArgumentParser) -> None:
@@ -59,11 +59,10 @@ def add_seeds_flag(p: argparse.ArgumentParser) -> None:
     )
 
 
-def given_seeds(settings: Settings) -> dict[int, list[str]]:
+def given_seeds(path: Path | None, n_topics: int) -> dict[int, list[str]]:
     """The seeds file's words by topic (none without one): a JSON object from topic number (0
-    to K - 1) to a non-empty list of words. A file that cannot be used is a CommandError
-    saying why (read without the learner's imports: ``up`` checks it too)."""
-    path, n_topics = settings.model.seeds, settings.model.topics
+    to ``n_topics`` - 1) to a non-empty list of words. A file that cannot be used is a
+    CommandError saying why (read without the learner's imports: ``up`` checks it too)."""
     if path is None:
         return {}
     try:

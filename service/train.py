@@ -144,7 +144,9 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise CommandError(str(exc)) from exc
     try:
-        seeds = tokenised(given_seeds(settings), settings.model.seed_strength)
+        seeds = tokenised(
+            given_seeds(settings.model.seeds, settings.model.topics), settings.model.seed_strength
+        )
     except SeedsError as exc:
         raise CommandError(f"seeds file {settings.model.seeds}: {exc}") from exc
     set_threads(settings.model.threads)

@@ -408,7 +408,9 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         except RedisURLError as exc:
             raise CommandError(str(exc)) from None
         _check_redis(settings)
-    given_seeds(settings)  # a bad seeds file stops everything before anything starts
+    given_seeds(
+        settings.model.seeds, settings.model.topics
+    )  # a bad seeds file stops everything before anything starts
     if settings.model.seeds is not None:  # the worker may start elsewhere
         settings = settings.updated(seeds=settings.model.seeds.resolve())
     settings.store.data_dir.mkdir(parents=True, exist_ok=True)

@@ -208,6 +208,8 @@ def _seeds(settings: Settings) -> dict[int, TopicSeeds]:
     """The seeds file's topics, tokenised, at the setting seed_strength (CommandError: why
     the file cannot be used)."""
     try:
-        return tokenised(given_seeds(settings), settings.model.seed_strength)
+        return tokenised(
+            given_seeds(settings.model.seeds, settings.model.topics), settings.model.seed_strength
+        )
     except SeedsError as exc:
         raise CommandError(f"seeds file {settings.model.seeds}: {exc}") from exc

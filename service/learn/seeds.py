@@ -14,31 +14,27 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import redis
 
 from lda.model import StreamingLDA
 from lda.sgmcmc.seeds import SeedPrior
-from lda.vocab import Vocabulary, tokenize
+from lda.vocab import Vocabulary
 from service.store.redis_retry import RedisRetry
-from service.store.topic_seeds import TopicSeeds, read_topic_seeds, replace_topic_seeds
+from service.store.topic_seeds import (
+    TopicSeeds,
+    read_topic_seeds,
+    replace_topic_seeds,
+    seed_words,
+)
 
 log = logging.getLogger(__name__)
 
 
 class SeedsError(ValueError):
     """A seeds file or request that cannot be used; the message says why."""
-
-
-def seed_words(words: Iterable[str]) -> tuple[str, ...]:
-    """The learner's tokens of ``words`` (a word may give several, or none), each once, in
-    order."""
-    tokens: dict[str, None] = {}
-    for word in words:
-        tokens.update(dict.fromkeys(tokenize(word)))
-    return tuple(tokens)
 
 
 def tokenised(given: Mapping[int, Sequence[str]], strength: float) -> dict[int, TopicSeeds]:

@@ -10,7 +10,7 @@ snapshot.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +37,17 @@ class TopicSeeds:
     def from_json(cls, value: str | bytes) -> TopicSeeds:
         data = json.loads(value)
         return cls(tuple(str(w) for w in data["words"]), float(data["strength"]))
+
+
+def seed_words(words: Iterable[str]) -> tuple[str, ...]:
+    """The learner's tokens of ``words`` (:mod:`lda.tokens`; a word may give several, or
+    none), each once, in order."""
+    from lda.tokens import words as tokens_of  # numba: loaded by those who seed, not export
+
+    tokens: dict[str, None] = {}
+    for word in words:
+        tokens.update(dict.fromkeys(tokens_of(word).decode("utf-8").split()))
+    return tuple(tokens)
 
 
 def _write(client: redis.Redis, change: Any) -> int:

@@ -26,8 +26,7 @@ from service.api.http.query_params import MAX_INTEGER, TOPIC_ID, strict
 from service.api.reads.refresher import State
 from service.api.routes.admin import require_admin
 from service.api.schemas import BODY_ERRORS, INVALID, ErrorOut, TopicSeedsOut
-from service.learn.seeds import seed_words
-from service.store.topic_seeds import TopicSeeds, clear_topic_seeds, set_topic_seeds
+from service.store.topic_seeds import TopicSeeds, clear_topic_seeds, seed_words, set_topic_seeds
 
 TopicId = Annotated[int, Path(ge=0, le=MAX_INTEGER, description="Topic id, 0 to K-1")]
 
