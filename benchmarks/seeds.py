@@ -33,9 +33,10 @@ from types import ModuleType
 from typing import Any
 
 from lda.batch import Batch
+from lda.config import SEED_STRENGTH
 from lda.evaluation.perplexity import HeldoutSet
 from lda.model import StreamingLDA
-from lda.sgmcmc.seeds import DEFAULT_STRENGTH, SeedPrior, pseudo_counts
+from lda.sgmcmc.seeds import SeedPrior, pseudo_counts
 from lda.vocab import Vocabulary
 from service.settings import ModelSettings
 
@@ -208,7 +209,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--topics", type=int, default=ModelSettings.model_fields["topics"].default)
     p.add_argument(
         "--strengths",
-        default=f"{DEFAULT_STRENGTH:g}",
+        default=f"{SEED_STRENGTH:g}",
         help="comma list: a seeded run per strength (lda.sgmcmc.seeds.pseudo_counts; "
         "default: the shipped one)",
     )

@@ -64,6 +64,13 @@ class SamplerDefaults:
     mean_decay: float = 0.97
 
 
+# A seed word's strength: the percent of an average topic's tokens over the N documents the
+# chain stands for that its pseudo-counts are (lda.sgmcmc.seeds.pseudo_counts; why 2:
+# docs/defaults.md, "Seed strength"); and the tokens per document assumed before any is seen
+# (DEV's average at W = 50,000).
+SEED_STRENGTH = 2.0
+SEED_TOKENS_PER_DOCUMENT = 473.0
+
 DEFAULTS: dict[str, SamplerDefaults] = {
     "sgld": SamplerDefaults(alpha=0.01, gamma=0.1, schedule=StepSchedule(0.01)),
     "sghmc": SamplerDefaults(alpha=0.01, gamma=0.1, schedule=StepSchedule(0.1)),

@@ -20,9 +20,10 @@ Redis under other names); their defaults are the ``DEFAULT_*`` constants, which
 | ``streamlda:heartbeat`` | string | worker | API | Unix time the worker was last alive; see :mod:`service.store.heartbeat` |
 | ``streamlda:perplexity`` | sorted set | worker | API | JSON perplexity points scored by docs_seen; see :mod:`service.store.perplexity` |
 | ``streamlda:model`` | hash | worker | API (``/infer``) | beta, its vocabulary and their version; see :mod:`service.store.published_model` |
-| ``streamlda:control`` | hash | API (admin) | worker | ``paused`` and ``checkpoint_seq``; see :mod:`service.store.control` |
+| ``streamlda:control`` | hash | API (admin); worker (seeds) | worker | ``paused``, ``checkpoint_seq`` and ``seeds_seq``; see :mod:`service.store.control` |
 | ``streamlda:topic:history`` | sorted set | worker | API | JSON points of every topic's size, coherence, drift and top words, scored by docs_seen; see :mod:`service.store.topic_history` |
 | ``streamlda:topic:names`` | hash | API (admin); worker (moves them with their topics) | API | topic id -> JSON of the name an operator gave it; see :mod:`service.store.topic_names` |
+| ``streamlda:topic:seeds`` | hash | API (admin); worker (a seeds file, moves) | worker | topic id -> JSON of the seed words an operator gave it and their strength; see :mod:`service.store.topic_seeds` |
 """  # noqa: E501
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import hashlib
 PREFIX = "streamlda:"
 
 # Fixed keys between the worker and the API (service.store: snapshot, heartbeat, perplexity,
-# published_model, control, topic_history, topic_names).
+# published_model, control, topic_history, topic_names, topic_seeds).
 SNAPSHOT_KEY = PREFIX + "snapshot"
 SNAPSHOT_VERSION_KEY = PREFIX + "snapshot:version"
 HEARTBEAT_KEY = PREFIX + "heartbeat"
@@ -41,6 +42,7 @@ MODEL_KEY = PREFIX + "model"
 CONTROL_KEY = PREFIX + "control"
 TOPIC_HISTORY_KEY = PREFIX + "topic:history"
 TOPIC_NAMES_KEY = PREFIX + "topic:names"
+TOPIC_SEEDS_KEY = PREFIX + "topic:seeds"
 # Written and read by the worker alone, one per rank (service.learn.reservoir).
 RESERVOIR_KEY = PREFIX + "reservoir"
 

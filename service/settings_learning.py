@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from lda.config import DEFAULTS, LearnerConfig, SamplerName
+from lda.config import DEFAULTS, SEED_STRENGTH, LearnerConfig, SamplerName
 from lda.config import Backend as GibbsBackend
 from lda.config import Method as GibbsMethod
 
@@ -38,6 +38,18 @@ class ModelSettings(Group):
     )
     topics: int = Field(default=50, ge=1, description="Number of topics K")
     vocab: Path | None = Field(default=None, description="Vocabulary file, one word per line")
+    seeds: Path | None = Field(
+        default=None,
+        description="Seeds file, set at every start: a JSON object from topic number to a list "
+        'of words, e.g. {"3": ["film", "actor"]} (docs/topics.md, "Seeded topics")',
+    )
+    seed_strength: float = Field(
+        default=SEED_STRENGTH,
+        gt=0,
+        description="Strength of a topic's seed words when none is given: the percent of an "
+        "average topic's tokens each seed word's pseudo-counts stand for (why 2: "
+        "docs/defaults.md)",
+    )
     vocab_size: int = Field(
         default=50_000,
         ge=10,

@@ -226,6 +226,15 @@ class ApiSettings(Group):
     topic_name_max: int = Field(
         default=100, ge=1, description="Longest topic name an operator may set, in characters"
     )
+    seed_words_max: int = Field(
+        default=20, ge=1, description="Most seed words an operator may give one topic"
+    )
+    seed_strength_max: float = Field(
+        default=100.0,
+        gt=0,
+        description="Largest seed strength an operator may set (percent of an average topic's "
+        "tokens)",
+    )
     access_log: bool = Field(
         default=False,
         description="Log every HTTP request (a line each: costly under hundreds of pollers)",

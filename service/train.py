@@ -14,7 +14,7 @@ import json
 import math
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
@@ -29,14 +29,16 @@ from service.ingest.sources import Article, SourceError, open_source
 from service.ingest.sources.wikipedia import WikipediaConfig
 from service.learn.model_store import CHECKPOINT_NAME, export_model, save_model, topics_summary
 from service.learn.runtime import set_threads
+from service.learn.seeds import SeedsError, seed_prior, tokenised
 from service.learn.session import (
     LearningSession,
     ModelTooLarge,
     SessionConfig,
     VocabularyError,
 )
-from service.learner_flags import add_learner_flags
+from service.learner_flags import add_learner_flags, given_seeds
 from service.settings import Settings
+from service.store.topic_seeds import TopicSeeds
 
 TOP_WORDS_SHOWN = 10
 TOP_WORDS_EXPORTED = 100
@@ -141,16 +143,23 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         device = resolve_device(settings.model.device)
     except ValueError as exc:
         raise CommandError(str(exc)) from exc
+    try:
+        seeds = tokenised(
+            given_seeds(settings.model.seeds, settings.model.topics), settings.model.seed_strength
+        )
+    except SeedsError as exc:
+        raise CommandError(f"seeds file {settings.model.seeds}: {exc}") from exc
     set_threads(settings.model.threads)
     out_dir: Path = args.out
     session: LearningSession[None] = LearningSession(settings.part(SessionConfig), device)
+    session.kept_words = frozenset(word for s in seeds.values() for word in s.words)
     try:
         source = open_source(settings.scraper.source, wikipedia=settings.part(WikipediaConfig))
         if settings.model.vocab is not None:
             session.begin(_load_vocabulary(settings.model.vocab))
         _make_output_directory(out_dir)
         report = Report(sys.stdout, args.json, settings.model.sampler)
-        empty = _train(session, iter(source), args.docs, report)
+        empty = _train(session, iter(source), args.docs, report, seeds)
     except SourceError as exc:
         raise CommandError(str(exc)) from exc
     except (VocabularyError, ModelTooLarge) as exc:
@@ -189,13 +198,19 @@ def _make_output_directory(out_dir: Path) -> None:
 
 
 def _train(
-    session: LearningSession[None], articles: Iterator[Article], total: int, report: Report
+    session: LearningSession[None],
+    articles: Iterator[Article],
+    total: int,
+    report: Report,
+    seeds: Mapping[int, TopicSeeds] | None = None,
 ) -> int:
     """Feed the session until ``total`` documents are trained or the source ends (the last
-    minibatch is cut to land on ``total``); the documents with no vocabulary word."""
+    minibatch is cut to land on ``total``), the ``seeds``' prior over each vocabulary; the
+    documents with no vocabulary word."""
     batch_size = session.config.batch_size
     empty = 0
     evaluated = 0
+    seeded: int | None = None  # the vocabulary version the seeds' prior is over
     for article in itertools.chain(articles, [None]):
         ended = article is None
         placed = session.flush() if article is None else session.offer([(None, article.text)])
@@ -206,6 +221,10 @@ def _train(
         while session.buffer and (
             ended or len(session.buffer) >= min(batch_size, total - model.docs_seen)
         ):
+            vocab = session.vocabulary
+            if seeds and vocab is not None and seeded != vocab.version:
+                model.set_seeds(seed_prior(seeds, vocab, model))
+                seeded = vocab.version
             _, batch = session.take(total - model.docs_seen)
             session.learn(batch)
             if session.refresh_due():

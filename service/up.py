@@ -31,6 +31,7 @@ from typing import IO
 import redis
 
 from service.errors import CommandError
+from service.learner_flags import add_seeds_flag, given_seeds
 from service.process import die_with_parent
 from service.redact import redact
 from service.settings import Settings
@@ -85,6 +86,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--host", help="API bind address")
     p.add_argument("--port", type=int, help="API port")
     p.add_argument("--data-dir", type=Path, help="checkpoints and the embedded Redis's files")
+    add_seeds_flag(p)
     p.add_argument(
         "--workers",
         type=int,
@@ -407,6 +409,11 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         except RedisURLError as exc:
             raise CommandError(str(exc)) from None
         _check_redis(settings)
+    given_seeds(
+        settings.model.seeds, settings.model.topics
+    )  # a bad seeds file stops everything before anything starts
+    if settings.model.seeds is not None:  # the worker may start elsewhere
+        settings = settings.updated(seeds=settings.model.seeds.resolve())
     settings.store.data_dir.mkdir(parents=True, exist_ok=True)
     if not settings.store.redis_url:
         settings = settings.updated(redis_url=_start_redis(supervisor, settings))

@@ -90,9 +90,6 @@ class SeedPrior:
         )
 
 
-DEFAULT_STRENGTH = 2.0  # why: docs/defaults.md, "Seed strength"
-
-
 def pseudo_counts(
     strength: float, corpus_size: float, tokens_per_document: float, n_topics: int
 ) -> float:

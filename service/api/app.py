@@ -36,6 +36,7 @@ from service.api.routes import (
     stats,
     topic_history,
     topic_names,
+    topic_seeds,
     topics,
     words,
 )
@@ -121,6 +122,14 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(topic_history.router)
     app.include_router(page.router(settings.api.page_refresh_s))
     app.include_router(topic_names.router(settings.api.topic_name_max))
+    app.include_router(
+        topic_seeds.router(
+            settings.api.seed_words_max,
+            settings.api.seed_strength_max,
+            settings.model.seed_strength,
+            settings.model.topics,
+        )
+    )
     app.include_router(infer.router(settings.api.max_infer_texts))
     for module in (perplexity, stats, words, health, metrics, admin, export):
         app.include_router(module.router)
@@ -129,7 +138,7 @@ def create_app(settings: Settings) -> FastAPI:
     # limits) before the work waits for a thread.
     app.add_middleware(
         BodyLimitMiddleware,
-        max_bytes=small_body_limit(settings.api.topic_name_max),
+        max_bytes=small_body_limit(settings.api.topic_name_max, settings.api.seed_words_max),
         timeout_s=settings.api.body_timeout_s,
         limits=dict.fromkeys(INFER_PATHS, settings.api.max_infer_bytes),
     )

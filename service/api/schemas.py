@@ -87,6 +87,15 @@ class TopicOut(BaseModel):
         description="The topic's first three words by relevance (lambda 0.6) in the published "
         "model, joined by ' · ' (by probability before a model)"
     )
+    seeds: list[str] = Field(
+        default_factory=list,
+        description="The seed words an operator gave the topic, in effect (empty: none)",
+    )
+    seeds_in_top: list[str] = Field(
+        default_factory=list,
+        description="Those of its seeds among its top words in the snapshot (the setting "
+        "topic_words of beta_mean)",
+    )
 
 
 _RELEVANCE_OUT = "The lambda the words are ranked by relevance with; null: by probability"
@@ -159,6 +168,18 @@ class TopicHistoryOut(BaseModel):
 class TopicNameOut(BaseModel):
     id: int
     name: str | None = Field(description="The topic's name now (null: none)")
+
+
+class TopicSeedsOut(BaseModel):
+    id: int
+    words: list[str] = Field(
+        description="The topic's seed words now, as the learner tokenises them (empty: none); "
+        "the worker puts them in effect at its next step"
+    )
+    strength: float | None = Field(
+        description="Their strength: the percent of an average topic's tokens each seed word's "
+        "pseudo-counts stand for (null: none)"
+    )
 
 
 class PerplexityPointOut(BaseModel):

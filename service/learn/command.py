@@ -32,17 +32,19 @@ from service.learn.model_store import CHECKPOINT_NAME
 from service.learn.publisher import NullPublisher, Outlet, PublishConfig, Publisher
 from service.learn.reservoir import Reservoir
 from service.learn.runtime import set_threads
+from service.learn.seeds import SeedsError, tokenised
 from service.learn.session import CannotLearn, LearningSession
 from service.learn.session_config import SessionConfig
 from service.learn.topic_record import EntryRef, RecordConfig
 from service.learn.topic_watch import TopicWatch
 from service.learn.worker import Worker, WorkerConfig
-from service.learner_flags import add_learner_flags
+from service.learner_flags import add_learner_flags, given_seeds
 from service.process import lower_priority
 from service.redact import configure_logging
 from service.settings import Settings
 from service.store.redis_client import RedisURLError, connect
 from service.store.redis_retry import RedisRetry, RetryConfig
+from service.store.topic_seeds import TopicSeeds
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +98,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from exc
     if settings.model.vocab is not None and not settings.model.vocab.is_file():
         raise CommandError(f"vocabulary file not found: {settings.model.vocab}")
+    _seeds(settings)  # a bad seeds file stops the command before anything starts
     try:
         client = connect(settings.store)
     except RedisURLError as exc:
@@ -197,4 +200,16 @@ def build_worker(
             else None
         ),
         record=settings.part(RecordConfig) if settings.publish.topic_record else None,
+        seeds=_seeds(settings),
     )
+
+
+def _seeds(settings: Settings) -> dict[int, TopicSeeds]:
+    """The seeds file's topics, tokenised, at the setting seed_strength (CommandError: why
+    the file cannot be used)."""
+    try:
+        return tokenised(
+            given_seeds(settings.model.seeds, settings.model.topics), settings.model.seed_strength
+        )
+    except SeedsError as exc:
+        raise CommandError(f"seeds file {settings.model.seeds}: {exc}") from exc

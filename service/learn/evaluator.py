@@ -72,6 +72,7 @@ class Evaluator:
             (docs, beta.detach().cpu().numpy()) for docs, beta in pending
         ]
         self.restarts = 0
+        self.pinned: tuple[int, ...] = ()  # the seeded topics, which the matching keeps
         self._heldout: list[list[int]] | None = None
         self._epoch = 0
         self._context = multiprocessing.get_context("spawn")
@@ -114,7 +115,7 @@ class Evaluator:
         assert self._inbox is not None
         self._inbox.put(("reset", self._epoch, config, self.state, self._heldout))
         for docs, beta in self.pending:
-            self._inbox.put(("score", self._epoch, docs, beta))
+            self._inbox.put(("score", self._epoch, docs, beta, self.pinned))
 
     def close(self) -> None:
         """Stop the child (what it has not scored stays in ``pending``)."""
@@ -141,17 +142,18 @@ class Evaluator:
         a K x W matrix, waits in the worker and in its checkpoint)."""
         return max(1, min(self.backlog, PENDING_BYTES // max(1, beta_bytes)))
 
-    def submit(self, docs_seen: int, beta: torch.Tensor) -> bool:
+    def submit(self, docs_seen: int, beta: torch.Tensor, pinned: tuple[int, ...] = ()) -> bool:
         """Queue ``beta`` for scoring, kept as it is (StreamingLDA.beta_mean is a tensor of its
-        own that later steps do not change: a copy would be one more K x W matrix); False
-        (nothing queued) when the backlog is full."""
+        own that later steps do not change: a copy would be one more K x W matrix), the topics
+        ``pinned`` matched to themselves; False (nothing queued) when the backlog is full."""
         beta_bytes = beta.numel() * beta.element_size()
         if self._heldout is None or len(self.pending) >= self.room(beta_bytes):
             return False
         kept = beta.detach().cpu().numpy()
         self.pending.append((docs_seen, kept))
         assert self._inbox is not None
-        self._inbox.put(("score", self._epoch, docs_seen, kept))
+        self.pinned = pinned
+        self._inbox.put(("score", self._epoch, docs_seen, kept, pinned))
         return True
 
     def poll(self, timeout: float = 0.0) -> list[Scored]:

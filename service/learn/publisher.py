@@ -74,6 +74,7 @@ class WorkerStatus:
     topic_size: list[float] | None = None  # each topic's share of the stream's tokens
     topic_articles: list[list[list[Any]]] | None = None  # rows of TopicArticle per topic
     term_frequency: np.ndarray | None = None  # (W,) the stream's word counts
+    topic_seeds: list[list[str]] | None = None  # each topic's seed words
 
 
 class Outlet(Protocol):
@@ -189,6 +190,7 @@ class Publisher:
             device=self.device,
             vocab_size=len(vocab),
             vocab_version=vocab.version,
+            topic_seeds=now.topic_seeds,
             topics=ranked_words((served_weights, served_ids), vocab.words),
             sample_topics=ranked_words((sample_weights, sample_ids), vocab.words),
             docs_per_s=now.docs_per_s,

@@ -1,10 +1,12 @@
 """The worker's scoring process: held-out perplexity of the betas it is sent, one at a time.
 
 Messages in (see :mod:`service.learn.scoring_messages`): ``("reset", epoch, (gamma, sweeps,
-method), packed scorer state, held-out documents)``, ``("score", epoch, docs_seen, beta)`` and
+method), packed scorer state, held-out documents)``, ``("score", epoch, docs_seen, beta,
+pinned)`` and
 ``None`` (exit). Out: ``("scored", epoch, docs_seen, perplexity, averaged, coherence,
 diversity, topics, packed state)``, ``topics`` each topic's NPMI coherence and, from the second
-beta of an epoch on, how far it moved since the previous one (:mod:`lda.evaluation.drift`).
+beta of an epoch on, how far it moved since the previous one (:mod:`lda.evaluation.drift`;
+the ``pinned`` topics, the seeded ones, are matched to themselves).
 Betas of an older epoch than the last reset are ignored. No Redis, no files: the worker
 publishes and checkpoints.
 """
@@ -14,13 +16,14 @@ from __future__ import annotations
 import os
 import queue
 import signal
+from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from typing import Any
 
 import torch
 
 from lda.evaluation.coherence import topic_quality
-from lda.evaluation.drift import topic_drift
+from lda.evaluation.drift import Drift, js_divergence, match_topics, topic_drift
 from lda.evaluation.perplexity import HeldoutSet
 from lda.evaluation.scorer import HeldoutScorer, ScorerConfig
 from service.learn.runtime import set_threads
@@ -84,13 +87,13 @@ def serve(
             heldout = HeldoutSet.from_documents(documents, device)
             previous = None
             continue
-        _, at_epoch, docs_seen, beta = message
+        _, at_epoch, docs_seen, beta, pinned = message
         if at_epoch != epoch or scorer is None or heldout is None:
             continue
         topics = torch.from_numpy(beta).to(device)
         perplexity, averaged = scorer.score(topics, heldout)
         quality = topic_quality(topics, documents)
-        per_topic = _per_topic(quality.coherence, previous, topics)
+        per_topic = _per_topic(quality.coherence, previous, topics, pinned)
         previous = topics
         state = pack_state(scorer.state_dict())
         mean, diversity = quality.mean_coherence, quality.diversity
@@ -103,10 +106,13 @@ HISTORY_WORDS = 10
 
 
 def _per_topic(
-    coherence: torch.Tensor, previous: torch.Tensor | None, topics: torch.Tensor
+    coherence: torch.Tensor,
+    previous: torch.Tensor | None,
+    topics: torch.Tensor,
+    pinned: Sequence[int] = (),
 ) -> dict[str, Any]:
     """Each topic's coherence, top words (ids, for its history) and its drift since
-    ``previous`` (None for the first)."""
+    ``previous`` (None for the first), the ``pinned`` topics matched to themselves."""
     top = torch.topk(topics, min(HISTORY_WORDS, topics.shape[1]), dim=1).indices
     out: dict[str, Any] = {
         "coherence": coherence.tolist(),
@@ -115,6 +121,22 @@ def _per_topic(
         "matched": None,
     }
     if previous is not None:
-        drift = topic_drift(previous, topics)
+        drift = pinned_drift(previous, topics, pinned)
         out["drift"], out["matched"] = drift.divergence.tolist(), drift.matched.tolist()
     return out
+
+
+def pinned_drift(previous: torch.Tensor, current: torch.Tensor, pinned: Sequence[int]) -> Drift:
+    """The drift matching with each ``pinned`` topic (a seeded one) matched to itself, the
+    others matched among themselves as :func:`lda.evaluation.drift.topic_drift` matches all:
+    a seeded topic's number never moves."""
+    n = current.shape[0]
+    fixed = {int(k) for k in pinned if 0 <= int(k) < n}
+    if not fixed:
+        return topic_drift(previous, current)
+    free = torch.tensor([k for k in range(n) if k not in fixed], dtype=torch.int64)
+    matched = torch.arange(n, dtype=torch.int64)
+    if free.numel():
+        rows = free.to(current.device)
+        matched[free] = free[match_topics(previous[rows], current[rows])]
+    return Drift(matched=matched, divergence=js_divergence(previous, current, matched).cpu())

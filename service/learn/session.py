@@ -115,6 +115,7 @@ class LearningSession(Generic[Item]):
         self.word_counts = WordCounts(self.counted) if refreshes else None
         self.next_refresh = config.vocab_refresh
         self.events: Events[Item] = Events()
+        self.kept_words: frozenset[str] = frozenset()  # a refresh keeps (or brings in) these
 
     @property
     def counted(self) -> int:
@@ -297,11 +298,15 @@ class LearningSession(Generic[Item]):
 
     def next_words(self) -> list[str] | None:
         """The top vocab_size words of the stream's counts, chosen as the first vocabulary
-        was, in the order :func:`lda.word_counts.next_vocabulary` gives; None when they are
-        today's words."""
+        was, with every word of ``kept_words`` (the seed words) in place of the last chosen, in
+        the order :func:`lda.word_counts.next_vocabulary` gives; None when they are today's
+        words."""
         counts, old = self.word_counts, self.vocabulary
         assert counts is not None and old is not None
         chosen = counts.top(self.config.vocab_size, stop_words=STOP_WORDS)
+        if chosen and self.kept_words:
+            forced = sorted(self.kept_words.difference(chosen))
+            chosen = chosen[: max(0, self.config.vocab_size - len(forced))] + forced
         words = next_vocabulary(old.words, chosen)
         return None if not chosen or words == old.words else words
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 import redis
@@ -33,12 +34,14 @@ from service.learn.reservoir import Reservoir
 from service.learn.revisits import Revisits
 from service.learn.runtime import release_freed_memory
 from service.learn.scoring import Scoring, ScoringConfig
+from service.learn.seeds import Seeds
 from service.learn.session import LearningSession
 from service.learn.topic_record import EntryRef, Record, RecordConfig
 from service.learn.vocabulary_refresh import VocabularyRefresh
 from service.learn.worker_parts import Counters, WorkerConfig
 from service.store.control import read_control
 from service.store.redis_retry import RedisGaveUp, RedisRetry
+from service.store.topic_seeds import TopicSeeds
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +65,9 @@ class Worker:
         stop: threading.Event,
         reservoir: Reservoir | None = None,
         record: RecordConfig | None = None,
+        seeds: Mapping[int, TopicSeeds] | None = None,
     ) -> None:
+        """``seeds``: a seeds file's, set at start."""
         self.config = config
         self.redis = retry
         self.session = session
@@ -83,7 +88,15 @@ class Worker:
         self.vocabulary = VocabularyRefresh(
             session, scoring, self.record, coordinator, self.counters
         )
-        checkpointer.parts = (self.counters, self.record, self.vocabulary, self.revisits, scoring)
+        self.seeds = Seeds(client, retry, seeds or {})
+        checkpointer.parts = (
+            self.counters,
+            self.record,
+            self.vocabulary,
+            self.revisits,
+            scoring,
+            self.seeds,
+        )
         placed = (self.revisits, self.scoring, self.recent, checkpointer, self.counters)
         self.intake = Intake(queue, config.consumer, session, placed, retry)
 
@@ -132,10 +145,15 @@ class Worker:
         self.control.start()
         if self.checkpointer.exists:
             model, vocab, extra = self.checkpointer.load()
-            self.checkpointer.load_parts(extra, self.counters, self.revisits)  # once a process
+            parts = (self.counters, self.revisits, self.seeds)
+            self.checkpointer.load_parts(extra, *parts)  # once a process
             self.checkpointer.resumed(model, len(vocab), extra)
+            self.seeds.start()
             self._set_model(model, vocab, extra)
-        elif self.config.vocab is not None:
+            return
+        self.seeds.start()
+        self.session.kept_words = self.seeds.words()
+        if self.config.vocab is not None:
             self._set_model(None, Vocabulary.load(self.config.vocab), {})
             self._checkpoint("vocabulary", alone=True)  # persist it before anything depends on it
         else:  # a held-out set stored by a run that left no checkpoint is reused
@@ -191,6 +209,8 @@ class Worker:
         change of words, or by the checkpointer's one rule) and whether warm-up is over."""
         self.scoring.collect()
         requested, paused = self.control.read()
+        if self.seeds.poll(self.control.seeds_seq):
+            self._seeds_changed()
         reason = "vocabulary" if self.vocabulary.checkpoint_due() else None
         reason = reason or self.checkpointer.due(
             self.model,
@@ -293,6 +313,8 @@ class Worker:
         assert model is not None
         publisher.trained(model)
         if fresh and self.vocabulary.refresh():  # the API gets the new words at once
+            assert session.vocabulary is not None
+            self.seeds.apply(model, session.vocabulary)  # seed words that entered
             self.intake.news(session.take_events())
             publisher.vocabulary_changed()
             assert session.vocabulary is not None
@@ -301,7 +323,8 @@ class Worker:
         vocab = session.vocabulary
         assert vocab is not None
         handed = fresh and session.evaluation_due()
-        if handed and self.scoring.hand_off(session.heldout is not None):
+        pinned = tuple(self.seeds.pinned())
+        if handed and self.scoring.hand_off(session.heldout is not None, pinned):
             publisher.model(model, vocab, self.record.figures())
         if publisher.model_due():
             publisher.model(model, vocab, self.record.figures())
@@ -354,6 +377,9 @@ class Worker:
         self.record.begin(model.config.n_topics, len(vocab))
         self.scoring.begin(model)
         self.checkpointer.load_parts(extra, self.vocabulary, self.record, self.scoring)
+        if self.coordinator.leads:  # other ranks get the seeds with rank 0's model
+            self.seeds.apply(model, vocab)
+            session.kept_words = self.seeds.words()
         if session.heldout is not None:
             self.scoring.heldout(session.heldout_docs)
         elif self.config.heldout and not session.heldout_texts:  # resumed: read it back
@@ -368,6 +394,18 @@ class Worker:
         self.intake.news(self.session.take_events())
         self.revisits.load_state_dict(reservoirs)
         log.info("model %d at %d documents from the deciding rank", epoch, model.docs_seen)
+
+    def _seeds_changed(self, *, publish: bool = True) -> None:
+        """The seeds changed (an operator, or moved labels): the learner's prior follows, a
+        group's other ranks get the model, and the snapshot shows them."""
+        self.session.kept_words = self.seeds.words()
+        model, vocab = self.model, self.session.vocabulary
+        if model is None or vocab is None:
+            return
+        if self.seeds.apply(model, vocab):
+            self.coordinator.model_changed()
+        if publish and model.docs_seen:
+            self._publish_snapshot()
 
     # --- durability ------------------------------------------------------------------------
     def _checkpoint(self, reason: str, *, final: bool = False, alone: bool = False) -> None:
@@ -405,8 +443,12 @@ class Worker:
         return True
 
     def _publish_point(self, scored: Scored) -> None:
-        """A scored point: the record's topics follow its matching, then it is shown."""
+        """A scored point: the record's topics and the seeds follow its matching, then it is
+        shown."""
         self.record.evaluated(scored.docs_seen, scored.topics)
+        matched = scored.topics.get("matched")
+        if matched is not None and self.seeds.move(matched):
+            self._seeds_changed(publish=False)  # this point's snapshot shows them
         vocab = self.session.vocabulary
         assert vocab is not None
         self.publisher.topics_scored(scored, vocab, self.record.sizes())
@@ -443,5 +485,6 @@ class Worker:
             **self.recent.shown(),
             **self.revisits.shown(),
             **self.record.shown(model.docs_seen),
+            topic_seeds=self.seeds.shown(model.config.n_topics),
         )
         self.publisher.snapshot(model, vocab, status)

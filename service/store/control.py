@@ -1,5 +1,7 @@
-"""The control hash, from the API's admin routes to the worker: ``paused`` ("1"/"0"), and
-``checkpoint_seq``, a counter the worker answers by checkpointing when it grows."""
+"""The control hash, from the API's admin routes to the worker: ``paused`` ("1"/"0"),
+``checkpoint_seq``, a counter the worker answers by checkpointing when it grows, and
+``seeds_seq``, a counter the worker answers by reading the topics' seeds again
+(:mod:`service.store.topic_seeds`)."""
 
 from __future__ import annotations
 
@@ -14,10 +16,12 @@ from service.store.redis_values import text
 
 @dataclass(frozen=True)
 class Control:
-    """What the operator asked for: pause state and how many checkpoints were requested."""
+    """What the operator asked for: pause state, how many checkpoints were requested and how
+    many times the seeds changed."""
 
     paused: bool = False
     checkpoint_seq: int = 0
+    seeds_seq: int = 0
 
 
 def set_paused(client: redis.Redis, paused: bool) -> None:
@@ -37,4 +41,5 @@ def read_control(client: redis.Redis) -> Control:
     return Control(
         paused=fields.get("paused") == "1",
         checkpoint_seq=int(fields.get("checkpoint_seq", 0)),
+        seeds_seq=int(fields.get("seeds_seq", 0)),
     )

@@ -85,6 +85,9 @@ class Snapshot:
     # The version of the vocabulary the topics' words come from: 0 the first, one more at each
     # refresh of the word list (0 from workers before vocabularies changed).
     vocab_version: int = 0
+    # Per topic, the seed words an operator gave it (an empty list for none; None from workers
+    # before seeds): docs/topics.md, "Seeded topics".
+    topic_seeds: list[list[str]] | None = None
 
     @property
     def world_size(self) -> int:

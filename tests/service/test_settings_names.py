@@ -46,6 +46,7 @@ MODEL_FLAGS = [
     ("--device", "device"),
     ("--threads", "threads"),
     ("--seed", "seed"),
+    ("--seeds", "seeds"),
 ]
 FLAGS = [
     *[("train", flag, name) for flag, name in [("--source", "source"), *MODEL_FLAGS]],
@@ -72,6 +73,7 @@ FLAGS = [
     ("up", "--host", "host"),
     ("up", "--port", "port"),
     ("up", "--data-dir", "data_dir"),
+    ("up", "--seeds", "seeds"),
     ("up", "--workers", "workers"),
     ("up", "--api-workers", "api_workers"),
     ("up", "--api-url", "wikipedia_api_url"),

@@ -117,9 +117,14 @@ class BodyLimitMiddleware:
 SMALL_BODY_BYTES = 16 * 1024
 # A character of a name as JSON at most: a \uXXXX surrogate pair.
 JSON_CHAR_BYTES = 12
+# The longest seed word an operator may give, in characters.
+SEED_WORD_CHARS = 100
 
 
-def small_body_limit(name_max: int) -> int:
+def small_body_limit(name_max: int, seed_words_max: int = 0) -> int:
     """The body limit of every route but /infer's: the longest topic name (``name_max``
-    characters, the setting topic_name_max), each character escaped, and the JSON around it."""
-    return SMALL_BODY_BYTES + JSON_CHAR_BYTES * name_max
+    characters, the setting topic_name_max) or the most seed words (``seed_words_max``, the
+    setting seed_words_max, each of SEED_WORD_CHARS), each character escaped, and the JSON
+    around them."""
+    chars = max(name_max, seed_words_max * (SEED_WORD_CHARS + 1))
+    return SMALL_BODY_BYTES + JSON_CHAR_BYTES * chars

@@ -70,7 +70,16 @@ def _label(snapshot: Snapshot, labels: Labels, topic_id: int) -> dict[str, Any]:
         "size": None if size is None or topic_id >= len(size) else size[topic_id],
         "name": labels.names.get(topic_id),
         "suggested_name": labels.suggested[topic_id],
+        **_seeds(snapshot, topic_id),
     }
+
+
+def _seeds(snapshot: Snapshot, topic_id: int) -> dict[str, Any]:
+    """The topic's seed words in effect, and those among the top words the snapshot carries."""
+    given = snapshot.topic_seeds
+    seeds = given[topic_id] if given is not None and topic_id < len(given) else []
+    top = {w.word for w in snapshot.topics[topic_id]}
+    return {"seeds": seeds, "seeds_in_top": [w for w in seeds if w in top]}
 
 
 def _quality(snapshot: Snapshot, topic_id: int) -> dict[str, Any]:

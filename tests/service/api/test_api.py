@@ -25,7 +25,8 @@ def test_topics_lists_every_topic_with_top_words(api: TestClient, published: Pub
         "docs_seen", "updated_at", "sampler", "estimate", "relevance", "quality_docs", "topics",
     }  # fmt: skip
     assert set(body["topics"][0]) == {
-        "id", "words", "coherence", "drift", "size", "name", "suggested_name",
+        "id", "words", "coherence", "drift", "size", "name", "suggested_name", "seeds",
+        "seeds_in_top",
     }  # fmt: skip
     assert body["docs_seen"] == 3000 and body["sampler"] == "sgrld" and body["estimate"] == "mean"
     datetime.fromisoformat(body["updated_at"])

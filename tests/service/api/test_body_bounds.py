@@ -19,7 +19,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from service.api.app import create_app
-from service.api.http.body_limits import small_body_limit
+from service.api.http.body_limits import SEED_WORD_CHARS, small_body_limit
 from service.settings import Settings
 
 TOKEN = "s3cret-token"
@@ -135,7 +135,7 @@ def test_admin_paths_the_routes_do_not_name_are_refused_as_well() -> None:
 
 def test_a_body_without_a_length_stops_being_read_past_the_limit() -> None:
     settings = Settings(redis_url=UNREACHABLE, admin_token=TOKEN)
-    limit = small_body_limit(settings.api.topic_name_max)
+    limit = small_body_limit(settings.api.topic_name_max, settings.api.seed_words_max)
     chunk = 4096
     for method, path in (("PUT", NAME), ("POST", "/admin/pause")):
         headers = [bearer(TOKEN), ("Transfer-Encoding", "chunked")]
@@ -187,3 +187,12 @@ def test_max_infer_texts_is_in_the_schema() -> None:
     assert "max_infer_texts" in responses["422"]["description"]
     client = TestClient(app_with(max_infer_texts=7))
     assert client.post("/infer/batch", json={"texts": ["a"] * 8}).status_code == 422
+
+
+def test_the_most_seed_words_escaped_fit_the_limit() -> None:
+    """seed_words_max words of the longest a seed word may be, each character a JSON-escaped
+    surrogate pair, are no 413."""
+    settings = Settings(redis_url=UNREACHABLE, admin_token=TOKEN)
+    words = ["\U0001f3b5" * SEED_WORD_CHARS] * settings.api.seed_words_max
+    body = json.dumps({"words": words, "strength": 1e300}, indent=8).encode()
+    assert len(body) <= small_body_limit(settings.api.topic_name_max, settings.api.seed_words_max)

@@ -1,0 +1,168 @@
+"""Seeded topics, as the worker sees them: each topic's seed words and their strength, and the
+prior they put on the learner (docs/topics.md, "Seeded topics").
+
+An operator seeds a topic through the API (:mod:`service.store.topic_seeds`, read again when
+the control hash's ``seeds_seq`` grows) or with a seeds file at start. Words are kept as text,
+tokenised by the learner's rule (:func:`lda.vocab.tokenize`); the prior
+(:class:`lda.sgmcmc.seeds.SeedPrior`) is built for today's vocabulary whenever the seeds or the
+words change. A seed word outside the vocabulary waits, pending, and a vocabulary refresh
+always keeps (or brings in) every seed word. A seeded topic's label is pinned by the drift
+matching, so it keeps its number; its seeds are in the checkpoint (a part under ``seeds``).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import redis
+
+from lda.config import SEED_TOKENS_PER_DOCUMENT
+from lda.model import StreamingLDA
+from lda.sgmcmc.seeds import SeedPrior, pseudo_counts
+from lda.vocab import Vocabulary
+from service.store.redis_retry import RedisRetry
+from service.store.topic_seeds import (
+    TopicSeeds,
+    read_topic_seeds,
+    replace_topic_seeds,
+    seed_words,
+)
+
+log = logging.getLogger(__name__)
+
+
+class SeedsError(ValueError):
+    """A seeds file or request that cannot be used; the message says why."""
+
+
+def tokenised(given: Mapping[int, Sequence[str]], strength: float) -> dict[int, TopicSeeds]:
+    """Each topic's words as the learner tokenises them, at ``strength``; SeedsError for a
+    topic left with no word."""
+    seeds: dict[int, TopicSeeds] = {}
+    for k, words in given.items():
+        tokens = seed_words(words)
+        if not tokens:
+            raise SeedsError(f"topic {k}'s seeds {list(words)!r} hold no word")
+        seeds[k] = TopicSeeds(tokens, strength)
+    return seeds
+
+
+def seed_prior(
+    seeds: Mapping[int, TopicSeeds], vocab: Vocabulary, model: StreamingLDA
+) -> SeedPrior:
+    """The prior of ``seeds`` over ``vocab`` for ``model``: its words only (the others wait),
+    each strength as pseudo-counts for the learner's N, K and tokens per document (measured once
+    it has learned: lda.sgmcmc.seeds.pseudo_counts)."""
+    n_topics, n = model.config.n_topics, model.docs_seen
+    per_document = model.tokens_seen / n if n else SEED_TOKENS_PER_DOCUMENT
+    corpus = model.corpus_size(0)
+    return SeedPrior.of(
+        (k, vocab.index[word], pseudo_counts(s.strength, corpus, per_document, n_topics))
+        for k, s in seeds.items()
+        if 0 <= k < n_topics
+        for word in s.words
+        if word in vocab.index
+    )
+
+
+class Seeds:
+    """Each topic's seeds, the prior they put on the learner, and their copy in Redis."""
+
+    key = "seeds"
+
+    def __init__(
+        self, client: redis.Redis, retry: RedisRetry, given: Mapping[int, TopicSeeds]
+    ) -> None:
+        """``given``: a seeds file's, set at start over what the checkpoint and Redis hold."""
+        self.client = client
+        self.redis = retry
+        self.given = dict(given)
+        self.topics: dict[int, TopicSeeds] = {}
+        self.seq = 0  # the control hash's seeds_seq these seeds answer
+
+    # --- where they come from -----------------------------------------------------------------
+    def start(self) -> None:
+        """At start, after the checkpoint's seeds were loaded: Redis's if they are newer, else
+        these are written back (Redis lost them); then the seeds file's topics over them."""
+        seq, stored = self._read()
+        if seq > self.seq:
+            self.topics, self.seq = stored, seq
+        elif stored != self.topics:
+            self._write()
+        if self.given:
+            self.topics.update(self.given)
+            self._write()
+        if self.topics:
+            log.info("seeded topics: %s", ", ".join(str(k) for k in sorted(self.topics)))
+
+    def poll(self, seq: int) -> bool:
+        """The control hash's ``seeds_seq`` is ``seq``: read the seeds again if it grew; True
+        if they changed."""
+        if seq <= self.seq:
+            return False
+        new_seq, stored = self._read()
+        changed = stored != self.topics
+        self.topics, self.seq = stored, max(seq, new_seq)
+        if changed:
+            log.info("seeds changed: seeded topics %s", sorted(self.topics) or "none")
+        return changed
+
+    def move(self, matched: Sequence[int]) -> bool:
+        """Seeds follow their topics as names do: topic k is now what topic ``matched[k]`` was
+        (a seeded topic is pinned, so this moves only seeds set after the beta matched was
+        handed off); True if any moved (Redis follows)."""
+        moved = {k: self.topics[int(m)] for k, m in enumerate(matched) if int(m) in self.topics}
+        if moved == self.topics:
+            return False
+        self.topics = moved
+        self._write()
+        return True
+
+    def _read(self) -> tuple[int, dict[int, TopicSeeds]]:
+        return self.redis("reading the seeds", functools.partial(read_topic_seeds, self.client))
+
+    def _write(self) -> None:
+        write = functools.partial(replace_topic_seeds, self.client, dict(self.topics))
+        self.seq = self.redis("writing the seeds", write)
+
+    # --- what they do -------------------------------------------------------------------------
+    def words(self) -> frozenset[str]:
+        """Every seed word: a vocabulary refresh keeps them all."""
+        return frozenset(word for s in self.topics.values() for word in s.words)
+
+    def pinned(self) -> list[int]:
+        """The seeded topics, whose labels the drift matching keeps."""
+        return sorted(self.topics)
+
+    def apply(self, model: StreamingLDA, vocab: Vocabulary) -> bool:
+        """Put the seeds' prior over ``vocab`` on ``model`` if it differs from the one it has;
+        True if it changed."""
+        prior = seed_prior(self.topics, vocab, model)
+        if prior.triples() == model.seeds.triples():
+            return False
+        model.set_seeds(prior)
+        return True
+
+    def shown(self, n_topics: int) -> list[list[str]]:
+        """Each topic's seed words, for the snapshot (none: an empty list)."""
+        return [list(self.topics[k].words) if k in self.topics else [] for k in range(n_topics)]
+
+    # --- checkpoint ---------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq,
+            "topics": {str(k): [list(s.words), s.strength] for k, s in self.topics.items()},
+        }
+
+    def load_state_dict(self, state: dict[str, Any] | None) -> None:
+        """A checkpoint's seeds (None: one written before seeds, with none)."""
+        if state is None:
+            return
+        self.seq = int(state.get("seq", 0))
+        self.topics = {
+            int(k): TopicSeeds(tuple(str(w) for w in words), float(strength))
+            for k, (words, strength) in state.get("topics", {}).items()
+        }
