@@ -22,6 +22,7 @@ from service.store.redis_client import (
     connect,
     unreachable_message,
 )
+from service.store.topic_seeds import read_topic_seeds
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -44,6 +45,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from None
     try:
         model = read_model(client)
+        _, seeds = read_topic_seeds(client)
     except REFUSED_ERRORS:
         raise  # the command line names the setting to change (service.cli)
     except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
@@ -53,7 +55,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     if model is None:
         raise CommandError("no model yet: the worker has not published its first model")
     try:
-        export = Export.of(model)
+        export = Export.of(model, seeds)
         write_directory(export, args.out)
     except ExportError as exc:
         raise CommandError(str(exc)) from None

@@ -16,14 +16,15 @@ import shutil
 import tarfile
 import tempfile
 import zlib
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import orjson
 
 from service.store.published_model import PublishedModel, StreamFigures
+from service.store.topic_seeds import TopicSeeds
 
 # Each topic's words in topic_words.csv: pyLDAvis's default R, the words a person reads.
 CSV_TOP_WORDS = 30
@@ -56,9 +57,10 @@ class Export:
     stream: StreamFigures
     docs: np.ndarray  # (n,) bool: sample documents kept for pyLDAvis
     words: np.ndarray  # (W,) bool: vocabulary words kept for pyLDAvis
+    seeds: Mapping[int, TopicSeeds] = field(default_factory=dict)  # the seeded topics'
 
     @classmethod
-    def of(cls, model: PublishedModel) -> Export:
+    def of(cls, model: PublishedModel, seeds: Mapping[int, TopicSeeds] | None = None) -> Export:
         """The export of ``model``, or ExportError when it has nothing pyLDAvis can show."""
         stream = model.stream
         if stream is None:
@@ -73,7 +75,7 @@ class Export:
                 "the published model's document sample is empty (no learned document with a "
                 "vocabulary word yet, or STREAMLDA_EXPORT_DOCS is 0): nothing for pyLDAvis"
             )
-        return cls(model, stream, docs, words)
+        return cls(model, stream, docs, words, dict(seeds or {}))
 
     def files(self) -> Iterator[tuple[str, bytes]]:
         """(name, contents) of every file in FILES' order, each made when asked for."""
@@ -138,6 +140,10 @@ class Export:
                 "words_dropped_unseen": int((~self.words).sum()),
             },
             "files": list(FILES),
+            "seeds": {
+                str(k): {"words": list(s.words), "strength": s.strength}
+                for k, s in sorted(self.seeds.items())
+            },
         }
         return (json.dumps(manifest, indent=1) + "\n").encode("utf-8")
 

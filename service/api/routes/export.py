@@ -16,6 +16,7 @@ from fastapi.responses import StreamingResponse
 from service.api.deps import ModelCacheDep, RedisDep
 from service.api.routes.admin import require_admin
 from service.store.export import Export, ExportError, tar_gz
+from service.store.topic_seeds import read_topic_seeds
 
 MEDIA_TYPE = "application/gzip"
 PATH = "/admin/export"
@@ -72,7 +73,7 @@ def export(client: RedisDep, cache: ModelCacheDep) -> TarGzResponse:
             "no model yet: the worker has not published its first model",
         )
     try:
-        made = Export.of(loaded.model)
+        made = Export.of(loaded.model, read_topic_seeds(client)[1])
     except ExportError as exc:
         raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, str(exc)) from None
     name = made.archive_name() + ".tar.gz"

@@ -429,3 +429,20 @@ def test_a_history_without_vocabulary_versions_marks_nothing(
     assert "vocab-change" not in element(dom, r'<svg id="plot".*?</svg>')
     assert '<span id="vocab-legend" hidden="">' in dom
     assert field(dom, "model-vocab") == f"version 0 · {len(VOCAB)} words"
+
+
+def test_a_seeded_topic_shows_its_seeds_beside_its_name(
+    redis_client: redis.Redis, published: Published, settings: Settings, tmp_path: Path
+) -> None:
+    seeded = dataclasses.replace(published.snapshot, topic_seeds=[["apple", "kiwi"], [], []])
+    publish_snapshot(redis_client, seeded)
+    with serve(create_app(settings)) as url:
+        dom = dump_dom(url + "#topic=0", tmp_path / "profile")
+    listed = dict(rows(dom))
+    seeds = element(listed[0], r'<span class="seeds".*?</span></span>')
+    assert text(seeds) == "seeds: apple kiwi"
+    assert '<span class="held">apple</span>' in seeds  # among topic 0's top words
+    assert '<span class="held">kiwi</span>' not in seeds and "kiwi" in seeds
+    assert 'class="seeds"' not in listed[1] and 'class="seeds"' not in listed[2]
+    detail = element(dom, r'<aside id="detail".*?</aside>')
+    assert "seeds: apple kiwi" in text(detail)

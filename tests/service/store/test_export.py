@@ -16,6 +16,7 @@ import pytest
 
 from service.store.export import CSV_TOP_WORDS, FILES, Export, ExportError, tar_gz, write_directory
 from service.store.published_model import PublishedModel, StreamFigures
+from service.store.topic_seeds import TopicSeeds
 
 K, W, N = 3, 40, 6
 
@@ -142,6 +143,16 @@ def test_the_manifest_says_what_the_export_is_of_and_what_pyldavis_json_left_out
             "words_dropped_unseen": 1,
         },
         "files": list(FILES),
+        "seeds": {},
+    }
+
+
+def test_the_manifest_lists_the_seeded_topics() -> None:
+    seeds = {3: TopicSeeds(("film", "actor"), 2.0), 1: TopicSeeds(("war",), 5.0)}
+    manifest = json.loads(files(Export.of(model(), seeds))["manifest.json"])
+    assert manifest["seeds"] == {
+        "1": {"words": ["war"], "strength": 5.0},
+        "3": {"words": ["film", "actor"], "strength": 2.0},
     }
 
 
