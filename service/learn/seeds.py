@@ -23,6 +23,7 @@ from lda.config import SEED_TOKENS_PER_DOCUMENT
 from lda.model import StreamingLDA
 from lda.sgmcmc.seeds import SeedPrior, pseudo_counts
 from lda.vocab import Vocabulary
+from service.learn.session import LearningSession
 from service.store.redis_retry import RedisRetry
 from service.store.topic_seeds import (
     TopicSeeds,
@@ -136,6 +137,13 @@ class Seeds:
     def pinned(self) -> list[int]:
         """The seeded topics, whose labels the drift matching keeps."""
         return sorted(self.topics)
+
+    def follow(self, session: LearningSession[Any]) -> bool:
+        """The session keeps every seed word through a refresh, and its learner (if any) takes
+        the seeds' prior; True if the prior changed."""
+        session.kept_words = self.words()
+        model, vocab = session.model, session.vocabulary
+        return model is not None and vocab is not None and self.apply(model, vocab)
 
     def apply(self, model: StreamingLDA, vocab: Vocabulary) -> bool:
         """Put the seeds' prior over ``vocab`` on ``model`` if it differs from the one it has;

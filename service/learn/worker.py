@@ -76,7 +76,8 @@ class Worker:
         self.coordinator = coordinator
         self.stop = stop
         self.recent = RecentRates()  # also: since when the stream is empty, idle
-        self.control = OperatorControl(functools.partial(read_control, client), retry)
+        given = Seeds(client, retry, seeds or {})
+        self.control = OperatorControl(functools.partial(read_control, client), retry, given)
         # The parts that keep state across restarts, each under its key of a checkpoint.
         self.counters = Counters()
         self.revisits = Revisits(reservoir, config, coordinator, retry)
@@ -88,15 +89,8 @@ class Worker:
         self.vocabulary = VocabularyRefresh(
             session, scoring, self.record, coordinator, self.counters
         )
-        self.seeds = Seeds(client, retry, seeds or {})
-        checkpointer.parts = (
-            self.counters,
-            self.record,
-            self.vocabulary,
-            self.revisits,
-            scoring,
-            self.seeds,
-        )
+        parts = (self.counters, self.record, self.vocabulary, self.revisits, scoring, given)
+        checkpointer.parts = parts
         placed = (self.revisits, self.scoring, self.recent, checkpointer, self.counters)
         self.intake = Intake(queue, config.consumer, session, placed, retry)
 
@@ -104,6 +98,11 @@ class Worker:
     def model(self) -> StreamingLDA | None:
         """The learner, once a vocabulary exists."""
         return self.session.model
+
+    @property
+    def seeds(self) -> Seeds:
+        """The topics' seeds, an operator's request as pause and checkpoints are."""
+        return self.control.seeds
 
     @property
     def reservoir(self) -> Reservoir | None:
@@ -152,7 +151,7 @@ class Worker:
             self._set_model(model, vocab, extra)
             return
         self.seeds.start()
-        self.session.kept_words = self.seeds.words()
+        self.seeds.follow(self.session)
         if self.config.vocab is not None:
             self._set_model(None, Vocabulary.load(self.config.vocab), {})
             self._checkpoint("vocabulary", alone=True)  # persist it before anything depends on it
@@ -208,8 +207,8 @@ class Worker:
         """The deciding process's plan: the operator's control, the checkpoint due (after a
         change of words, or by the checkpointer's one rule) and whether warm-up is over."""
         self.scoring.collect()
-        requested, paused = self.control.read()
-        if self.seeds.poll(self.control.seeds_seq):
+        requested, paused, reseeded = self.control.read()
+        if reseeded:
             self._seeds_changed()
         reason = "vocabulary" if self.vocabulary.checkpoint_due() else None
         reason = reason or self.checkpointer.due(
@@ -313,8 +312,7 @@ class Worker:
         assert model is not None
         publisher.trained(model)
         if fresh and self.vocabulary.refresh():  # the API gets the new words at once
-            assert session.vocabulary is not None
-            self.seeds.apply(model, session.vocabulary)  # seed words that entered
+            self.seeds.follow(session)  # seed words that entered
             self.intake.news(session.take_events())
             publisher.vocabulary_changed()
             assert session.vocabulary is not None
@@ -378,8 +376,7 @@ class Worker:
         self.scoring.begin(model)
         self.checkpointer.load_parts(extra, self.vocabulary, self.record, self.scoring)
         if self.coordinator.leads:  # other ranks get the seeds with rank 0's model
-            self.seeds.apply(model, vocab)
-            session.kept_words = self.seeds.words()
+            self.seeds.follow(session)
         if session.heldout is not None:
             self.scoring.heldout(session.heldout_docs)
         elif self.config.heldout and not session.heldout_texts:  # resumed: read it back
@@ -398,13 +395,9 @@ class Worker:
     def _seeds_changed(self, *, publish: bool = True) -> None:
         """The seeds changed (an operator, or moved labels): the learner's prior follows, a
         group's other ranks get the model, and the snapshot shows them."""
-        self.session.kept_words = self.seeds.words()
-        model, vocab = self.model, self.session.vocabulary
-        if model is None or vocab is None:
-            return
-        if self.seeds.apply(model, vocab):
+        if self.seeds.follow(self.session):
             self.coordinator.model_changed()
-        if publish and model.docs_seen:
+        if publish and self.model is not None and self.model.docs_seen:
             self._publish_snapshot()
 
     # --- durability ------------------------------------------------------------------------
