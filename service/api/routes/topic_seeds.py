@@ -17,7 +17,7 @@ string annotations could not resolve.)
 import math
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Depends, Path
+from fastapi import APIRouter, Body, Depends, HTTPException, Path, status
 from fastapi.exceptions import RequestValidationError
 from pydantic import StringConstraints
 
@@ -38,11 +38,13 @@ def _invalid(field: str, message: str) -> RequestValidationError:
 
 
 def known_topic(state: State, topic_id: int, default_topics: int) -> None:
-    """422 unless ``topic_id`` is a topic of the snapshot served (before one, of the setting
-    topics)."""
+    """404 unless ``topic_id`` is a topic of the snapshot served (before one, of the setting
+    topics), as for a topic's name."""
     k = state.topics.snapshot.n_topics if state.topics is not None else default_topics
     if not 0 <= topic_id < k:
-        raise _invalid("topic_id", f"no topic {topic_id}: topic ids are 0 to {k - 1}")
+        raise HTTPException(
+            status.HTTP_404_NOT_FOUND, f"no topic {topic_id}: topic ids are 0 to {k - 1}"
+        )
 
 
 def valid_seeds(
@@ -71,7 +73,7 @@ def router(most: int, strongest: float, default: float, topics: int) -> APIRoute
         dependencies=[Depends(require_admin), Depends(strict({}, TOPIC_ID))],
         responses={
             401: {"model": ErrorOut, "description": "Missing or wrong bearer token"},
-            404: {"model": ErrorOut, "description": "Admin endpoints are off"},
+            404: {"model": ErrorOut, "description": "Admin endpoints are off, or no such topic"},
             **BODY_ERRORS,
             **INVALID,
             503: {"model": ErrorOut, "description": "Redis is unreachable"},
@@ -83,6 +85,7 @@ def router(most: int, strongest: float, default: float, topics: int) -> APIRoute
         words: Annotated[
             list[Annotated[str, StringConstraints(max_length=SEED_WORD_CHARS)]],
             Body(
+                min_length=1,
                 max_length=most,
                 description=f"1 to {most} words (the setting seed_words_max), each tokenised "
                 "as the learner's words are",
@@ -96,8 +99,8 @@ def router(most: int, strongest: float, default: float, topics: int) -> APIRoute
             Body(
                 gt=0,
                 le=strongest,
-                description="Pseudo-counts added to alpha at each seed word (default: the "
-                "setting seed_strength)",
+                description="The percent of an average topic's tokens each seed word's "
+                "pseudo-counts stand for (default: the setting seed_strength)",
             ),
         ] = None,
     ) -> TopicSeedsOut:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import redis
 import schemathesis
@@ -11,6 +13,7 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as settings_
 from hypothesis import strategies as st
 from schemathesis import GenerationMode
+from schemathesis.checks import positive_data_acceptance
 
 from service.api.app import create_app
 from service.settings import Settings
@@ -38,22 +41,30 @@ def test_api_conforms_to_its_schema(
             expected_statuses=[*rejected.expected_statuses, "413"]
         )
         operations = [result.ok() for result in schema.get_all_operations()]
-        assert len(operations) == 17
+        assert len(operations) == 19  # the seeds routes included
         for operation in operations:
             cases = st.one_of([operation.as_strategy(mode) for mode in GenerationMode])
+            # A schema-valid list of seed words can hold no word or too many once tokenised (a
+            # word with no letter, one that splits in several): its 422 says which.
+            tokenised = operation.label == "PUT /admin/topics/{topic_id}/seeds"
+            _conforms(cases, auth, [positive_data_acceptance] if tokenised else [])
 
-            @given(case=cases)
-            @settings_(
-                max_examples=EXAMPLES,
-                derandomize=True,
-                database=None,
-                deadline=None,
-                suppress_health_check=list(HealthCheck),
-            )
-            def conforms(case: schemathesis.Case) -> None:
-                case.call_and_validate(headers=auth)
 
-            conforms()
+def _conforms(cases: Any, headers: dict[str, str], excluded: list[Any]) -> None:
+    """Every generated case answers as the schema says (but for the ``excluded`` checks)."""
+
+    @given(case=cases)
+    @settings_(
+        max_examples=EXAMPLES,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    def conforms(case: schemathesis.Case) -> None:
+        case.call_and_validate(headers=headers, excluded_checks=excluded)
+
+    conforms()
 
 
 def test_a_body_that_is_not_utf8_conforms(settings: Settings, published: Published) -> None:

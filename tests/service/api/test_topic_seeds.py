@@ -66,8 +66,7 @@ def test_seeds_are_written_to_redis_bumping_the_sequence_and_removed(
 @pytest.mark.parametrize(
     ("path", "body", "says"),
     [
-        ("/admin/topics/3/seeds", {"words": ["apple"]}, "no topic 3: topic ids are 0 to 2"),
-        ("/admin/topics/0/seeds", {"words": []}, "no word"),
+        ("/admin/topics/0/seeds", {"words": []}, "at least 1 item"),
         ("/admin/topics/0/seeds", {"words": ["..."]}, "no word"),
         ("/admin/topics/0/seeds", {"words": ["w"] * 21}, "at most 20"),
         ("/admin/topics/0/seeds", {"words": [f"w{i}" for i in range(20)] + ["a b"]}, "at most"),
@@ -107,3 +106,15 @@ def test_topics_show_the_seeds_in_effect_and_those_in_top(
     assert topic["seeds"] == ["apple", "durian"] and topic["seeds_in_top"] == ["apple"]
     listed = api.get("/topics").json()["topics"]
     assert [t["seeds"] for t in listed] == seeds
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["PUT", "DELETE"])
+def test_an_unknown_topic_is_a_404_as_for_its_name(
+    api: TestClient, published: Published, redis_client: redis.Redis, method: str
+) -> None:
+    body = {"words": ["apple"]} if method == "PUT" else None
+    response = api.request(method, "/admin/topics/3/seeds", json=body, headers=AUTH)
+    assert response.status_code == 404, response.text
+    assert "no topic 3: topic ids are 0 to 2" in response.text
+    assert read_topic_seeds(redis_client) == (0, {})
