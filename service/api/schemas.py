@@ -120,6 +120,13 @@ class ArticleOut(BaseModel):
     id: str = Field(description="The article's id in its source (Wikipedia's page id)")
     source: str = Field(description="Where it came from: wikipedia, or a file source")
     share: float = Field(description="The topic's share of the article's tokens when learned")
+    share_bound: float | None = Field(
+        None,
+        description="How sure the model is that the article is about the topic: the lower end "
+        "of a one-sided 95% interval of its share given its length, which (aged) orders the list "
+        "(docs/topics.md); null from an older worker",
+    )
+    tokens: int | None = Field(None, description="The article's tokens in the vocabulary")
     docs_seen: int = Field(description="Documents seen when the article was learned")
     url: str | None = Field(description="The article on Wikipedia; null for a file source")
 

@@ -1,8 +1,10 @@
-"""The articles behind each topic: for every topic the N learned articles with the largest
-aged share of it, in O(K x N) memory (docs/topics.md, "The articles behind a topic").
+"""The articles behind each topic: for every topic the N learned articles most surely about it,
+aged, in O(K x N) memory (docs/topics.md, "The articles behind a topic").
 
 An article's share of topic k is E[n_dk] / n_d from the Gibbs expectations its minibatch was
-learned with. Its score halves every ``half_life`` documents the stream brings after it, so a
+learned with; how sure that share is, given the article's length n_d, is the lower end of its
+interval (:func:`lda.search.share_bound`), so a stub's large share ranks below a long article's
+solid one. Its score halves every ``half_life`` documents the stream brings after it, so a
 topic's list follows what the topic means now; a topic whose words changed a lot at an
 evaluation also forgets the articles learned before the evaluation ahead of it.
 """
@@ -14,11 +16,14 @@ from typing import Any
 
 import torch
 
+from lda.search import share_bound
 from service.store.snapshot import TopicArticle
 
 # Articles with fewer tokens in the vocabulary are not listed: a handful of tokens gives a
 # share of 1 to whatever topic drew them, which says little about the topic.
 MIN_TOKENS = 20
+# The length taken for articles kept by a worker before lengths were (their bound is their share).
+UNKNOWN_TOKENS = 1e9
 
 
 class TopicArticles:
@@ -27,15 +32,20 @@ class TopicArticles:
     def __init__(self, n_topics: int, keep: int, half_life: int) -> None:
         self.keep, self.half_life = keep, half_life
         self.share = torch.zeros(n_topics, keep, dtype=torch.float64)
+        self.tokens = torch.zeros(n_topics, keep, dtype=torch.float64)  # each article's n_d
         self.docs_at = torch.zeros(n_topics, keep, dtype=torch.int64)
         self.slot = torch.full((n_topics, keep), -1, dtype=torch.int64)  # -1: empty
         self.articles: dict[int, tuple[str, str, str]] = {}  # slot id -> (title, id, source)
         self.next_slot = 0
 
+    def bound(self) -> torch.Tensor:
+        """(K, keep) how sure each kept article's share is, given its length."""
+        return share_bound(self.share, self.tokens, self.share.shape[0])
+
     def score(self, docs_seen: int) -> torch.Tensor:
-        """(K, keep) each kept article's share aged to ``docs_seen`` (-inf where empty)."""
+        """(K, keep) each kept article's bound aged to ``docs_seen`` (-inf where empty)."""
         age = (docs_seen - self.docs_at).clamp_min(0).to(torch.float64)
-        aged = self.share * torch.exp2(-age / self.half_life)
+        aged = self.bound() * torch.exp2(-age / self.half_life)
         return torch.where(self.slot >= 0, aged, torch.full_like(aged, -torch.inf))
 
     def offer(
@@ -51,18 +61,21 @@ class TopicArticles:
         counts = counts.to("cpu", torch.float64)
         lengths = counts.sum(dim=1, keepdim=True)
         share = counts / lengths.clamp_min(1.0)
-        share[lengths.squeeze(1) < MIN_TOKENS] = -torch.inf
+        bound = share_bound(share, lengths, share.shape[1])
+        bound[lengths.squeeze(1) < MIN_TOKENS] = -torch.inf
         top = min(self.keep, share.shape[0])
-        best, rows = torch.topk(share.T, top, dim=1)  # (K, top)
+        best, rows = torch.topk(bound.T, top, dim=1)  # (K, top)
         base = self.next_slot
         self.next_slot += len(articles)
         fresh_slot = torch.where(torch.isfinite(best), rows + base, torch.full_like(rows, -1))
         scores = torch.cat([self.score(docs_seen), best], dim=1)
-        shares = torch.cat([self.share, best.clamp_min(0.0)], dim=1)
+        shares = torch.cat([self.share, share.T.gather(1, rows)], dim=1)
+        tokens = torch.cat([self.tokens, lengths.squeeze(1)[rows]], dim=1)
         at = torch.cat([self.docs_at, torch.full_like(rows, docs_seen)], dim=1)
         slots = torch.cat([self.slot, fresh_slot], dim=1)
         order = torch.topk(scores, self.keep, dim=1).indices
         self.share, self.docs_at = shares.gather(1, order), at.gather(1, order)
+        self.tokens = tokens.gather(1, order)
         self.slot = slots.gather(1, order)
         self.slot[~torch.isfinite(scores.gather(1, order))] = -1
         kept = set(self.slot[self.slot >= 0].tolist())
@@ -78,6 +91,7 @@ class TopicArticles:
         mask = torch.tensor(list(topics), dtype=torch.bool).unsqueeze(1) & (self.docs_at <= since)
         self.slot[mask] = -1
         self.share[mask] = 0.0
+        self.tokens[mask] = 0.0
 
     def permute(self, matched: Sequence[int]) -> None:
         """Topic k is now what topic ``matched[k]`` was (the drift matching moved labels)."""
@@ -87,21 +101,28 @@ class TopicArticles:
             self.docs_at[order],
             self.slot[order],
         )
+        self.tokens = self.tokens[order]
 
     def rows(self, docs_seen: int) -> list[list[list[Any]]]:
-        """Each topic's articles, largest aged share first, as the snapshot carries them."""
+        """Each topic's articles, surest (aged) first, as the snapshot carries them."""
         order = torch.sort(self.score(docs_seen), dim=1, descending=True).indices
         out: list[list[list[Any]]] = []
-        for slots, shares, ats in zip(
+        for slots, shares, ats, bounds, lengths in zip(
             self.slot.gather(1, order).tolist(),
             self.share.gather(1, order).tolist(),
             self.docs_at.gather(1, order).tolist(),
+            self.bound().gather(1, order).tolist(),
+            self.tokens.gather(1, order).tolist(),
             strict=True,
         ):
             out.append(
                 [
-                    TopicArticle(*self.articles[s], round(share, 4), at).row()
-                    for s, share, at in zip(slots, shares, ats, strict=True)
+                    TopicArticle(
+                        *self.articles[s], round(share, 4), at, round(bound, 4), _length(n)
+                    ).row()
+                    for s, share, at, bound, n in zip(
+                        slots, shares, ats, bounds, lengths, strict=True
+                    )
                     if s >= 0
                 ]
             )
@@ -110,6 +131,7 @@ class TopicArticles:
     def state_dict(self) -> dict[str, Any]:
         return {
             "share": self.share.clone(),
+            "tokens": self.tokens.clone(),
             "docs_at": self.docs_at.clone(),
             "slot": self.slot.clone(),
             "articles": dict(self.articles),
@@ -121,6 +143,15 @@ class TopicArticles:
         if tuple(state["slot"].shape) != tuple(self.slot.shape):
             return
         self.share, self.docs_at = state["share"].clone(), state["docs_at"].clone()
+        tokens = state.get("tokens")  # absent before lengths were kept: ranked by share
+        self.tokens = (
+            torch.full_like(self.share, UNKNOWN_TOKENS) if tokens is None else tokens.clone()
+        )
         self.slot = state["slot"].clone()
         self.articles = dict(state["articles"])
         self.next_slot = int(state["next_slot"])
+
+
+def _length(tokens: float) -> int | None:
+    """An article's length as the snapshot shows it (None: kept before lengths were)."""
+    return None if tokens >= UNKNOWN_TOKENS else round(tokens)

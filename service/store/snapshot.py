@@ -146,6 +146,10 @@ class TopicArticle:
     source: str
     share: float
     docs_seen: int
+    # How sure the share is given the article's length (lda.search.share_bound), and the
+    # length in vocabulary tokens (None from a worker before they were kept).
+    share_bound: float | None = None
+    tokens: int | None = None
 
     @property
     def url(self) -> str | None:
@@ -155,12 +159,22 @@ class TopicArticle:
         return WIKIPEDIA_PAGE_URL.format(id=self.id)
 
     def row(self) -> list[Any]:
-        return [self.title, self.id, self.source, self.share, self.docs_seen]
+        head = [self.title, self.id, self.source, self.share, self.docs_seen]
+        return head if self.share_bound is None else [*head, self.share_bound, self.tokens]
 
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> TopicArticle:
-        title, article_id, source, share, docs_seen = row
-        return cls(str(title), str(article_id), str(source), float(share), int(docs_seen))
+        title, article_id, source, share, docs_seen, *sure = row
+        bound, tokens = (sure[0], sure[1]) if len(sure) == 2 else (None, None)
+        return cls(
+            str(title),
+            str(article_id),
+            str(source),
+            float(share),
+            int(docs_seen),
+            None if bound is None else float(bound),
+            None if tokens is None else int(tokens),
+        )
 
 
 if TYPE_CHECKING:  # the worker's side hands torch tensors; the API reads without torch

@@ -107,6 +107,8 @@ def _articles(snapshot: Snapshot, topic_id: int) -> list[dict[str, Any]]:
             "id": a.id,
             "source": a.source,
             "share": a.share,
+            "share_bound": a.share_bound,
+            "tokens": a.tokens,
             "docs_seen": a.docs_seen,
             "url": a.url,
         }

@@ -72,11 +72,13 @@ def test_one_topic_lists_its_articles_with_links(api: TestClient, sized: Publish
             "id": "123",
             "source": "wikipedia",
             "share": 0.8,
+            "share_bound": None,
+            "tokens": None,
             "docs_seen": 2900,
             "url": "https://en.wikipedia.org/?curid=123",
         },
-        {"title": "Fruit", "id": "f-7", "source": "jsonl", "share": 0.5, "docs_seen": 2500,
-         "url": None},
+        {"title": "Fruit", "id": "f-7", "source": "jsonl", "share": 0.5, "share_bound": None,
+         "tokens": None, "docs_seen": 2500, "url": None},
     ]  # fmt: skip
 
 

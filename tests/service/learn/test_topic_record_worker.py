@@ -8,8 +8,10 @@ import json
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from lda.search import share_bound
 from service.learn.command import build_worker
 from service.learn.heldout_store import HeldoutStore
 from service.settings import Settings
@@ -82,10 +84,16 @@ def test_sizes_articles_figures_and_history_are_published_and_kept(
         assert article.id in stream and article.id not in heldout
         assert article.title == stream[article.id].title and 0 < article.share <= 1
         assert article.url is None  # a file source has no link
-    for k in range(snap.n_topics):  # largest aged share first (docs/topics.md)
+    for k in range(snap.n_topics):  # surest (aged) first (docs/topics.md)
         half_life = settings.publish.topic_half_life
+        for a in snap.articles(k):
+            assert a.share_bound is not None and a.tokens is not None and a.tokens >= 20
+            expected = share_bound(np.float64(a.share), np.float64(a.tokens), snap.n_topics)
+            assert a.share_bound == pytest.approx(float(expected), abs=2e-4)
         aged = [
-            a.share * 2 ** ((a.docs_seen - snap.docs_seen) / half_life) for a in snap.articles(k)
+            a.share_bound * 2 ** ((a.docs_seen - snap.docs_seen) / half_life)
+            for a in snap.articles(k)
+            if a.share_bound is not None
         ]
         assert aged == sorted(aged, reverse=True)
 
