@@ -306,6 +306,20 @@ class PublishSettings(Group):
         description="Documents seen over which a kept article's share of its topic counts half "
         "as much, so a topic that moved on shows what it means now (docs/topics.md)",
     )
+    search: bool = Field(
+        default=True,
+        description="Keep the topic shares of the articles held for revisits (and those listed "
+        "behind the topics) and publish them with the model, for /topics/{id}/articles and "
+        "/similar (without revisit, the listed ones only; docs/topics.md)",
+    )
+    search_refresh_share: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description="At most this share of one core refolds the kept articles' shares under the "
+        "latest published model, stalest first, so that search stays current (0: never; the "
+        "shares are then the learner's own from when each article was learned or revisited)",
+    )
     export_docs: int = Field(
         default=2_000,
         ge=0,

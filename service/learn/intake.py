@@ -86,7 +86,7 @@ class Intake:
                 ack = functools.partial(self.queue.ack, [ref.entry])
                 self.redis("acknowledging a held-out article", ack)
             else:
-                self.revisits.offer(where.text)  # held-out articles never enter it
+                self.revisits.offer(ref, where.text)  # held-out articles never enter it
         self.news(events)
 
     def news(self, events: Events[EntryRef]) -> None:

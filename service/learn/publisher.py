@@ -25,6 +25,7 @@ from lda.relevance import SUGGESTED_LAMBDA, rerank, stream_marginal, suggested_n
 from lda.vocab import Vocabulary
 from service.learn.evaluator import Scored
 from service.learn.topic_watch import TopicWatch
+from service.store.article_index import IndexRows
 from service.store.heartbeat import beat
 from service.store.perplexity import PerplexityPoint, append_perplexity
 from service.store.published_model import StreamFigures, publish_model
@@ -86,7 +87,11 @@ class Outlet(Protocol):
     def vocabulary_changed(self) -> None: ...
     def beat(self) -> None: ...
     def model(
-        self, model: StreamingLDA, vocab: Vocabulary, stream: StreamFigures | None = None
+        self,
+        model: StreamingLDA,
+        vocab: Vocabulary,
+        stream: StreamFigures | None = None,
+        index: IndexRows | None = None,
     ) -> None: ...
     def model_due(self) -> bool: ...
     def snapshot(self, model: StreamingLDA, vocab: Vocabulary, now: WorkerStatus) -> None: ...
@@ -136,10 +141,14 @@ class Publisher:
         self.redis("beating", functools.partial(beat, self.client))
 
     def model(
-        self, model: StreamingLDA, vocab: Vocabulary, stream: StreamFigures | None = None
+        self,
+        model: StreamingLDA,
+        vocab: Vocabulary,
+        stream: StreamFigures | None = None,
+        index: IndexRows | None = None,
     ) -> None:
         """beta_mean, the vocabulary and gamma, for /infer (with the ``stream``'s figures, for
-        relevance and export)."""
+        relevance and export, and the kept articles' shares, for search)."""
         gamma = model.config.gamma
         assert gamma is not None
         self.redis(
@@ -152,6 +161,7 @@ class Publisher:
                 gamma=gamma,
                 stream=stream,
                 vocab_version=vocab.version,
+                index=index,
             ),
         )
         self.model_published = True
@@ -289,7 +299,11 @@ class NullPublisher:
         pass
 
     def model(
-        self, model: StreamingLDA, vocab: Vocabulary, stream: StreamFigures | None = None
+        self,
+        model: StreamingLDA,
+        vocab: Vocabulary,
+        stream: StreamFigures | None = None,
+        index: IndexRows | None = None,
     ) -> None:
         pass
 

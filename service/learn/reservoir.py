@@ -48,16 +48,18 @@ class Reservoir:
         """Articles held now."""
         return min(self.offered, self.capacity)
 
-    def offer(self, text: str) -> None:
-        """One article learned: kept in a slot with probability capacity / (articles so far)."""
+    def offer(self, text: str) -> int | None:
+        """One article learned: kept in a slot with probability capacity / (articles so far);
+        the slot it took (None: not kept)."""
         self.offered += 1
         if self.offered <= self.capacity:
             slot = self.offered - 1
         else:
             slot = self.random.randrange(self.offered)
             if slot >= self.capacity:
-                return
+                return None
         self.pending[slot] = zlib.compress(text.encode("utf-8"), LEVEL)
+        return slot
 
     def flush(self) -> None:
         """Write the slots replaced since the last flush (before a checkpoint counts them)."""
@@ -66,8 +68,12 @@ class Reservoir:
             self.pending.clear()
 
     def draw(self, n: int) -> list[str]:
-        """Up to ``n`` held texts for one revisit minibatch: the slots are visited in a random
-        order, each once per pass, so revisits spread evenly over the sample."""
+        """Up to ``n`` held texts for one revisit minibatch (see :meth:`draw_slots`)."""
+        return [text for _, text in self.draw_slots(n)]
+
+    def draw_slots(self, n: int) -> list[tuple[int, str]]:
+        """Up to ``n`` held (slot, text) for one revisit minibatch: the slots are visited in a
+        random order, each once per pass, so revisits spread evenly over the sample."""
         slots: list[int] = []
         while len(slots) < min(n, self.size):
             if not self._order:
@@ -81,9 +87,21 @@ class Reservoir:
             stored.update(
                 (s, b) for s, b in zip(missing, read, strict=True) if isinstance(b, bytes)
             )
-        texts = [zlib.decompress(stored[s]).decode("utf-8") for s in slots if s in stored]
+        texts = [(s, zlib.decompress(stored[s]).decode("utf-8")) for s in slots if s in stored]
         self.revisited += len(texts)
         return texts
+
+    def read(self, slots: list[int]) -> dict[int, str]:
+        """The texts held in ``slots`` now (a slot not yet written anywhere is left out),
+        without drawing: for another thread (it reads the slots not flushed yet, then Redis)."""
+        stored = {s: b for s in slots if (b := self.pending.get(s)) is not None}
+        missing = [s for s in slots if s not in stored]
+        if missing and self.client is not None:
+            read: list[Any] = self.client.hmget(self.key, [str(s) for s in missing])
+            stored.update(
+                (s, b) for s, b in zip(missing, read, strict=True) if isinstance(b, bytes)
+            )
+        return {s: zlib.decompress(b).decode("utf-8") for s, b in stored.items()}
 
     @property
     def passes(self) -> float:

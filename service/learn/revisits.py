@@ -15,11 +15,15 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import torch
+
 from lda.batch import Batch
 from lda.model import StreamingLDA, revisit_step_scale
 from service.learn.coordinator import Coordinator
 from service.learn.reservoir import Reservoir
+from service.learn.search import Search
 from service.learn.session import LearningSession
+from service.learn.topic_record import EntryRef
 from service.learn.worker_parts import WorkerConfig
 from service.store.redis_retry import RedisRetry
 
@@ -37,6 +41,7 @@ class Revisits:
         config: WorkerConfig,
         coordinator: Coordinator,
         retry: RedisRetry,
+        index: Search | None = None,
     ) -> None:
         """``config``: the ratio of revisits and how long a read may wait."""
         self.reservoir = reservoir
@@ -52,6 +57,8 @@ class Revisits:
         # Whether the last read came back short of what it asked for: only then is nothing
         # unread, and a revisit may go before the next read.
         self.drained = True
+        self.index = index  # the kept articles' shares
+        self.drawn: list[int] = []  # the slots of the last draw's documents, in order
 
     # --- when -------------------------------------------------------------------------------
     def may_revisit(self, model: StreamingLDA | None) -> bool:
@@ -89,17 +96,28 @@ class Revisits:
         return time.monotonic() - self.fresh_at < self.read_block_ms / 1000
 
     # --- what -------------------------------------------------------------------------------
-    def offer(self, text: str) -> None:
-        """An article placed for training (held-out articles never come here)."""
+    def offer(self, ref: EntryRef, text: str) -> None:
+        """An article placed for training (held-out articles never come here); the index
+        learns which slot it took."""
         if self.reservoir is not None:
-            self.reservoir.offer(text)
+            slot = self.reservoir.offer(text)
+            if self.index is not None:
+                self.index.placed(ref, slot)
 
     def draw(self, session: LearningSession[Any]) -> Batch | None:
         """A minibatch of held articles in today's words (None: none has a word of them)."""
         reservoir = self.reservoir
         assert reservoir is not None
         size = session.config.batch_size
-        return session.encode(self.redis("reading the reservoir", lambda: reservoir.draw(size)))
+        drawn = self.redis("reading the reservoir", lambda: reservoir.draw_slots(size))
+        kept, batch = session.encode(text for _, text in drawn)
+        self.drawn = [drawn[i][0] for i in kept]
+        return batch
+
+    def revisited(self, counts: torch.Tensor, docs_seen: int) -> None:
+        """The last draw's documents' E[n_dk] under today's model, into the index."""
+        if self.index is not None:
+            self.index.revisited(self.drawn, counts, docs_seen)
 
     @property
     def step_scale(self) -> float:

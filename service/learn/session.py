@@ -409,12 +409,15 @@ class LearningSession(Generic[Item]):
         self.docs_here += batch.n_documents
         self.tokens_here += batch.n_tokens
 
-    def encode(self, texts: Iterable[str]) -> Batch | None:
+    def encode(self, texts: Iterable[str]) -> tuple[list[int], Batch | None]:
         """Texts as a minibatch in today's vocabulary, those with no word of it left out (None
-        when none has one): how a revisit reads the articles the reservoir kept as text."""
+        when none has one), and which texts it holds: how a revisit reads the articles the
+        reservoir kept as text."""
         assert self.vocabulary is not None
-        documents = [ids for ids in map(self.vocabulary.encode, texts) if ids]
-        return Batch.from_ids(documents, self.device) if documents else None
+        encoded = [(i, ids) for i, ids in enumerate(map(self.vocabulary.encode, texts)) if ids]
+        documents = [ids for _, ids in encoded]
+        batch = Batch.from_ids(documents, self.device) if documents else None
+        return [i for i, _ in encoded], batch
 
     def evaluation_due(self) -> bool:
         """True once per multiple of eval_every reached (several at once count as one)."""

@@ -145,6 +145,10 @@ class Record:
     def sizes(self) -> list[float] | None:
         return None if self.now is None else self.now.sizes()
 
+    def listed(self) -> set[str]:
+        """The ids of the articles listed behind the topics now."""
+        return set() if self.now is None else {a[1] for a in self.now.articles.articles.values()}
+
     def figures(self) -> StreamFigures | None:
         """The stream's figures published with the model (None without a record)."""
         return None if self.now is None else self.now.figures()

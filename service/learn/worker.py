@@ -25,17 +25,18 @@ from service.ingest.queue import ArticleQueue, entry_time
 from service.learn.checkpointer import Checkpointer
 from service.learn.control import OperatorControl
 from service.learn.coordinator import Coordinator, Counts, ModelState, NoStep, Plan, Step
-from service.learn.evaluator import Scored
 from service.learn.heldout_store import HeldoutStore
 from service.learn.intake import Intake
-from service.learn.publisher import Outlet, WorkerStatus
+from service.learn.publisher import Outlet
 from service.learn.recent_rates import RecentRates
 from service.learn.reservoir import Reservoir
 from service.learn.revisits import Revisits
 from service.learn.runtime import release_freed_memory
 from service.learn.scoring import Scoring, ScoringConfig
+from service.learn.search import Search
 from service.learn.seeds import Seeds
 from service.learn.session import LearningSession
+from service.learn.showing import Showing
 from service.learn.topic_record import EntryRef, Record, RecordConfig
 from service.learn.vocabulary_refresh import VocabularyRefresh
 from service.learn.worker_parts import Counters, WorkerConfig
@@ -69,10 +70,8 @@ class Worker:
     ) -> None:
         """``seeds``: a seeds file's, set at start."""
         self.config = config
-        self.redis = retry
         self.session = session
         self.checkpointer = checkpointer  # holds the entries not yet acknowledged
-        self.publisher = publisher
         self.coordinator = coordinator
         self.stop = stop
         self.recent = RecentRates()  # also: since when the stream is empty, idle
@@ -80,17 +79,28 @@ class Worker:
         self.control = OperatorControl(functools.partial(read_control, client), retry, given)
         # The parts that keep state across restarts, each under its key of a checkpoint.
         self.counters = Counters()
-        self.revisits = Revisits(reservoir, config, coordinator, retry)
+        capacity = 0 if reservoir is None else reservoir.capacity  # 0: the record's articles
+        self.search = Search(
+            capacity if config.search else None,
+            None if reservoir is None else reservoir.read,
+            config.search_refresh_share,
+            coordinator.leads,
+        )
+        self.revisits = Revisits(reservoir, config, coordinator, retry, self.search)
         self.record = Record(record, coordinator.leads)
+        self.show = show = Showing(
+            publisher, session, coordinator, self.record, self.search, given, self.revisits,
+            self.recent, checkpointer, self.counters, retry,
+        )  # fmt: skip
         limits = ScoringConfig(config.threads, config.eval_backlog, config.eval_stop_wait_s)
-        self.scoring = scoring = Scoring(
-            limits, device, client, retry, heldout_store, self.counters, self._publish_point
+        self.scoring = show.scoring = scoring = Scoring(
+            limits, device, client, retry, heldout_store, self.counters, show.point
         )
         self.vocabulary = VocabularyRefresh(
             session, scoring, self.record, coordinator, self.counters
         )
         parts = (self.counters, self.record, self.vocabulary, self.revisits, scoring, given)
-        checkpointer.parts = parts
+        checkpointer.parts = (*parts, self.search)
         placed = (self.revisits, self.scoring, self.recent, checkpointer, self.counters)
         self.intake = Intake(queue, config.consumer, session, placed, retry)
 
@@ -164,7 +174,7 @@ class Worker:
             if self.model is not None:
                 try:
                     self.scoring.finish(self.coordinator.stop_scoring_s)
-                    self._publish_if_stale()  # publication is throttled: show where it stopped
+                    self.show.if_stale()  # publication is throttled: show where it stopped
                 except RedisGaveUp as exc:
                     log.warning("%s: the betas not scored are in the checkpoint", exc)
             if self.coordinator.agree(self.model is not None) and self.model is not None:
@@ -174,6 +184,7 @@ class Worker:
                     log.warning("%s: the checkpoint lists the entries to acknowledge", exc)
         finally:
             self.scoring.close()
+            self.search.close()
 
     # --- one iteration ---------------------------------------------------------------------
     def step(self) -> None:
@@ -191,11 +202,11 @@ class Worker:
             self._checkpoint(plan.checkpoint)
         if not plan.ready:  # a group's rank 0 reads for the vocabulary and the held-out set
             if coordinator.leads and not self._read():
-                self.publisher.beat()
+                self.show.beat()
         elif plan.paused and plan.buffered:  # train what is in hand; the next plan checkpoints
             self._train_or_idle(read=False, revisit=False)
         elif plan.paused:
-            self.publisher.beat()
+            self.show.beat()
             self.stop.wait(self.config.read_block_ms / 1000)
         else:
             self._train_or_idle(read=self._read() if self.session.wanted else False)
@@ -209,7 +220,7 @@ class Worker:
         self.scoring.collect()
         requested, paused, reseeded = self.control.read()
         if reseeded:
-            self._seeds_changed()
+            self.show.seeds_changed()
         reason = "vocabulary" if self.vocabulary.checkpoint_due() else None
         reason = reason or self.checkpointer.due(
             self.model,
@@ -256,22 +267,20 @@ class Worker:
             self._learn(step)
         elif revisit and not alone and self._revisit():
             return  # a group: no rank had a fresh document, every rank revisits together
-        elif step is NoStep.IDLE and not self._publish_if_stale():  # the stream ran dry
-            self.publisher.beat()
+        elif step is NoStep.IDLE and not self.show.if_stale():  # the stream ran dry
+            self.show.beat()
             model = self.model
-            if model is None or not self.recent.quiet_for(self.config.checkpoint_idle_s):
-                return
-            if model.docs_seen and self.recent.go_idle():  # say it once: rates 0, idle_since
-                self._publish_snapshot()
+            if model is not None and self.recent.quiet_for(self.config.checkpoint_idle_s):
+                self.show.idle(model)
 
     def _learn(self, step: Step) -> None:
         """One fresh minibatch: learned, its topics recorded, its entries held for a checkpoint."""
         self.recent.stepping()  # (a group's other ranks may have read what this one did not)
         refs, batch = self.session.take()
         entries = [ref.entry for ref in refs]
-        counts: list[torch.Tensor] = []  # the documents' E[n_dk], for the topics' record
+        counts: list[torch.Tensor] = []  # the documents' E[n_dk], for the record and search
         try:
-            documents = counts.append if self.record.on else None
+            documents = counts.append if self.record.on or self.search.on else None
             self.session.learn(batch, step.reducer, step.where, documents=documents)
         except NonFiniteError as exc:
             self._restore(exc, entries)
@@ -280,6 +289,7 @@ class Worker:
         assert model is not None
         if counts:
             self.record.learned(batch.words, counts[0], refs, model.docs_seen)
+            self.search.learned(refs, counts[0], model.docs_seen, self.record.listed())
         self.counters["updates"] += 1
         # A group's documents in all, as its docs/s and revisits count them.
         self.recent.add(fresh=len(entries) if step.where is None else step.where.documents)
@@ -295,12 +305,19 @@ class Worker:
         step = self.coordinator.revisit_step(self.revisits.draw(self.session))
         if step is None:
             return False
+        counts: list[torch.Tensor] = []  # the documents' E[n_dk] under today's model
+        documents = counts.append if self.search.on else None
         try:
             scale = self.revisits.step_scale
-            self.session.learn(step.batch, step.reducer, step.where, revisit=True, step_scale=scale)
+            self.session.learn(
+                step.batch, step.reducer, step.where, revisit=True, step_scale=scale,
+                documents=documents,
+            )  # fmt: skip
         except NonFiniteError as exc:
             self._restore(exc, [])
             return True
+        if counts and self.model is not None:
+            self.revisits.revisited(counts[0], self.model.docs_seen)
         self.recent.add(revisited=step.documents)
         self._stepped(fresh=False)
         return True
@@ -308,28 +325,20 @@ class Worker:
     def _stepped(self, *, fresh: bool) -> None:
         """After a step: on a fresh one (only they move the documents seen) the vocabulary's
         refresh and the evaluation when due; then the model and a snapshot when due."""
-        model, publisher, session = self.model, self.publisher, self.session
+        model, show, session = self.model, self.show, self.session
         assert model is not None
-        publisher.trained(model)
+        show.trained(model)
         if fresh and self.vocabulary.refresh():  # the API gets the new words at once
             self.seeds.follow(session)  # seed words that entered
             self.intake.news(session.take_events())
-            publisher.vocabulary_changed()
-            assert session.vocabulary is not None
-            publisher.model(model, session.vocabulary, self.record.figures())
-            self._publish_snapshot()
-        vocab = session.vocabulary
-        assert vocab is not None
+            show.vocabulary_changed()
+            show.model()
+            show.snapshot()
         handed = fresh and session.evaluation_due()
         pinned = tuple(self.seeds.pinned())
         if handed and self.scoring.hand_off(session.heldout is not None, pinned):
-            publisher.model(model, vocab, self.record.figures())
-        if publisher.model_due():
-            publisher.model(model, vocab, self.record.figures())
-        if publisher.snapshot_due():
-            self._publish_snapshot()
-        else:
-            publisher.beat()
+            show.model()
+        show.after_step()
 
     def _restore(self, exc: Exception, entries: list[str]) -> None:
         """Back to the last checkpoint, dropping the documents since (``entries`` too): a poison
@@ -347,17 +356,15 @@ class Worker:
             model, vocab, extra = self.checkpointer.load()
         else:
             model, extra = self.session.new_model(len(vocab)), {}
+        restores = self.counters["nonfinite_restores"]
         log.error(
             "%s: restored the checkpoint at %d documents (restore %d); %d documents dropped",
-            exc,
-            model.docs_seen,
-            self.counters["nonfinite_restores"],
-            dropped,
+            *(exc, model.docs_seen, restores, dropped),
         )
-        self.publisher.forget_samples()  # those of the dropped trajectory
+        self.show.forget_samples()  # those of the dropped trajectory
         self._set_model(model, vocab, extra)
         self._checkpoint("restore", alone=True)
-        self._publish_snapshot()
+        self.show.snapshot()
 
     # --- the model -------------------------------------------------------------------------
     def _set_model(
@@ -369,12 +376,14 @@ class Worker:
         self.coordinator.model_changed()
         old = self.session.vocabulary
         if old is not None and old.words != vocab.words:
-            self.publisher.vocabulary_changed()  # a restore went back before a change
+            self.show.vocabulary_changed()  # a restore went back before a change
         session = self.session
         model = session.begin(vocab, model)
         self.record.begin(model.config.n_topics, len(vocab))
+        self.search.begin(model.config.n_topics)
         self.scoring.begin(model)
-        self.checkpointer.load_parts(extra, self.vocabulary, self.record, self.scoring)
+        parts = (self.vocabulary, self.record, self.scoring, self.search)
+        self.checkpointer.load_parts(extra, *parts)
         if self.coordinator.leads:  # other ranks get the seeds with rank 0's model
             self.seeds.follow(session)
         if session.heldout is not None:
@@ -391,14 +400,6 @@ class Worker:
         self.intake.news(self.session.take_events())
         self.revisits.load_state_dict(reservoirs)
         log.info("model %d at %d documents from the deciding rank", epoch, model.docs_seen)
-
-    def _seeds_changed(self, *, publish: bool = True) -> None:
-        """The seeds changed (an operator, or moved labels): the learner's prior follows, a
-        group's other ranks get the model, and the snapshot shows them."""
-        if self.seeds.follow(self.session):
-            self.coordinator.model_changed()
-        if publish and self.model is not None and self.model.docs_seen:
-            self._publish_snapshot()
 
     # --- durability ------------------------------------------------------------------------
     def _checkpoint(self, reason: str, *, final: bool = False, alone: bool = False) -> None:
@@ -423,61 +424,6 @@ class Worker:
             "checkpoint (%s) at %d documents; %d entries acknowledged", reason, docs, len(every)
         )
         if not final:
-            self.publisher.model(model, vocab, self.record.figures())
+            self.show.model()
             if docs:  # no topics before the first update
-                self._publish_snapshot()
-
-    # --- publication -----------------------------------------------------------------------
-    def _publish_if_stale(self) -> bool:
-        """Publish a snapshot if the last one is behind (the publisher's judgement)."""
-        if self.model is None or not self.publisher.stale(self.model):
-            return False
-        self._publish_snapshot()
-        return True
-
-    def _publish_point(self, scored: Scored) -> None:
-        """A scored point: the record's topics and the seeds follow its matching, then it is
-        shown."""
-        self.record.evaluated(scored.docs_seen, scored.topics)
-        matched = scored.topics.get("matched")
-        if matched is not None and self.seeds.move(matched):
-            self._seeds_changed(publish=False)  # this point's snapshot shows them
-        vocab = self.session.vocabulary
-        assert vocab is not None
-        self.publisher.topics_scored(scored, vocab, self.record.sizes())
-        if self.publisher.point(scored, vocab.version):
-            log.info(
-                "docs %d perplexity %.1f averaged %.1f | %.1f docs/s %.0f tokens/s | restores %d",
-                scored.docs_seen,
-                scored.perplexity,
-                scored.averaged,
-                *self.coordinator.rates(*self.session.rates()),
-                self.counters["nonfinite_restores"],
-            )
-
-    def _publish_snapshot(self) -> None:
-        """A snapshot with the worker's figures and each part's (rates 0 while idle)."""
-        model, vocab = self.model, self.session.vocabulary
-        assert model is not None and vocab is not None
-        idle = self.recent.idle_since is not None
-        rates = (0.0, 0.0) if idle else self.coordinator.rates(*self.session.rates())
-        counters = {
-            **self.counters,
-            "redis_retries": self.redis.retries,
-            "heldout_docs": len(self.session.heldout_docs),
-            "unacked": len(self.checkpointer.unacked),
-            "evals_waiting": self.scoring.waiting,
-            "scorer_restarts": self.scoring.restarts,
-        }
-        status = WorkerStatus(
-            docs_per_s=rates[0],
-            tokens_per_s=rates[1],
-            rank_docs_per_s=[0.0 if idle else r for r in self.coordinator.rank_rates()],
-            counters={name: int(value) for name, value in counters.items()},
-            checkpoint_at=self.checkpointer.at,
-            **self.recent.shown(),
-            **self.revisits.shown(),
-            **self.record.shown(model.docs_seen),
-            topic_seeds=self.seeds.shown(model.config.n_topics),
-        )
-        self.publisher.snapshot(model, vocab, status)
+                self.show.snapshot()

@@ -23,6 +23,8 @@ class WorkerConfig:
     heldout: int
     vocab: Path | None
     revisit_ratio: float  # revisited documents learned at most per fresh one (0: none)
+    search: bool  # keep the reservoir's articles' shares for search
+    search_refresh_share: float  # of a core, at most, refolding them
 
 
 class Counters(Counter[str]):

@@ -22,6 +22,8 @@ import redis
 
 from service.keys import MODEL_KEY
 from service.store import compat
+from service.store.article_index import FIELDS as INDEX_FIELDS
+from service.store.article_index import IndexRows, index_rows
 from service.store.redis_values import finite, raw_bytes, text
 
 if TYPE_CHECKING:  # the worker hands a torch tensor; the API reads without torch
@@ -42,6 +44,8 @@ class PublishedModel:
     stream: StreamFigures | None = None
     # The version of ``vocab`` (0 from a worker before vocabularies changed).
     vocab_version: int = 0
+    # The kept articles' shares published with it (None: none, or an older worker).
+    index: IndexRows | None = None
 
     @property
     def n_topics(self) -> int:
@@ -102,9 +106,11 @@ def publish_model(
     at: float | None = None,
     stream: StreamFigures | None = None,
     vocab_version: int = 0,
+    index: IndexRows | None = None,
 ) -> str:
     """Store beta (K×W) with its vocabulary and the vocabulary's version (and the ``stream``'s
-    figures) in one atomic HSET; returns the new version."""
+    figures, and the kept articles' shares: ``index``) in one atomic HSET; returns the new
+    version."""
     import torch
 
     if beta.dim() != 2 or beta.shape[1] != len(vocab):
@@ -148,6 +154,10 @@ def publish_model(
         ):
             raise ValueError("the stream's figures do not match beta's shape")
         fields.update(stream.fields())
+    if index is not None:
+        if index.n_topics != beta.shape[0]:
+            raise ValueError(f"the index is of {index.n_topics} topics, beta of {beta.shape[0]}")
+        fields.update(index.fields())
     pipe.hset(MODEL_KEY, mapping=fields)
     pipe.execute()
     return version
@@ -200,9 +210,10 @@ def read_model(client: redis.Redis) -> PublishedModel | None:
         flat = np.empty(k * w, dtype="<f4")
         if _read_parts(client, int(text(head["beta_parts"])), flat.view(np.uint8)):
             vocab = client.hget(MODEL_KEY, "vocab")
-            extra: list[Any] = client.hmget(MODEL_KEY, list(STREAM_FIELDS))
+            names = [*STREAM_FIELDS, *INDEX_FIELDS]
+            extra: list[Any] = client.hmget(MODEL_KEY, names)
             if vocab is not None and client.hget(MODEL_KEY, "version") == head["version"]:
-                stream = dict(zip(STREAM_FIELDS, extra, strict=True))
+                stream = dict(zip(names, extra, strict=True))
                 return _published({**head, **stream, "vocab": vocab}, flat)
     raw: Mapping[bytes | str, bytes | str] = client.hgetall(MODEL_KEY)
     if not raw:
@@ -246,4 +257,5 @@ def _published(fields: Mapping[str, Any], flat: np.ndarray) -> PublishedModel:
         published_at=float(text(fields["published_at"])),
         stream=StreamFigures.from_fields(fields, k),
         vocab_version=compat.model_vocab_version(fields),
+        index=index_rows(fields, k),
     )

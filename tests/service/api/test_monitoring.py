@@ -29,7 +29,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from service.api.app import create_app
 from service.api.routes.metrics import router as metrics_router
 from service.ingest.scraper import TOTAL_NAMES, Totals
-from service.learn.worker import Worker
+from service.learn.showing import Showing
 from service.settings import Settings
 from service.store.counters import WORKER_COUNTERS as COUNTERS
 from service.store.perplexity import append_perplexity
@@ -50,7 +50,7 @@ PROFILE = "monitoring"
 # What plain `docker compose up` starts, before and after the monitoring profile.
 DEFAULT_SERVICES = {"redis", "scraper", "worker", "api"}
 MONITORING_SERVICES = {"prometheus", "grafana"}
-# Counters the worker adds to its snapshot beside COUNTERS (Worker._publish_snapshot).
+# Counters the worker adds to its snapshot beside COUNTERS (Showing.snapshot).
 WORKER_EXTRA_COUNTERS = ("redis_retries", "heldout_docs", "unacked", "evals_waiting",
                          "scorer_restarts")  # fmt: skip
 # Topic quality the dashboard must show.
@@ -324,7 +324,7 @@ def publish_everything(client: redis.Redis, settings: Settings, published: Publi
     ranks and topic drift, a scored point with coherence and diversity, the scrapers' real
     counters with skipped articles and errors, and a stream entry."""
     for name in WORKER_EXTRA_COUNTERS:
-        assert f'"{name}"' in inspect.getsource(Worker._publish_snapshot), name
+        assert f'"{name}"' in inspect.getsource(Showing.snapshot), name
     counters = dict.fromkeys((*COUNTERS, *WORKER_EXTRA_COUNTERS), 1)
     snapshot = dataclasses.replace(
         published.snapshot,

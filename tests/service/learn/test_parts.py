@@ -51,7 +51,7 @@ def test_a_worker_with_a_null_publisher_learns_checkpoints_and_publishes_nothing
     settings = worker_settings(redis_server.url, tmp_path / "data", checkpoint_idle_s=0.5)
     stop = threading.Event()
     worker = build_worker(settings, client, stop)
-    worker.publisher = NullPublisher()
+    worker.show.publisher = NullPublisher()
     thread = threading.Thread(target=worker.run, daemon=True)
     thread.start()
     try:

@@ -1,0 +1,203 @@
+"""The kept articles' topic shares, for search (docs/topics.md, "Searching the kept articles").
+
+One row per reservoir slot (the article in it, its largest shares, its length and when they were
+computed), and a row for each article the topics' record lists that no slot holds. A row's
+shares come first from the learner's own Gibbs expectations, when the article is learned fresh
+and each time a revisit draws it; then a thread refolds them, stalest first, with ``/infer``'s
+fixed point under the model the worker published last (:mod:`service.learn.share_refresh`), so
+that rows and queries are measured alike and stay current. Labels that move take the rows' topic
+ids along; a change of vocabulary needs nothing here (the text is kept, and encoded in the words
+of the day). The worker publishes the rows with the model (:mod:`service.store.article_index`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Collection, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from lda.search import SHARES_KEPT, top_shares
+from service.learn.topic_record import ArticleRef, EntryRef
+from service.store.article_index import IndexRows
+
+Row = tuple[ArticleRef, np.ndarray, np.ndarray, float, int]  # ref, topics, shares, tokens, at
+Due = list[tuple[int, ArticleRef]]  # (slot, the article in it) to refold
+
+
+class ArticleIndex:
+    """Rows for ``capacity`` reservoir slots and the record's articles, K topics each; safe to
+    share with the refolding thread (one lock)."""
+
+    def __init__(self, capacity: int, n_topics: int, keep: int = SHARES_KEPT) -> None:
+        self.n_topics = n_topics
+        self.keep = min(keep, n_topics)
+        self.topics = np.full((capacity, self.keep), -1, dtype=np.int16)
+        self.shares = np.zeros((capacity, self.keep), dtype=np.float32)
+        self.tokens = np.zeros(capacity, dtype=np.float32)  # 0: no shares yet
+        self.at = np.zeros(capacity, dtype=np.int64)  # documents seen when they were computed
+        self.folded = np.zeros(capacity, dtype=np.bool_)  # by the fixed point (else by Gibbs)
+        self.refs: list[ArticleRef | None] = [None] * capacity
+        self.placed_in: dict[str, int] = {}  # entry -> its slot, until the step that learns it
+        self.listed: dict[str, Row] = {}  # article id -> row, for the record's other articles
+        self.moves = 0  # label moves so far: a refold under a model before one is dropped
+        self.lock = threading.Lock()
+
+    def placed(self, ref: EntryRef, slot: int | None) -> None:
+        """An article went to reservoir slot ``slot`` (None: it was not kept); its shares come
+        with the step that learns it."""
+        if slot is None:
+            return
+        with self.lock:
+            self.refs[slot] = ref.article
+            self.topics[slot], self.shares[slot], self.tokens[slot] = -1, 0.0, 0.0
+            self.folded[slot] = False
+        self.placed_in[ref.entry] = slot
+        if len(self.placed_in) > len(self.refs):  # entries never learned (a change of words)
+            del self.placed_in[next(iter(self.placed_in))]
+
+    def learned(
+        self,
+        refs: Sequence[EntryRef],
+        counts: torch.Tensor,
+        docs_seen: int,
+        listed: Collection[str] = (),
+    ) -> None:
+        """A fresh minibatch: each document's E[n_dk] (n, K) into its slot, and into a row of
+        its own if the record lists it (``listed``: the ids the record lists now)."""
+        topics, shares, tokens = top_shares(counts.cpu().numpy(), self.keep)
+        with self.lock:
+            for i, ref in enumerate(refs):
+                slot = self.placed_in.pop(ref.entry, None)
+                if slot is not None and self.refs[slot] == ref.article:
+                    self._set(slot, topics[i], shares[i], float(tokens[i]), docs_seen, False)
+                if ref.id in listed:
+                    row = (ref.article, topics[i], shares[i], float(tokens[i]), docs_seen)
+                    self.listed[ref.id] = row
+            for gone in self.listed.keys() - set(listed):
+                del self.listed[gone]
+
+    def revisited(self, slots: Sequence[int], counts: torch.Tensor, docs_seen: int) -> None:
+        """A revisit's documents, drawn from ``slots``, under the model of today (a row the
+        thread refolded keeps its fixed point's shares: they are measured as queries are)."""
+        topics, shares, tokens = top_shares(counts.cpu().numpy(), self.keep)
+        with self.lock:
+            for i, slot in enumerate(slots):
+                if not self.folded[slot]:
+                    self._set(slot, topics[i], shares[i], float(tokens[i]), docs_seen, False)
+
+    def due(self, most: int, docs_seen: int) -> tuple[Due, int]:
+        """Up to ``most`` slots to refold under a model of ``docs_seen`` documents: those never
+        refolded (oldest first), then those refolded under an older model (stalest first); and
+        the label moves so far."""
+        with self.lock:
+            stale = (self.tokens > 0) & (~self.folded | (self.at < docs_seen))
+            slots = np.flatnonzero(stale)
+            if slots.size > most:
+                key = self.folded[slots].astype(np.int64) * (1 << 62) + self.at[slots]
+                slots = slots[np.argpartition(key, most - 1)[:most]]
+            due = [(s, ref) for s in slots.tolist() if (ref := self.refs[s]) is not None]
+            return due, self.moves
+
+    def refolded(self, due: Due, pi: np.ndarray, tokens: np.ndarray, at: int, moves: int) -> int:
+        """The fixed point's proportions (n, K) of ``due``'s articles (``tokens``: their
+        lengths), under a model of ``at`` documents taken after ``moves`` label moves; a slot
+        whose article changed meanwhile is left alone, and so is everything if labels moved.
+        Returns the rows written."""
+        topics, shares, _ = top_shares(pi, self.keep)
+        written = 0
+        with self.lock:
+            if moves != self.moves:
+                return 0
+            for i, (slot, ref) in enumerate(due):
+                if self.refs[slot] == ref and tokens[i] > 0:
+                    self._set(slot, topics[i], shares[i], float(tokens[i]), at, True)
+                    written += 1
+        return written
+
+    def _set(
+        self,
+        slot: int,
+        topics: np.ndarray,
+        shares: np.ndarray,
+        tokens: float,
+        at: int,
+        folded: bool,
+    ) -> None:
+        self.topics[slot], self.shares[slot] = topics, shares
+        self.tokens[slot], self.at[slot], self.folded[slot] = tokens, at, folded
+
+    def permute(self, matched: Sequence[int]) -> None:
+        """Topic k is now what topic ``matched[k]`` was (the drift matching moved labels)."""
+        new = np.empty(self.n_topics, dtype=np.int16)
+        new[np.asarray(matched, dtype=np.int64)] = np.arange(self.n_topics, dtype=np.int16)
+        with self.lock:
+            self.moves += 1
+            kept = self.topics >= 0
+            self.topics = np.where(kept, new[np.maximum(self.topics, 0)], -1).astype(np.int16)
+            self.listed = {
+                key: (ref, np.where(t >= 0, new[np.maximum(t, 0)], -1).astype(np.int16), s, n, at)
+                for key, (ref, t, s, n, at) in self.listed.items()
+            }
+
+    def rows(self) -> IndexRows:
+        """Every row with shares: the slots', then the listed articles no slot holds."""
+        with self.lock:
+            filled = np.flatnonzero(self.tokens > 0)
+            refs = [self.refs[s] for s in filled.tolist()]
+            held = {ref[1] for ref in refs if ref is not None}
+            extra = [row for key, row in self.listed.items() if key not in held]
+            return IndexRows(
+                refs=[ref for ref in refs if ref is not None] + [row[0] for row in extra],
+                topics=np.concatenate([self.topics[filled], *[r[1][None] for r in extra]]),
+                shares=np.concatenate([self.shares[filled], *[r[2][None] for r in extra]]),
+                tokens=np.concatenate([self.tokens[filled], [r[3] for r in extra]]).astype(
+                    np.float32
+                ),
+                at=np.concatenate([self.at[filled], [r[4] for r in extra]]).astype(np.int64),
+                n_topics=self.n_topics,
+            )
+
+    def state_dict(self) -> dict[str, Any]:
+        """The rows as tensors and lists (what a checkpoint loads safely)."""
+        with self.lock:
+            return {
+                "n_topics": self.n_topics,
+                "topics": torch.from_numpy(self.topics.copy()),
+                "shares": torch.from_numpy(self.shares.copy()),
+                "tokens": torch.from_numpy(self.tokens.copy()),
+                "at": torch.from_numpy(self.at.copy()),
+                "folded": torch.from_numpy(self.folded.copy()),
+                "refs": [None if r is None else list(r) for r in self.refs],
+                "listed": {
+                    key: [list(ref), t.tolist(), s.tolist(), tokens, at]
+                    for key, (ref, t, s, tokens, at) in self.listed.items()
+                },
+            }
+
+    def load_state_dict(self, state: dict[str, Any] | None) -> None:
+        """A checkpoint's rows; none, or of another K, leaves the index empty (revisits and the
+        stream fill it again). A smaller reservoir keeps its first slots, as the reservoir
+        does."""
+        if state is None or int(state["n_topics"]) != self.n_topics:
+            return
+        keep = min(self.keep, state["topics"].shape[1])
+        n = min(len(self.refs), len(state["refs"]))
+        with self.lock:
+            self.topics[:n, :keep] = state["topics"][:n, :keep].numpy()
+            self.shares[:n, :keep] = state["shares"][:n, :keep].numpy()
+            self.tokens[:n] = state["tokens"][:n].numpy()
+            self.at[:n] = state["at"][:n].numpy()
+            self.folded[:n] = state["folded"][:n].numpy()
+            self.refs[:n] = [None if r is None else _ref(r) for r in state["refs"][:n]]
+            self.listed = {
+                key: (_ref(ref), np.asarray(t, np.int16), np.asarray(s, np.float32), tokens, at)
+                for key, (ref, t, s, tokens, at) in state["listed"].items()
+            }
+
+
+def _ref(row: Sequence[Any]) -> ArticleRef:
+    title, article_id, source = row
+    return str(title), str(article_id), str(source)

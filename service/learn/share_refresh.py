@@ -1,0 +1,117 @@
+"""Keeps the kept articles' shares current: a thread that refolds them, a batch at a time and
+stalest first, with ``/infer``'s fixed point under the model the worker published last
+(docs/topics.md, "Searching the kept articles").
+
+Each model published hands its beta_mean here (a float32 copy, W x K) with its vocabulary. The
+thread takes the slots due (:meth:`ArticleIndex.due`), reads their texts from the reservoir,
+encodes them in that vocabulary and folds them in (compiled, without the GIL), and writes the
+rows back unless the slot's article or the labels changed meanwhile. It sleeps between batches
+so that it takes at most ``share`` of one core, and waits when nothing is due.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from lda.inference_kernel import fixed_points
+from lda.search import FOLD_ITERATIONS, FOLD_TOLERANCE
+from lda.tokens import WordIndex
+from lda.vocab import Vocabulary
+from service.learn.article_index import ArticleIndex
+
+log = logging.getLogger(__name__)
+
+BATCH = 256  # articles refolded together
+IDLE_S = 1.0  # the wait when nothing is due
+
+
+@dataclass(frozen=True)
+class Model:
+    """What rows are refolded under: beta_mean's columns (W x K float32), its words, gamma and
+    the documents it had seen."""
+
+    columns: np.ndarray
+    words: WordIndex
+    gamma: float
+    docs_seen: int
+
+
+class ShareRefresh:
+    """The refolding thread of one :class:`ArticleIndex` (:meth:`start` once, :meth:`close`)."""
+
+    def __init__(
+        self,
+        index: ArticleIndex,
+        texts: Callable[[list[int]], dict[int, str]],
+        share: float,
+    ) -> None:
+        """``texts``: the reservoir's texts of some slots; ``share``: of one core, at most."""
+        self.index = index
+        self.texts = texts
+        self.share = share
+        self.latest: Model | None = None
+        self._words: tuple[int, WordIndex] | None = None  # (vocabulary version, its index)
+        self.stop = threading.Event()
+        self.thread: threading.Thread | None = None
+        self.refolded = 0  # rows written so far
+
+    def model(
+        self, beta_mean: torch.Tensor, vocab: Vocabulary, gamma: float, docs_seen: int
+    ) -> None:
+        """A model was published: rows are refolded under it from now on."""
+        # A copy of its own: the learner may write the tensor it handed over in place.
+        columns = beta_mean.detach().to("cpu", torch.float32).T.contiguous().numpy().copy()
+        if self._words is None or self._words[0] != vocab.version:
+            self._words = (vocab.version, WordIndex(vocab.words))
+        self.latest = Model(columns, self._words[1], gamma, docs_seen)
+
+    def start(self) -> None:
+        if self.thread is None and self.share > 0:
+            self.thread = threading.Thread(target=self._run, name="share-refresh", daemon=True)
+            self.thread.start()
+
+    def close(self) -> None:
+        self.stop.set()
+        if self.thread is not None:
+            self.thread.join(timeout=10.0)
+
+    def step(self) -> int:
+        """One batch refolded under the latest model: the rows written (0: none due)."""
+        model = self.latest
+        if model is None:
+            return 0
+        due, moves = self.index.due(BATCH, model.docs_seen)
+        if not due:
+            return 0
+        texts = self.texts([slot for slot, _ in due])
+        due = [(slot, ref) for slot, ref in due if slot in texts]
+        if not due:
+            return 0
+        ids, starts, _ = model.words.encode([texts[slot] for slot, _ in due])
+        pi = np.empty((len(due), model.columns.shape[1]), dtype=np.float64)
+        fixed_points(model.columns, ids, starts, model.gamma, FOLD_ITERATIONS, FOLD_TOLERANCE, pi)
+        written = self.index.refolded(due, pi, np.diff(starts), model.docs_seen, moves)
+        self.refolded += written
+        return written or len(due)
+
+    def _run(self) -> None:
+        warned = False
+        while not self.stop.is_set():
+            began = time.perf_counter()
+            try:
+                done = self.step()
+            except Exception as exc:  # Redis away, say: the rows wait, the worker goes on
+                if not warned:
+                    log.warning("refolding the kept articles' shares: %s", exc)
+                    warned = True
+                done = 0
+            spent = time.perf_counter() - began
+            pause = spent * (1 / self.share - 1) if done else IDLE_S
+            self.stop.wait(pause)
