@@ -171,6 +171,12 @@ class ApiSettings(Group):
         description="Most texts in one /infer/batch (more: 422), which bounds its answer: one "
         "/infer answer each",
     )
+    search_limit_max: int = Field(
+        default=100,
+        ge=1,
+        description="Most articles one search answers (the largest limit= of "
+        "/topics/{id}/articles, /similar and /articles/{id}/similar)",
+    )
     infer_concurrency: int = Field(
         default=1,
         ge=1,

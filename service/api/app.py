@@ -33,6 +33,7 @@ from service.api.routes import (
     metrics,
     page,
     perplexity,
+    search,
     stats,
     topic_history,
     topic_names,
@@ -43,7 +44,8 @@ from service.api.routes import (
 from service.settings import Settings
 from service.store.redis_client import connect
 
-INFER_PATHS = frozenset({"/infer", "/infer/batch"})
+# Each folds texts in on the inference threads: bounded bodies, a cap on those taken at once.
+INFER_PATHS = frozenset({"/infer", "/infer/batch", "/similar"})
 DESCRIPTION = (
     "Topics learned online from a stream of Wikipedia articles with SG-MCMC LDA. "
     "Reads Redis only: run as many instances as needed. Topics, perplexity, stats and metrics "
@@ -103,18 +105,20 @@ def create_app(settings: Settings) -> FastAPI:
     # Each inference thread splits its batch over infer_threads threads: itself and helpers.
     helpers = settings.api.infer_concurrency * (settings.api.inference_threads - 1)
     app.state.infer_helpers = ThreadPoolExecutor(helpers, "infer-help") if helpers else None
+    fold = {
+        "client": app.state.redis,
+        "cache": app.state.model_cache,
+        "iterations": settings.api.infer_iterations,
+        "tolerance": settings.api.infer_tolerance,
+        "threads": settings.api.inference_threads,
+        "helpers": app.state.infer_helpers,
+    }
+    concurrency = settings.api.infer_concurrency
     app.state.batcher = Batcher(
-        app.state.infer_pool,
-        settings.api.infer_concurrency,
-        partial(
-            infer.infer_texts,
-            client=app.state.redis,
-            cache=app.state.model_cache,
-            iterations=settings.api.infer_iterations,
-            tolerance=settings.api.infer_tolerance,
-            threads=settings.api.inference_threads,
-            helpers=app.state.infer_helpers,
-        ),
+        app.state.infer_pool, concurrency, partial(infer.infer_texts, **fold)
+    )
+    app.state.search_batcher = Batcher(
+        app.state.infer_pool, concurrency, partial(search.search_texts, **fold)
     )
     errors.install(app)
     openapi_docs.install(app)
@@ -131,6 +135,7 @@ def create_app(settings: Settings) -> FastAPI:
         )
     )
     app.include_router(infer.router(settings.api.max_infer_texts))
+    app.include_router(search.router(settings.api.search_limit_max))
     for module in (perplexity, stats, words, health, metrics, admin, export):
         app.include_router(module.router)
     # The last added is the outermost: the admin token is checked from the headers alone; the

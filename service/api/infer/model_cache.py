@@ -12,6 +12,8 @@ from lda.tokens import WordIndex
 from service.api.infer.proportions import word_columns
 from service.api.reads.relevance import Rankings
 from service.api.reads.word_topics import Ranked
+from service.api.search.index import SearchIndex
+from service.store.article_index import IndexRows
 from service.store.published_model import PublishedModel, read_model, read_model_version
 
 
@@ -24,7 +26,27 @@ class LoadedModel:
     words: WordIndex
     columns: np.ndarray  # word_columns(beta)
     relevance: Rankings  # the topics' words by relevance, per lam asked for
+    search: LazyIndex  # the kept articles published with it, built on the first search
     word_ranks: dict[int, Ranked] = field(default_factory=dict)  # /words' answers, this model's
+
+
+class LazyIndex:
+    """The kept articles' index of one model version, built when a search first asks (``/infer``
+    never waits for it)."""
+
+    def __init__(self, rows: IndexRows | None) -> None:
+        self.rows = rows
+        self._lock = threading.Lock()
+        self._index: SearchIndex | None = None
+
+    def get(self) -> SearchIndex | None:
+        """The index (None: the model came without one)."""
+        if self.rows is None:
+            return None
+        with self._lock:
+            if self._index is None:
+                self._index = SearchIndex(self.rows)
+            return self._index
 
 
 class ModelCache:
@@ -55,6 +77,7 @@ class ModelCache:
                     WordIndex(model.vocab),
                     word_columns(model.beta),
                     Rankings(model, self.ranked_words),
+                    LazyIndex(model.index),
                 )
                 self.loads += 1
             return self._loaded

@@ -18,6 +18,8 @@ bound, which string annotations could not resolve.)
 import json
 from collections.abc import Sequence
 from concurrent.futures import Executor
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import orjson
@@ -26,7 +28,7 @@ from fastapi import APIRouter, HTTPException, Response, status
 
 from service.api.deps import BatcherDep
 from service.api.http.etags import JSON
-from service.api.infer.model_cache import ModelCache
+from service.api.infer.model_cache import LoadedModel, ModelCache
 from service.api.infer.proportions import proportions
 from service.api.schemas import (
     INVALID,
@@ -67,7 +69,17 @@ BATCH_ERRORS: dict[int | str, dict[str, object]] = {
 }
 
 
-def infer_texts(
+@dataclass(frozen=True)
+class Folded:
+    """Texts folded in under one model: their proportions (n, K) and each text's tokens used
+    and ignored (outside the vocabulary)."""
+
+    loaded: LoadedModel
+    pi: np.ndarray
+    tokens: list[tuple[int, int]]
+
+
+def fold_in(
     texts: Sequence[str],
     client: redis.Redis,
     cache: ModelCache,
@@ -76,10 +88,10 @@ def infer_texts(
     tolerance: float,
     threads: int = 1,
     helpers: Executor | None = None,
-) -> list[bytes]:
-    """Each text's answer under the current model (``InferOut`` as JSON), all inferred
-    together (one batch: at most ``iterations`` of the fixed point, to ``tolerance``), its
-    documents split over ``threads`` threads (this one and ``helpers``)."""
+) -> Folded:
+    """The texts' topic proportions under the current model, all inferred together (one batch:
+    at most ``iterations`` of the fixed point, to ``tolerance``), its documents split over
+    ``threads`` threads (this one and ``helpers``); 503 before the first model."""
     loaded = cache.get(client)
     if loaded is None:
         raise HTTPException(
@@ -97,12 +109,20 @@ def infer_texts(
         helpers=helpers,
         parts=threads,
     )
-    # The model whose vocabulary encoded the texts names itself: its version and its words'.
-    head = f'{{"model_version":{json.dumps(loaded.model.version)},'
-    head += f'"vocab_version":{loaded.model.vocab_version},'
-    head += f'"docs_seen":{loaded.model.docs_seen},'
     used = np.diff(starts)
-    return answers(head, list(zip(used.tolist(), (tokens - used).tolist(), strict=True)), pi)
+    return Folded(loaded, pi, list(zip(used.tolist(), (tokens - used).tolist(), strict=True)))
+
+
+def infer_texts(texts: Sequence[str], **fold: Any) -> list[bytes]:
+    """Each text's answer under the current model (``InferOut`` as JSON); ``fold``:
+    :func:`fold_in`'s arguments."""
+    folded = fold_in(texts, **fold)
+    model = folded.loaded.model
+    # The model whose vocabulary encoded the texts names itself: its version and its words'.
+    head = f'{{"model_version":{json.dumps(model.version)},'
+    head += f'"vocab_version":{model.vocab_version},'
+    head += f'"docs_seen":{model.docs_seen},'
+    return answers(head, folded.tokens, folded.pi)
 
 
 def answers(head: str, tokens: Sequence[tuple[int, int]], pi: np.ndarray) -> list[bytes]:

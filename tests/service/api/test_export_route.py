@@ -23,6 +23,7 @@ from service.api.routes import export as export_route
 from service.settings import Settings
 from service.store.export import Export, tar_gz
 from service.store.published_model import StreamFigures, publish_model
+from tests.service.api.test_search import index_rows
 from tests.service.conftest import ADMIN_TOKEN, Published, serve
 
 pytestmark = pytest.mark.slow
@@ -32,8 +33,8 @@ WAIT_S = 10.0
 
 
 def publish_with_stream(client: redis.Redis, published: Published) -> str:
-    """``published``'s model again, with the stream figures a current worker adds; its
-    version."""
+    """``published``'s model again, with the stream figures and the kept articles a current
+    worker adds; its version."""
     k, w = published.beta.shape
     figures = StreamFigures(
         term_frequency=np.arange(1.0, w + 1),
@@ -42,8 +43,9 @@ def publish_with_stream(client: redis.Redis, published: Published) -> str:
         doc_topic=np.array([[0.7, 0.2, 0.1], [1 / 3, 1 / 3, 1 / 3], [0.1, 0.1, 0.8]]),
     )
     return publish_model(
-        client, published.beta, published.vocab, docs_seen=3000, gamma=0.1, stream=figures
-    )
+        client, published.beta, published.vocab, docs_seen=3000, gamma=0.1, stream=figures,
+        index=index_rows(),
+    )  # fmt: skip
 
 
 def export_limiter(app: Any) -> ConcurrencyLimitMiddleware:

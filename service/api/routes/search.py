@@ -1,0 +1,240 @@
+"""``GET /topics/{id}/articles``, ``POST /similar`` and ``GET /articles/{id}/similar``: the
+articles the worker keeps (its reservoir's and those listed behind the topics), found by topic
+and by likeness of topic proportions (docs/topics.md, "Searching the kept articles").
+
+The index comes with the published model and is built once per version
+(:mod:`service.api.search.index`); a topic's pages and an article's neighbours are rendered
+once per version and kept (at most :data:`RENDERED` answers). ``/similar`` folds its text in on
+the inference threads, batched with whatever waits there (the same fixed point as ``/infer``),
+and measures its distance to every kept article there too.
+
+Built per app by :func:`router`, because the bound of ``limit`` (the setting search_limit_max)
+belongs in the OpenAPI schema. (No ``from __future__ import annotations`` here: the body's
+model is built for that bound, which string annotations could not resolve.)
+"""
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import numpy as np
+import orjson
+import redis
+from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, Response, status
+from fastapi.concurrency import run_in_threadpool
+
+from service.api.deps import ModelCacheDep, RedisDep
+from service.api.http.etags import IF_NONE_MATCH, JSON, NOT_MODIFIED, Rendered, respond
+from service.api.http.query_params import MAX_INTEGER, TOPIC_ID, Integer, strict
+from service.api.infer.batcher import Batcher
+from service.api.infer.model_cache import LoadedModel, ModelCache
+from service.api.routes.infer import ERRORS as INFER_ERRORS
+from service.api.routes.infer import fold_in
+from service.api.schemas import INVALID, ErrorOut
+from service.api.search.index import Found, SearchIndex
+from service.api.search.schemas import (
+    ArticleSimilarOut,
+    SimilarOut,
+    TopicArticlesOut,
+    similar_in,
+)
+
+RENDERED = 4096  # answers kept per model version (a topic's page, an article's neighbours)
+QUERY_TOPICS = 5  # the text's largest proportions in /similar's answer
+LIMIT = 10  # articles per answer unless limit= says
+ARTICLE_ID_CHARS = 200
+NO_INDEX = (
+    "no kept articles: the worker publishes them with its model (search off, or a worker "
+    "before search)"
+)
+UNAVAILABLE: dict[int | str, dict[str, object]] = {
+    503: {"model": ErrorOut, "description": "Redis is unreachable, or no kept articles yet"}
+}
+
+
+@dataclass(frozen=True)
+class Searched:
+    """A text folded in for search: the model, its proportions, its tokens used and ignored,
+    and its distance to every kept article (None: no index)."""
+
+    loaded: LoadedModel
+    pi: np.ndarray
+    tokens: tuple[int, int]
+    distance: np.ndarray | None
+
+
+def search_texts(texts: Sequence[str], **fold: Any) -> list[Searched]:
+    """Each text folded in (:func:`~service.api.routes.infer.fold_in`'s ``fold`` arguments)
+    and measured against every kept article, on the inference thread."""
+    folded = fold_in(texts, **fold)
+    index = folded.loaded.search.get()
+    return [
+        Searched(
+            folded.loaded,
+            folded.pi[i],
+            folded.tokens[i],
+            None if index is None else index.distances(folded.pi[i]),
+        )
+        for i in range(len(texts))
+    ]
+
+
+class Answers:
+    """Rendered answers of one model version, the oldest dropped past :data:`RENDERED`."""
+
+    def __init__(self) -> None:
+        self.version = ""
+        self.kept: OrderedDict[tuple[Any, ...], Rendered] = OrderedDict()
+
+    def get(self, version: str, key: tuple[Any, ...]) -> Rendered | None:
+        if version != self.version:
+            self.version, self.kept = version, OrderedDict()
+        return self.kept.get(key)
+
+    def put(self, key: tuple[Any, ...], rendered: Rendered) -> Rendered:
+        self.kept[key] = rendered
+        if len(self.kept) > RENDERED:
+            self.kept.popitem(last=False)
+        return rendered
+
+
+def _index(loaded: LoadedModel | None) -> SearchIndex:
+    index = None if loaded is None else loaded.search.get()
+    if index is None:
+        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, NO_INDEX)
+    return index
+
+
+def _loaded(cache: ModelCache, client: redis.Redis) -> tuple[LoadedModel, SearchIndex]:
+    """The current model and its index (loaded or built here, off the event loop); 503
+    without."""
+    loaded = cache.get(client)
+    index = _index(loaded)
+    assert loaded is not None
+    return loaded, index
+
+
+def _head(loaded: LoadedModel) -> dict[str, Any]:
+    return {"model_version": loaded.model.version, "docs_seen": loaded.model.docs_seen}
+
+
+def router(most: int) -> APIRouter:
+    """The search routes, ``limit`` bounded by ``most`` (the setting search_limit_max)."""
+    routes = APIRouter(tags=["search"])
+    answers = Answers()
+    body_model = similar_in(most)
+    limit_query = Query(ge=1, le=most, description="Articles to answer")
+    paged = {"limit": Integer(1, most), "offset": Integer(0)}
+
+    @routes.get(
+        "/topics/{topic_id}/articles",
+        dependencies=[Depends(strict(paged, TOPIC_ID))],
+        response_model=TopicArticlesOut,
+        responses={
+            304: NOT_MODIFIED,
+            404: {"model": ErrorOut, "description": "No topic with this id"},
+            **INVALID,
+            **UNAVAILABLE,
+        },
+        openapi_extra=IF_NONE_MATCH,
+    )
+    async def topic_articles(
+        request: Request,
+        cache: ModelCacheDep,
+        client: RedisDep,
+        topic_id: Annotated[int, Path(ge=0, le=MAX_INTEGER, description="Topic id, 0 to K-1")],
+        limit: Annotated[int, limit_query] = min(LIMIT, most),
+        offset: Annotated[int, Query(ge=0, le=MAX_INTEGER, description="Articles to skip")] = 0,
+    ) -> Response:
+        """The kept articles most surely about the topic (its share's lower bound given the
+        article's length), ``offset`` onwards; 404 for an id outside 0..K-1."""
+        loaded, index = await run_in_threadpool(_loaded, cache, client)
+        if not 0 <= topic_id < index.n_topics:
+            raise HTTPException(
+                status.HTTP_404_NOT_FOUND,
+                f"no topic {topic_id}: topic ids are 0 to {index.n_topics - 1}",
+            )
+        key = ("topic", topic_id, limit, offset)
+        rendered = answers.get(loaded.model.version, key)
+        if rendered is None:
+            found = index.topic(topic_id, limit, offset)
+            body = {
+                "topic": topic_id,
+                **_head(loaded),
+                "total": index.listed(topic_id),
+                "offset": offset,
+                "articles": [index.article(f) for f in found],
+            }
+            rendered = answers.put(key, Rendered.of(orjson.dumps(body)))
+        return respond(rendered, request)
+
+    @routes.post(
+        "/similar",
+        response_model=SimilarOut,
+        responses={**INFER_ERRORS, **UNAVAILABLE, 503: INFER_ERRORS[503]},
+    )
+    async def similar(body: body_model, request: Request) -> Response:  # type: ignore[valid-type]
+        """The kept articles whose topic proportions are nearest the text's (Hellinger
+        distance), nearest first."""
+        batcher: Batcher[Searched] = request.app.state.search_batcher
+        (query,) = await batcher([body.text])  # type: ignore[attr-defined]
+        index = _index(query.loaded)
+        assert query.distance is not None
+        found = index.nearest(query.distance, body.limit)  # type: ignore[attr-defined]
+        order = np.argsort(-query.pi, kind="stable")[:QUERY_TOPICS]
+        answer = {
+            **_head(query.loaded),
+            "tokens": query.tokens[0],
+            "ignored_tokens": query.tokens[1],
+            "topics": [{"id": int(t), "weight": float(query.pi[t])} for t in order],
+            "articles": [index.article(f) for f in found],
+        }
+        return Response(orjson.dumps(answer), media_type=JSON)
+
+    @routes.get(
+        "/articles/{article_id}/similar",
+        dependencies=[Depends(strict({"limit": Integer(1, most)}))],
+        response_model=ArticleSimilarOut,
+        responses={
+            304: NOT_MODIFIED,
+            404: {"model": ErrorOut, "description": "No kept article with this id"},
+            **INVALID,
+            **UNAVAILABLE,
+        },
+        openapi_extra=IF_NONE_MATCH,
+    )
+    async def article_similar(
+        request: Request,
+        cache: ModelCacheDep,
+        client: RedisDep,
+        article_id: Annotated[
+            str,
+            Path(
+                min_length=1,
+                max_length=ARTICLE_ID_CHARS,
+                description="The article's id in its source (Wikipedia's page id)",
+            ),
+        ],
+        limit: Annotated[int, limit_query] = min(LIMIT, most),
+    ) -> Response:
+        """The kept articles nearest a kept one (Hellinger distance between their kept
+        shares), itself left out; 404 for an article the service does not keep."""
+        loaded, index = await run_in_threadpool(_loaded, cache, client)
+        row = index.by_id.get(article_id)
+        if row is None:
+            raise HTTPException(status.HTTP_404_NOT_FOUND, "no kept article with this id")
+        key = ("article", row, limit)
+        rendered = answers.get(loaded.model.version, key)
+        if rendered is None:
+            distance = await run_in_threadpool(index.distances, index.proportions(row))
+            found = index.nearest(distance, limit, skip=row)
+            body = {
+                **_head(loaded),
+                "article": index.article(Found(row)),
+                "articles": [index.article(f) for f in found],
+            }
+            rendered = answers.put(key, Rendered.of(orjson.dumps(body)))
+        return respond(rendered, request)
+
+    return routes

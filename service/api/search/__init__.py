@@ -1,0 +1,1 @@
+"""Search over the kept articles by topic and by likeness of topic proportions."""
