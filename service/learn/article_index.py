@@ -42,7 +42,9 @@ class ArticleIndex:
         self.refs: list[ArticleRef | None] = [None] * capacity
         self.placed_in: dict[str, int] = {}  # entry -> its slot, until the step that learns it
         self.listed: dict[str, Row] = {}  # article id -> row, for the record's other articles
-        self.moves = 0  # label moves so far: a refold under a model before one is dropped
+        # Documents seen at the evaluation whose matching last moved labels: rows computed before
+        # it are in the old labels (moved then), a refold under a model before it is dropped.
+        self.moved_at = -1
         self.lock = threading.Lock()
 
     def placed(self, ref: EntryRef, slot: int | None) -> None:
@@ -88,33 +90,38 @@ class ArticleIndex:
                 if not self.folded[slot]:
                     self._set(slot, topics[i], shares[i], float(tokens[i]), docs_seen, False)
 
-    def due(self, most: int, docs_seen: int) -> tuple[Due, int]:
+    def due(self, most: int, docs_seen: int) -> Due:
         """Up to ``most`` slots to refold under a model of ``docs_seen`` documents: those never
-        refolded (oldest first), then those refolded under an older model (stalest first); and
-        the label moves so far."""
+        refolded (oldest first; a slot whose article was placed but not learned before a
+        restart among them), then those refolded under an older model (stalest first)."""
         with self.lock:
-            stale = (self.tokens > 0) & (~self.folded | (self.at < docs_seen))
+            held = np.fromiter((r is not None for r in self.refs), np.bool_, len(self.refs))
+            stale = held & (~self.folded | (self.at < docs_seen))
             slots = np.flatnonzero(stale)
             if slots.size > most:
                 key = self.folded[slots].astype(np.int64) * (1 << 62) + self.at[slots]
                 slots = slots[np.argpartition(key, most - 1)[:most]]
-            due = [(s, ref) for s in slots.tolist() if (ref := self.refs[s]) is not None]
-            return due, self.moves
+            return [(s, ref) for s in slots.tolist() if (ref := self.refs[s]) is not None]
 
-    def refolded(self, due: Due, pi: np.ndarray, tokens: np.ndarray, at: int, moves: int) -> int:
+    def refolded(self, due: Due, pi: np.ndarray, tokens: np.ndarray, at: int) -> int:
         """The fixed point's proportions (n, K) of ``due``'s articles (``tokens``: their
-        lengths), under a model of ``at`` documents taken after ``moves`` label moves; a slot
-        whose article changed meanwhile is left alone, and so is everything if labels moved.
-        Returns the rows written."""
+        lengths; 0 for one whose text is gone or has no word of the model's vocabulary, which
+        keeps its row and waits for the next model), under a model of ``at`` documents. A slot
+        whose article changed meanwhile is left alone, and so is everything if labels moved
+        after that model. Returns the rows written."""
         topics, shares, _ = top_shares(pi, self.keep)
         written = 0
         with self.lock:
-            if moves != self.moves:
+            if at < self.moved_at:
                 return 0
             for i, (slot, ref) in enumerate(due):
-                if self.refs[slot] == ref and tokens[i] > 0:
+                if self.refs[slot] != ref:
+                    continue
+                if tokens[i] > 0:
                     self._set(slot, topics[i], shares[i], float(tokens[i]), at, True)
                     written += 1
+                else:
+                    self.folded[slot], self.at[slot] = True, at
         return written
 
     def _set(
@@ -129,16 +136,22 @@ class ArticleIndex:
         self.topics[slot], self.shares[slot] = topics, shares
         self.tokens[slot], self.at[slot], self.folded[slot] = tokens, at, folded
 
-    def permute(self, matched: Sequence[int]) -> None:
-        """Topic k is now what topic ``matched[k]`` was (the drift matching moved labels)."""
+    def permute(self, matched: Sequence[int], since: int) -> None:
+        """Topic k of the model evaluated at ``since`` documents is what topic ``matched[k]``
+        was (the drift matching moved labels): rows computed before it move along, those
+        computed under it or after it are in its labels already."""
         new = np.empty(self.n_topics, dtype=np.int16)
         new[np.asarray(matched, dtype=np.int64)] = np.arange(self.n_topics, dtype=np.int16)
+
+        def moved(topics: np.ndarray) -> np.ndarray:
+            return np.where(topics >= 0, new[np.maximum(topics, 0)], -1).astype(np.int16)
+
         with self.lock:
-            self.moves += 1
-            kept = self.topics >= 0
-            self.topics = np.where(kept, new[np.maximum(self.topics, 0)], -1).astype(np.int16)
+            self.moved_at = max(self.moved_at, since)
+            before = self.at < since
+            self.topics[before] = moved(self.topics[before])
             self.listed = {
-                key: (ref, np.where(t >= 0, new[np.maximum(t, 0)], -1).astype(np.int16), s, n, at)
+                key: (ref, moved(t) if at < since else t, s, n, at)
                 for key, (ref, t, s, n, at) in self.listed.items()
             }
 
@@ -170,6 +183,7 @@ class ArticleIndex:
                 "tokens": torch.from_numpy(self.tokens.copy()),
                 "at": torch.from_numpy(self.at.copy()),
                 "folded": torch.from_numpy(self.folded.copy()),
+                "moved_at": self.moved_at,
                 "refs": [None if r is None else list(r) for r in self.refs],
                 "listed": {
                     key: [list(ref), t.tolist(), s.tolist(), tokens, at]
@@ -191,6 +205,7 @@ class ArticleIndex:
             self.tokens[:n] = state["tokens"][:n].numpy()
             self.at[:n] = state["at"][:n].numpy()
             self.folded[:n] = state["folded"][:n].numpy()
+            self.moved_at = int(state["moved_at"])
             self.refs[:n] = [None if r is None else _ref(r) for r in state["refs"][:n]]
             self.listed = {
                 key: (_ref(ref), np.asarray(t, np.int16), np.asarray(s, np.float32), tokens, at)

@@ -36,6 +36,7 @@ class Search:
         self.share = share
         self.now: ArticleIndex | None = None
         self.refresh: ShareRefresh | None = None
+        self.resumed = False  # a checkpoint's rows are loaded once a process
 
     @property
     def on(self) -> bool:
@@ -43,8 +44,10 @@ class Search:
         return self.now is not None
 
     def begin(self, n_topics: int) -> None:
-        """A new, empty index for a learner of K topics (its state follows)."""
-        if self.capacity is None:
+        """An empty index for a learner of K topics (its state follows), or the one in hand
+        for one of the same K: a restore goes back to a checkpoint, but the reservoir's slots
+        stay as they are, and the rows must match them."""
+        if self.capacity is None or (self.now is not None and self.now.n_topics == n_topics):
             return
         self.now = ArticleIndex(self.capacity, n_topics)
         if self.texts is not None and self.capacity:
@@ -69,10 +72,11 @@ class Search:
         if self.now is not None and counts.shape[0] == len(slots):
             self.now.revisited(slots, counts, docs_seen)
 
-    def moved(self, matched: Sequence[int]) -> None:
-        """The drift matching's labels: the rows' topic ids follow any that moved."""
+    def moved(self, matched: Sequence[int], since: int) -> None:
+        """The drift matching of the model evaluated at ``since`` documents: the rows' topic
+        ids follow any label that moved."""
         if self.now is not None and any(int(m) != k for k, m in enumerate(matched)):
-            self.now.permute(matched)
+            self.now.permute(matched, since)
 
     def rows(self, model: StreamingLDA, vocab: Vocabulary) -> IndexRows | None:
         """The rows to publish with ``model``, which the thread refolds them under from now."""
@@ -95,5 +99,8 @@ class Search:
         return None if self.now is None else self.now.state_dict()
 
     def load_state_dict(self, state: dict[str, Any] | None) -> None:
-        if self.now is not None:
+        """A checkpoint's rows, when this process resumes (a restore keeps the rows in hand,
+        which match the reservoir's slots)."""
+        if self.now is not None and not self.resumed:
             self.now.load_state_dict(state)
+            self.resumed = True

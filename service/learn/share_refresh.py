@@ -12,6 +12,7 @@ so that it takes at most ``share`` of one core, and waits when nothing is due.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -30,6 +31,7 @@ log = logging.getLogger(__name__)
 
 BATCH = 256  # articles refolded together
 IDLE_S = 1.0  # the wait when nothing is due
+WARN_EVERY_S = 60.0  # a failing refold is logged at most this often
 
 
 @dataclass(frozen=True)
@@ -66,11 +68,12 @@ class ShareRefresh:
         self, beta_mean: torch.Tensor, vocab: Vocabulary, gamma: float, docs_seen: int
     ) -> None:
         """A model was published: rows are refolded under it from now on."""
-        # A copy of its own: the learner may write the tensor it handed over in place.
-        columns = beta_mean.detach().to("cpu", torch.float32).T.contiguous().numpy().copy()
+        # One copy of its own, word-major: the learner may write what it handed over in place.
+        columns = torch.empty(tuple(beta_mean.shape[::-1]), dtype=torch.float32)
+        columns.copy_(beta_mean.detach().T)
         if self._words is None or self._words[0] != vocab.version:
             self._words = (vocab.version, WordIndex(vocab.words))
-        self.latest = Model(columns, self._words[1], gamma, docs_seen)
+        self.latest = Model(columns.numpy(), self._words[1], gamma, docs_seen)
 
     def start(self) -> None:
         if self.thread is None and self.share > 0:
@@ -83,34 +86,31 @@ class ShareRefresh:
             self.thread.join(timeout=10.0)
 
     def step(self) -> int:
-        """One batch refolded under the latest model: the rows written (0: none due)."""
+        """One batch refolded under the latest model: the slots taken (0: none due)."""
         model = self.latest
         if model is None:
             return 0
-        due, moves = self.index.due(BATCH, model.docs_seen)
+        due = self.index.due(BATCH, model.docs_seen)
         if not due:
             return 0
         texts = self.texts([slot for slot, _ in due])
-        due = [(slot, ref) for slot, ref in due if slot in texts]
-        if not due:
-            return 0
-        ids, starts, _ = model.words.encode([texts[slot] for slot, _ in due])
+        # A text gone from the reservoir folds as an empty one: its row waits, marked done.
+        ids, starts, _ = model.words.encode([texts.get(slot, "") for slot, _ in due])
         pi = np.empty((len(due), model.columns.shape[1]), dtype=np.float64)
         fixed_points(model.columns, ids, starts, model.gamma, FOLD_ITERATIONS, FOLD_TOLERANCE, pi)
-        written = self.index.refolded(due, pi, np.diff(starts), model.docs_seen, moves)
-        self.refolded += written
-        return written or len(due)
+        self.refolded += self.index.refolded(due, pi, np.diff(starts), model.docs_seen)
+        return len(due)
 
     def _run(self) -> None:
-        warned = False
+        warned_at = -math.inf
         while not self.stop.is_set():
             began = time.perf_counter()
             try:
                 done = self.step()
             except Exception as exc:  # Redis away, say: the rows wait, the worker goes on
-                if not warned:
+                if began - warned_at >= WARN_EVERY_S:
                     log.warning("refolding the kept articles' shares: %s", exc)
-                    warned = True
+                    warned_at = began
                 done = 0
             spent = time.perf_counter() - began
             pause = spent * (1 / self.share - 1) if done else IDLE_S

@@ -92,7 +92,7 @@ class Showing:
         self.record.evaluated(scored.docs_seen, scored.topics)
         matched = scored.topics.get("matched")
         if matched is not None:
-            self.search.moved(matched)
+            self.search.moved(matched, scored.docs_seen)
             if self.seeds.move(matched):
                 self.seeds_changed(publish=False)  # this point's snapshot shows them
         vocab = self.session.vocabulary

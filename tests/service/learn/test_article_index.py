@@ -56,7 +56,7 @@ def test_an_article_revisited_after_a_label_move_is_found_under_its_new_topic() 
     # The drift matching: topic 3 is now what topic 0 was, topic 0 what 3 was.
     moves = Search(capacity=2, texts=None, share=0.0, leads=True)
     moves.now = index
-    moves.moved([3, 1, 2, 0])
+    moves.moved([3, 1, 2, 0], since=5)
     assert surest(index, 3) == ["1"] and surest(index, 0) == []
     # A revisit under the new labels: the learner now gives article 1 mostly to topic 3.
     index.revisited([0], counts([0, 0.1, 0, 0.9]), docs_seen=10)
@@ -134,13 +134,34 @@ def test_a_refold_is_dropped_when_labels_or_the_article_changed_meanwhile() -> N
     for i in range(2):
         index.placed(ref(i), i)
     index.learned([ref(0), ref(1)], counts([1, 1, 1, 1], [1, 1, 1, 1]), docs_seen=2)
-    due, moves = index.due(10, docs_seen=50)
+    due = index.due(10, docs_seen=50)
     pi = np.tile([0.7, 0.1, 0.1, 0.1], (2, 1))
     index.placed(ref(7), 1)  # slot 1 now holds another article, not yet learned
-    assert index.refolded(due, pi, np.array([2, 2]), 50, moves) == 1
+    assert index.refolded(due, pi, np.array([2, 2]), 50) == 1
     assert [r[1] for r in index.rows().refs] == ["0"]
-    index.permute([1, 0, 2, 3])
-    assert index.refolded(due, pi, np.array([2, 2]), 50, moves) == 0  # before the move
+    index.permute([1, 0, 2, 3], since=60)  # a model after the one refolded under moved labels
+    assert index.refolded(due, pi, np.array([2, 2]), 50) == 0
+
+
+def test_a_label_move_leaves_rows_computed_under_the_moved_model_alone() -> None:
+    index = ArticleIndex(capacity=2, n_topics=K)
+    index.placed(ref(0), 0)
+    index.placed(ref(1), 1)
+    index.learned([ref(0)], counts([1, 0, 0, 0]), docs_seen=10)  # before the evaluated model
+    index.learned([ref(1)], counts([1, 0, 0, 0]), docs_seen=30)  # after it: its labels
+    index.permute([1, 0, 2, 3], since=20)
+    assert surest(index, 1) == ["0"] and surest(index, 0) == ["1"]
+
+
+def test_a_row_with_no_text_left_waits_without_holding_up_the_others() -> None:
+    index = ArticleIndex(capacity=300, n_topics=K)
+    for i in range(300):
+        index.placed(ref(i), i)
+    index.learned([ref(i) for i in range(300)], counts(*[[1, 1, 1, 1]] * 300), docs_seen=1)
+    refresh = ShareRefresh(index, lambda slots: {s: "violin" for s in slots if s >= 256}, 1.0)
+    refresh.model(fruit_beta(), Vocabulary(WORDS), 0.03, docs_seen=50)
+    # 256 of 300 rows have no text: each is taken once, then no longer due under this model.
+    assert [refresh.step() for _ in range(3)] == [256, 44, 0] and refresh.refolded == 44
 
 
 def test_due_takes_unrefolded_rows_first_then_the_stalest() -> None:
@@ -148,9 +169,9 @@ def test_due_takes_unrefolded_rows_first_then_the_stalest() -> None:
     for i in range(4):
         index.placed(ref(i), i)
     index.learned([ref(i) for i in range(4)], counts(*[[1, 1, 1, 1]] * 4), docs_seen=5)
-    due, moves = index.due(4, docs_seen=10)
+    due = index.due(4, docs_seen=10)
     pi = np.tile([0.25] * 4, (4, 1))
-    index.refolded(due[:2], pi[:2], np.array([4, 4]), 10, moves)  # slots of due[0], due[1]
+    index.refolded(due[:2], pi[:2], np.array([4, 4]), 10)  # slots of due[0], due[1]
     first = {slot for slot, _ in due[:2]}
-    assert {slot for slot, _ in index.due(2, docs_seen=10)[0]} == {0, 1, 2, 3} - first
-    assert {slot for slot, _ in index.due(4, docs_seen=11)[0]} == {0, 1, 2, 3}
+    assert {slot for slot, _ in index.due(2, docs_seen=10)} == {0, 1, 2, 3} - first
+    assert {slot for slot, _ in index.due(4, docs_seen=11)} == {0, 1, 2, 3}
