@@ -118,7 +118,9 @@ def create_app(settings: Settings) -> FastAPI:
         app.state.infer_pool, concurrency, partial(infer.infer_texts, **fold)
     )
     app.state.search_batcher = Batcher(
-        app.state.infer_pool, concurrency, partial(search.search_texts, **fold)
+        app.state.infer_pool,
+        concurrency,
+        partial(search.search_texts, most=settings.api.search_limit_max, **fold),
     )
     errors.install(app)
     openapi_docs.install(app)

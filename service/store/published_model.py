@@ -23,7 +23,7 @@ import redis
 from service.keys import MODEL_KEY
 from service.store import compat
 from service.store.article_index import FIELDS as INDEX_FIELDS
-from service.store.article_index import IndexRows, index_rows
+from service.store.article_index import IndexRows
 from service.store.redis_values import finite, raw_bytes, text
 
 if TYPE_CHECKING:  # the worker hands a torch tensor; the API reads without torch
@@ -44,8 +44,9 @@ class PublishedModel:
     stream: StreamFigures | None = None
     # The version of ``vocab`` (0 from a worker before vocabularies changed).
     vocab_version: int = 0
-    # The kept articles' shares published with it (None: none, or an older worker).
-    index: IndexRows | None = None
+    # The kept articles' shares published with it, as the hash's fields, parsed by the first
+    # search that needs them (:func:`service.store.article_index.index_rows`; None: none).
+    index_fields: Mapping[str, Any] | None = None
 
     @property
     def n_topics(self) -> int:
@@ -257,5 +258,9 @@ def _published(fields: Mapping[str, Any], flat: np.ndarray) -> PublishedModel:
         published_at=float(text(fields["published_at"])),
         stream=StreamFigures.from_fields(fields, k),
         vocab_version=compat.model_vocab_version(fields),
-        index=index_rows(fields, k),
+        index_fields=(
+            {name: fields.get(name) for name in INDEX_FIELDS}
+            if fields.get("index:rows") is not None
+            else None
+        ),
     )

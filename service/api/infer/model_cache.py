@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import redis
@@ -13,8 +16,10 @@ from service.api.infer.proportions import word_columns
 from service.api.reads.relevance import Rankings
 from service.api.reads.word_topics import Ranked
 from service.api.search.index import SearchIndex
-from service.store.article_index import IndexRows
+from service.store.article_index import index_rows
 from service.store.published_model import PublishedModel, read_model, read_model_version
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -31,21 +36,26 @@ class LoadedModel:
 
 
 class LazyIndex:
-    """The kept articles' index of one model version, built when a search first asks (``/infer``
-    never waits for it)."""
+    """The kept articles' index of one model version, parsed and built when a search first asks
+    (``/infer`` never waits for it, nor fails with it)."""
 
-    def __init__(self, rows: IndexRows | None) -> None:
-        self.rows = rows
+    def __init__(self, fields: Mapping[str, Any] | None, n_topics: int) -> None:
+        self.fields = fields
+        self.n_topics = n_topics
         self._lock = threading.Lock()
         self._index: SearchIndex | None = None
 
     def get(self) -> SearchIndex | None:
-        """The index (None: the model came without one)."""
-        if self.rows is None:
-            return None
+        """The index (None: the model came without one, or with one that cannot be read)."""
         with self._lock:
-            if self._index is None:
-                self._index = SearchIndex(self.rows)
+            if self._index is None and self.fields is not None:
+                try:
+                    rows = index_rows(self.fields, self.n_topics)
+                except (ValueError, TypeError, KeyError) as exc:  # JSON errors are ValueErrors
+                    log.warning("the published index cannot be read: %s", exc)
+                    rows = None
+                self.fields = None  # read once
+                self._index = None if rows is None else SearchIndex(rows)
             return self._index
 
 
@@ -77,7 +87,7 @@ class ModelCache:
                     WordIndex(model.vocab),
                     word_columns(model.beta),
                     Rankings(model, self.ranked_words),
-                    LazyIndex(model.index),
+                    LazyIndex(model.index_fields, model.n_topics),
                 )
                 self.loads += 1
             return self._loaded

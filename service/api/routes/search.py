@@ -34,6 +34,7 @@ from service.api.routes.infer import fold_in
 from service.api.schemas import INVALID, ErrorOut
 from service.api.search.index import Found, SearchIndex
 from service.api.search.schemas import (
+    LIMIT,
     ArticleSimilarOut,
     SimilarOut,
     TopicArticlesOut,
@@ -42,7 +43,6 @@ from service.api.search.schemas import (
 
 RENDERED = 4096  # answers kept per model version (a topic's page, an article's neighbours)
 QUERY_TOPICS = 5  # the text's largest proportions in /similar's answer
-LIMIT = 10  # articles per answer unless limit= says
 ARTICLE_ID_CHARS = 200
 NO_INDEX = (
     "no kept articles: the worker publishes them with its model (search off, or a worker "
@@ -61,12 +61,12 @@ class Searched:
     loaded: LoadedModel
     pi: np.ndarray
     tokens: tuple[int, int]
-    distance: np.ndarray | None
+    nearest: list[Found] | None  # the ``most`` nearest kept articles, nearest first
 
 
-def search_texts(texts: Sequence[str], **fold: Any) -> list[Searched]:
+def search_texts(texts: Sequence[str], most: int, **fold: Any) -> list[Searched]:
     """Each text folded in (:func:`~service.api.routes.infer.fold_in`'s ``fold`` arguments)
-    and measured against every kept article, on the inference thread."""
+    and its ``most`` nearest kept articles, on the inference thread."""
     folded = fold_in(texts, **fold)
     index = folded.loaded.search.get()
     return [
@@ -74,7 +74,7 @@ def search_texts(texts: Sequence[str], **fold: Any) -> list[Searched]:
             folded.loaded,
             folded.pi[i],
             folded.tokens[i],
-            None if index is None else index.distances(folded.pi[i]),
+            None if index is None else index.nearest(index.distances(folded.pi[i]), most),
         )
         for i in range(len(texts))
     ]
@@ -92,10 +92,13 @@ class Answers:
             self.version, self.kept = version, OrderedDict()
         return self.kept.get(key)
 
-    def put(self, key: tuple[Any, ...], rendered: Rendered) -> Rendered:
-        self.kept[key] = rendered
-        if len(self.kept) > RENDERED:
-            self.kept.popitem(last=False)
+    def put(self, version: str, key: tuple[Any, ...], rendered: Rendered) -> Rendered:
+        """Keep ``rendered`` if ``version`` is still the one kept (a newer model may have come
+        while it was made)."""
+        if version == self.version:
+            self.kept[key] = rendered
+            if len(self.kept) > RENDERED:
+                self.kept.popitem(last=False)
         return rendered
 
 
@@ -155,8 +158,9 @@ def router(most: int) -> APIRouter:
                 status.HTTP_404_NOT_FOUND,
                 f"no topic {topic_id}: topic ids are 0 to {index.n_topics - 1}",
             )
-        key = ("topic", topic_id, limit, offset)
-        rendered = answers.get(loaded.model.version, key)
+        key: tuple[Any, ...] = ("topic", topic_id, limit, offset)
+        version = loaded.model.version
+        rendered = answers.get(version, key)
         if rendered is None:
             found = index.topic(topic_id, limit, offset)
             body = {
@@ -166,7 +170,7 @@ def router(most: int) -> APIRouter:
                 "offset": offset,
                 "articles": [index.article(f) for f in found],
             }
-            rendered = answers.put(key, Rendered.of(orjson.dumps(body)))
+            rendered = answers.put(version, key, Rendered.of(orjson.dumps(body)))
         return respond(rendered, request)
 
     @routes.post(
@@ -180,8 +184,8 @@ def router(most: int) -> APIRouter:
         batcher: Batcher[Searched] = request.app.state.search_batcher
         (query,) = await batcher([body.text])  # type: ignore[attr-defined]
         index = _index(query.loaded)
-        assert query.distance is not None
-        found = index.nearest(query.distance, body.limit)  # type: ignore[attr-defined]
+        assert query.nearest is not None
+        found = query.nearest[: body.limit]  # type: ignore[attr-defined]
         order = np.argsort(-query.pi, kind="stable")[:QUERY_TOPICS]
         answer = {
             **_head(query.loaded),
@@ -224,17 +228,17 @@ def router(most: int) -> APIRouter:
         row = index.by_id.get(article_id)
         if row is None:
             raise HTTPException(status.HTTP_404_NOT_FOUND, "no kept article with this id")
-        key = ("article", row, limit)
-        rendered = answers.get(loaded.model.version, key)
+        key = ("article", article_id, limit)
+        version = loaded.model.version
+        rendered = answers.get(version, key)
         if rendered is None:
-            distance = await run_in_threadpool(index.distances, index.proportions(row))
-            found = index.nearest(distance, limit, skip=row)
+            found = await run_in_threadpool(index.neighbours, row, limit)
             body = {
                 **_head(loaded),
                 "article": index.article(Found(row)),
                 "articles": [index.article(f) for f in found],
             }
-            rendered = answers.put(key, Rendered.of(orjson.dumps(body)))
+            rendered = answers.put(version, key, Rendered.of(orjson.dumps(body)))
         return respond(rendered, request)
 
     return routes

@@ -88,6 +88,10 @@ class SearchIndex:
         rows = nearest(distance, limit)
         return [Found(int(r), distance=float(distance[r])) for r in rows]
 
+    def neighbours(self, row: int, limit: int) -> list[Found]:
+        """The ``limit`` articles nearest row ``row``'s own proportions, itself left out."""
+        return self.nearest(self.distances(self.proportions(row)), limit, skip=row)
+
     def proportions(self, row: int) -> np.ndarray:
         """Row ``row`` as proportions over all K topics (its unkept mass spread evenly)."""
         return self.sparse.dense(row)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
 from service.api.schemas import TopicWeightOut
 
@@ -49,17 +49,29 @@ class TopicArticlesOut(BaseModel):
     articles: list[FoundArticleOut] = Field(description="Surest first (share_bound)")
 
 
+LIMIT = 10  # articles answered unless limit says
+
+
 class SimilarIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     text: str = Field(min_length=1, description="Plain text, folded in as POST /infer does")
-    limit: int = Field(10, ge=1, description="Articles to answer")
+    limit: int = Field(LIMIT, ge=1, description="Articles to answer")
+
+    @field_validator("limit", mode="before")
+    @classmethod
+    def a_number(cls, value: object) -> object:
+        """A JSON number only (14.0 is the integer 14, as JSON Schema has it; "14" and true
+        are not numbers), as the query's limit is digits only."""
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError("limit must be a whole number")
+        return value
 
 
 def similar_in(most: int) -> type[SimilarIn]:
     """SimilarIn with ``limit`` at most ``most`` (the setting search_limit_max), in the schema:
     built per app, as the setting is."""
-    bounded = Field(10, ge=1, le=most, description="Articles to answer")
+    bounded = Field(min(LIMIT, most), ge=1, le=most, description="Articles to answer")
     return create_model("SimilarIn", __base__=SimilarIn, limit=(int, bounded))
 
 

@@ -205,10 +205,10 @@ def test_without_kept_articles_search_says_so(
     with serve(create_app(settings)) as url:
         dom = dump_dom(url + "#topic=2&more=1&search=opera", tmp_path / "profile")
     status = element(dom, r'<p id="search-status"[^>]*>.*?</p>')
-    assert 'class="muted"' in status and text(status).startswith("no kept articles yet")
+    assert 'class="muted"' in status and text(status).startswith("no kept articles")
     assert '<ol class="articles" id="search-results" hidden=""></ol>' in dom
     more = element(dom, r'<div id="topic-more">.*?</div>')
-    assert text(more).startswith("no kept articles yet")
+    assert text(more).startswith("no kept articles")
     assert 'class="muted"' in more and "<button" not in more and "<li" not in more
 
 

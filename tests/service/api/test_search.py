@@ -122,8 +122,13 @@ def test_the_routes_refuse_what_the_schema_does_not_allow(
     for params in ({"limit": 0}, {"limit": 101}, {"limit": "ten"}, {"offset": -1}):
         assert api.get("/topics/0/articles", params=params).status_code == 422, params
     assert api.get("/articles/3/similar", params={"limit": 101}).status_code == 422
-    for body in ({"text": ""}, {"text": "opera", "limit": 0}, {"text": "a", "extra": 1}, {}):
+    for body in (
+        {"text": ""}, {"text": "opera", "limit": 0}, {"text": "a", "extra": 1}, {},
+        {"text": "opera", "limit": "5"}, {"text": "opera", "limit": True},
+        {"text": "opera", "limit": 2.5}, {"text": "opera", "limit": 101},
+    ):  # fmt: skip
         assert api.post("/similar", json=body).status_code == 422, body
+    assert len(api.post("/similar", json={"text": "opera", "limit": 5.0}).json()["articles"]) == 5
 
 
 def test_without_kept_articles_search_is_unavailable(api: TestClient, published: Published) -> None:
