@@ -22,8 +22,6 @@ from service.store.snapshot import TopicArticle
 # Articles with fewer tokens in the vocabulary are not listed: a handful of tokens gives a
 # share of 1 to whatever topic drew them, which says little about the topic.
 MIN_TOKENS = 20
-# The length taken for articles kept by a worker before lengths were (their bound is their share).
-UNKNOWN_TOKENS = 1e9
 
 
 class TopicArticles:
@@ -118,7 +116,7 @@ class TopicArticles:
             out.append(
                 [
                     TopicArticle(
-                        *self.articles[s], round(share, 4), at, round(bound, 4), _length(n)
+                        *self.articles[s], round(share, 4), at, round(bound, 4), round(n)
                     ).row()
                     for s, share, at, bound, n in zip(
                         slots, shares, ats, bounds, lengths, strict=True
@@ -139,19 +137,13 @@ class TopicArticles:
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """A checkpoint's articles; one of another shape (K or keep changed) is ignored."""
-        if tuple(state["slot"].shape) != tuple(self.slot.shape):
+        """A checkpoint's articles; one of another shape (K or keep changed), or from before
+        lengths were kept (nothing to rank them by how sure), is ignored: the lists start
+        afresh."""
+        if tuple(state["slot"].shape) != tuple(self.slot.shape) or "tokens" not in state:
             return
         self.share, self.docs_at = state["share"].clone(), state["docs_at"].clone()
-        tokens = state.get("tokens")  # absent before lengths were kept: ranked by share
-        self.tokens = (
-            torch.full_like(self.share, UNKNOWN_TOKENS) if tokens is None else tokens.clone()
-        )
+        self.tokens = state["tokens"].clone()
         self.slot = state["slot"].clone()
         self.articles = dict(state["articles"])
         self.next_slot = int(state["next_slot"])
-
-
-def _length(tokens: float) -> int | None:
-    """An article's length as the snapshot shows it (None: kept before lengths were)."""
-    return None if tokens >= UNKNOWN_TOKENS else round(tokens)
