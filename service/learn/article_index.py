@@ -40,6 +40,7 @@ class ArticleIndex:
         self.at = np.zeros(capacity, dtype=np.int64)  # documents seen when they were computed
         self.folded = np.zeros(capacity, dtype=np.bool_)  # by the fixed point (else by Gibbs)
         self.refs: list[ArticleRef | None] = [None] * capacity
+        self.held = np.zeros(capacity, dtype=np.bool_)  # refs[slot] is not None
         self.placed_in: dict[str, int] = {}  # entry -> its slot, until the step that learns it
         self.listed: dict[str, Row] = {}  # article id -> row, for the record's other articles
         # Documents seen at the evaluation whose matching last moved labels: rows computed before
@@ -53,7 +54,7 @@ class ArticleIndex:
         if slot is None:
             return
         with self.lock:
-            self.refs[slot] = ref.article
+            self.refs[slot], self.held[slot] = ref.article, True
             self.topics[slot], self.shares[slot], self.tokens[slot] = -1, 0.0, 0.0
             self.folded[slot] = False
         self.placed_in[ref.entry] = slot
@@ -95,8 +96,7 @@ class ArticleIndex:
         refolded (oldest first; a slot whose article was placed but not learned before a
         restart among them), then those refolded under an older model (stalest first)."""
         with self.lock:
-            held = np.fromiter((r is not None for r in self.refs), np.bool_, len(self.refs))
-            stale = held & (~self.folded | (self.at < docs_seen))
+            stale = self.held & (~self.folded | (self.at < docs_seen))
             slots = np.flatnonzero(stale)
             if slots.size > most:
                 key = self.folded[slots].astype(np.int64) * (1 << 62) + self.at[slots]
@@ -207,6 +207,7 @@ class ArticleIndex:
             self.folded[:n] = state["folded"][:n].numpy()
             self.moved_at = int(state["moved_at"])
             self.refs[:n] = [None if r is None else _ref(r) for r in state["refs"][:n]]
+            self.held[:n] = [r is not None for r in self.refs[:n]]
             self.listed = {
                 key: (_ref(ref), np.asarray(t, np.int16), np.asarray(s, np.float32), tokens, at)
                 for key, (ref, t, s, tokens, at) in state["listed"].items()

@@ -11,8 +11,10 @@ so that it takes at most ``share`` of one core, and waits when nothing is due.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -32,6 +34,7 @@ log = logging.getLogger(__name__)
 BATCH = 256  # articles refolded together
 IDLE_S = 1.0  # the wait when nothing is due
 WARN_EVERY_S = 60.0  # a failing refold is logged at most this often
+NICE = 19  # the thread's niceness: the lowest priority
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,7 @@ class ShareRefresh:
         return len(due)
 
     def _run(self) -> None:
+        lowest_priority()
         warned_at = -math.inf
         while not self.stop.is_set():
             began = time.perf_counter()
@@ -115,3 +119,11 @@ class ShareRefresh:
             spent = time.perf_counter() - began
             pause = spent * (1 / self.share - 1) if done else IDLE_S
             self.stop.wait(pause)
+
+
+def lowest_priority() -> None:
+    """This thread at the lowest CPU priority (Linux schedules each thread with a nice value of
+    its own): refolding takes the cores the learner, the API and the scrapers leave idle."""
+    # Not Linux, or not allowed: the share still bounds it.
+    with contextlib.suppress(AttributeError, OSError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICE)
