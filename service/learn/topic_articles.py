@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from lda.search import share_bound
-from service.store.snapshot import TopicArticle
+from service.store.topic_article import TopicArticle
 
 # Articles with fewer tokens in the vocabulary are not listed: a handful of tokens gives a
 # share of 1 to whatever topic drew them, which says little about the topic.

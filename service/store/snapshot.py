@@ -22,6 +22,7 @@ from lda.config import Estimate
 from service.keys import HEARTBEAT_KEY, SNAPSHOT_KEY, SNAPSHOT_VERSION_KEY
 from service.store import compat
 from service.store.redis_values import finite, text
+from service.store.topic_article import TopicArticle
 
 
 @dataclass(frozen=True)
@@ -128,53 +129,6 @@ class Snapshot:
         """The snapshot of ``data``'s fields this code knows: a newer worker's additions are
         left out, so an API from before them keeps serving while workers are upgraded."""
         return cls(**compat.known_fields(cls, data))
-
-
-# The live source's articles link to Wikipedia by page id; a file source's have no link.
-WIKIPEDIA_SOURCE = "wikipedia"
-WIKIPEDIA_PAGE_URL = "https://en.wikipedia.org/?curid={id}"
-
-
-@dataclass(frozen=True)
-class TopicArticle:
-    """One article behind a topic: its title, id (the page id for Wikipedia), source, its
-    share of the topic in the Gibbs expectations it was learned with, and the documents seen
-    when it was learned."""
-
-    title: str
-    id: str
-    source: str
-    share: float
-    docs_seen: int
-    # How sure the share is given the article's length (lda.search.share_bound), and the
-    # length in vocabulary tokens (None from a worker before they were kept).
-    share_bound: float | None = None
-    tokens: int | None = None
-
-    @property
-    def url(self) -> str | None:
-        """The article on Wikipedia for the live source; None for a file source."""
-        if self.source != WIKIPEDIA_SOURCE or not self.id.isdigit():
-            return None
-        return WIKIPEDIA_PAGE_URL.format(id=self.id)
-
-    def row(self) -> list[Any]:
-        head = [self.title, self.id, self.source, self.share, self.docs_seen]
-        return head if self.share_bound is None else [*head, self.share_bound, self.tokens]
-
-    @classmethod
-    def from_row(cls, row: Sequence[Any]) -> TopicArticle:
-        title, article_id, source, share, docs_seen, *sure = row
-        bound, tokens = (sure[0], sure[1]) if len(sure) == 2 else (None, None)
-        return cls(
-            str(title),
-            str(article_id),
-            str(source),
-            float(share),
-            int(docs_seen),
-            None if bound is None else float(bound),
-            None if tokens is None else int(tokens),
-        )
 
 
 if TYPE_CHECKING:  # the worker's side hands torch tensors; the API reads without torch

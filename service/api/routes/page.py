@@ -29,7 +29,7 @@ from fastapi import APIRouter
 from fastapi.responses import HTMLResponse
 
 from lda.config import CHANGED_BITS
-from service.store.snapshot import WIKIPEDIA_PAGE_URL
+from service.store.topic_article import WIKIPEDIA_PAGE_URL
 
 INLINE = re.compile(r"<(script|style)>(.*?)</\1>", re.S)
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from lda.search import SparseRows, hellinger, nearest, share_bound
 from service.store.article_index import IndexRows
-from service.store.snapshot import TopicArticle
+from service.store.topic_article import article_url
 
 TOPICS_SHOWN = 3  # each found article's largest shares, in an answer
 
@@ -105,7 +105,7 @@ class SearchIndex:
             "title": title,
             "id": article_id,
             "source": source,
-            "url": TopicArticle(title, article_id, source, 0.0, 0).url,
+            "url": article_url(source, article_id),
             "tokens": round(float(self.rows.tokens[found.row])),
             "docs_seen": int(self.rows.at[found.row]),
             "topics": [
