@@ -44,12 +44,14 @@ CHROMIUM_TIMEOUT_S = 60
 VIRTUAL_TIME_MS = 5000
 QUEUE_LENGTH, QUEUE_PENDING = 7, 3
 
-pytestmark = [
+# Every page test: slow (a Redis, a server and Chromium), and skipped without Chromium.
+IN_CHROMIUM = [
     pytest.mark.slow,
     pytest.mark.skipif(
         CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)"
     ),
 ]
+pytestmark = IN_CHROMIUM
 
 
 def run_chromium(

@@ -31,7 +31,7 @@ from service.store.published_model import publish_model
 from service.store.snapshot import publish_snapshot
 from service.store.topic_names import set_topic_name
 from tests.service.api.test_page import (
-    CHROMIUM,
+    IN_CHROMIUM,
     csp_violations,
     dump_dom,
     element,
@@ -41,12 +41,7 @@ from tests.service.api.test_page import (
 from tests.service.api.test_search import index_rows
 from tests.service.conftest import VOCAB, Published, serve
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)"
-    ),
-]
+pytestmark = IN_CHROMIUM
 
 TEXT = "violin cello opera sonata violin engine"
 SEARCH_LIMIT = 20  # the page's SEARCH_LIMIT: articles it asks POST /similar for

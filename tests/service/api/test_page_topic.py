@@ -18,7 +18,6 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import numpy as np
-import pytest
 import redis
 from fastapi import Request, Response
 
@@ -29,7 +28,7 @@ from service.store.published_model import StreamFigures, publish_model
 from service.store.snapshot import publish_snapshot
 from service.store.topic_history import HistoryPoint, append_topic_history
 from service.store.topic_names import set_topic_name
-from tests.service.api.test_page import CHROMIUM, chromium, dump_dom, element, rows, text
+from tests.service.api.test_page import IN_CHROMIUM, chromium, dump_dom, element, rows, text
 from tests.service.conftest import (
     VOCAB,
     K,
@@ -39,12 +38,7 @@ from tests.service.conftest import (
     watched_topics,
 )
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)"
-    ),
-]
+pytestmark = IN_CHROMIUM
 
 SIZES = [0.5, 0.2, 0.3]
 SUGGESTED = ["apple · banana · cherry", "engine · piston · turbine", "sonata · violin · cello"]
