@@ -8,7 +8,8 @@ not; both draw the same chain, so their step times compare minibatch by minibatc
 (interleaved). Then each listed article's own text is folded in with the served beta_mean by
 ``/infer``'s fixed point (lda.inference.infer_topics), and the script prints, per topic, the
 share of the topic it was listed under: the median over topics, and the fraction of listed
-articles whose topic is among their top 3.
+articles whose topic is among their top 3; and the listed articles' lengths in words against
+the stream's (median, and the share under 100 words).
 
     .venv/bin/python benchmarks/topic_articles.py --topics 200 --vocab-size 50000 --docs 20000
     .venv/bin/python benchmarks/topic_articles.py --docs 5000          # shipped K = 50
@@ -39,6 +40,7 @@ from service.learn.topic_record import RecordConfig, TopicRecord
 from service.settings import Settings
 from service.store.snapshot import Snapshot, ranked_words
 
+SHORT_WORDS = 100  # an article under this many words is a stub
 CORPORA = Path(__file__).resolve().parents[1].parent / "shared" / "corpora"
 
 
@@ -163,9 +165,11 @@ def main() -> int:
     gamma = config.gamma
     assert gamma is not None
     shares, in_top3, listed = [], 0, 0
+    listed_words: list[int] = []
     for k, rows in enumerate(record.article_rows(with_record.docs_seen)):
         topic_shares = []
         for row in rows:
+            listed_words.append(len(texts[str(row[1])][1].split()))
             ids = torch.tensor(vocab.encode(texts[str(row[1])][1]))
             pi = torch.tensor(infer_topics(beta, ids, gamma))
             topic_shares.append(float(pi[k]))
@@ -177,6 +181,16 @@ def main() -> int:
         f"listed {listed} articles over {len(shares)} topics | /infer's share of the listed "
         f"topic: median over topics {statistics.median(shares):.3f} | topic among the "
         f"article's top 3: {in_top3 / max(listed, 1):.3f} (goal >= 0.90)"
+    )
+    learned_words = [len(texts[a[1]][1].split()) for a, _ in documents]
+    stream_median, listed_median = statistics.median(learned_words), statistics.median(listed_words)
+    short = sum(w < SHORT_WORDS for w in listed_words) / max(len(listed_words), 1)
+    stream_short = sum(w < SHORT_WORDS for w in learned_words) / len(learned_words)
+    print(
+        f"lengths in words: listed median {listed_median:.1f} against the stream's "
+        f"{stream_median:.1f} ({listed_median / stream_median:.2f}x, goal >= 0.8x) | under "
+        f"{SHORT_WORDS} words: listed {short:.1%}, stream {stream_short:.1%} (goal: at most "
+        f"the stream's)"
     )
     return 0
 
