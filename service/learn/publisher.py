@@ -74,6 +74,7 @@ class WorkerStatus:
     checkpoint_at: float | None
     topic_size: list[float] | None = None  # each topic's share of the stream's tokens
     topic_articles: list[list[list[Any]]] | None = None  # rows of TopicArticle per topic
+    topic_article_bounds: list[list[list[float]]] | None = None  # and how sure each share is
     term_frequency: np.ndarray | None = None  # (W,) the stream's word counts
     topic_seeds: list[list[str]] | None = None  # each topic's seed words
 
@@ -217,6 +218,7 @@ class Publisher:
             checkpoint_at=now.checkpoint_at,
             topic_size=now.topic_size,
             topic_articles=now.topic_articles,
+            topic_article_bounds=now.topic_article_bounds,
             topic_suggested=suggested_names_of(
                 served_ids, served_weights, now.term_frequency, vocab
             ),

@@ -103,8 +103,12 @@ class TopicArticles:
 
     def rows(self, docs_seen: int) -> list[list[list[Any]]]:
         """Each topic's articles, surest (aged) first, as the snapshot carries them."""
+        return [[a.row() for a in listed] for listed in self.listed(docs_seen)]
+
+    def listed(self, docs_seen: int) -> list[list[TopicArticle]]:
+        """Each topic's articles, surest (aged) first."""
         order = torch.sort(self.score(docs_seen), dim=1, descending=True).indices
-        out: list[list[list[Any]]] = []
+        out: list[list[TopicArticle]] = []
         for slots, shares, ats, bounds, lengths in zip(
             self.slot.gather(1, order).tolist(),
             self.share.gather(1, order).tolist(),
@@ -115,9 +119,7 @@ class TopicArticles:
         ):
             out.append(
                 [
-                    TopicArticle(
-                        *self.articles[s], round(share, 4), at, round(bound, 4), round(n)
-                    ).row()
+                    TopicArticle(*self.articles[s], round(share, 4), at, round(bound, 4), round(n))
                     for s, share, at, bound, n in zip(
                         slots, shares, ats, bounds, lengths, strict=True
                     )

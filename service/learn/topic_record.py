@@ -156,9 +156,13 @@ class Record:
     def shown(self, docs_seen: int) -> dict[str, Any]:
         """The snapshot's fields of the record (None each without one)."""
         now = self.now
+        listed = None if now is None else now.articles.listed(docs_seen)
         return {
             "topic_size": None if now is None else now.sizes(),
-            "topic_articles": None if now is None else now.article_rows(docs_seen),
+            "topic_articles": None if listed is None else [[a.row() for a in t] for t in listed],
+            "topic_article_bounds": None
+            if listed is None
+            else [[a.sure() for a in t] for t in listed],
             "term_frequency": None if now is None else now.tally.term_frequency,
         }
 

@@ -89,6 +89,10 @@ class Snapshot:
     # Per topic, the seed words an operator gave it (an empty list for none; None from workers
     # before seeds): docs/topics.md, "Seeded topics".
     topic_seeds: list[list[str]] | None = None
+    # Per topic, beside ``topic_articles``, each article's [share_bound, tokens]: how sure its
+    # share is given its length (a field of its own, so an API from before it reads the rows as
+    # ever; None from workers before it).
+    topic_article_bounds: list[list[list[float]]] | None = None
 
     @property
     def world_size(self) -> int:
@@ -107,7 +111,14 @@ class Snapshot:
         """The articles behind topic ``k``, most about it first (none before a worker kept any)."""
         if self.topic_articles is None or not 0 <= k < len(self.topic_articles):
             return []
-        return [TopicArticle.from_row(row) for row in self.topic_articles[k]]
+        rows = self.topic_articles[k]
+        bounds = self.topic_article_bounds
+        sure: list[list[float]] | list[None] = (
+            bounds[k] if bounds is not None and k < len(bounds) else []
+        )
+        if len(sure) != len(rows):  # an older worker's snapshot, or a damaged one
+            sure = [None] * len(rows)
+        return [TopicArticle.from_row(row, s) for row, s in zip(rows, sure, strict=True)]
 
     def to_json(self) -> str:
         # Shallow: asdict would deep-copy every WordWeight first, the bulk of the cost.

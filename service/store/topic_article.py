@@ -35,21 +35,19 @@ class TopicArticle:
         return WIKIPEDIA_PAGE_URL.format(id=self.id)
 
     def row(self) -> list[Any]:
-        head = [self.title, self.id, self.source, self.share, self.docs_seen]
-        return head if self.share_bound is None else [*head, self.share_bound, self.tokens]
+        """The snapshot's row of it: [title, id, source, share, docs seen]."""
+        return [self.title, self.id, self.source, self.share, self.docs_seen]
+
+    def sure(self) -> list[float]:
+        """The snapshot's [share_bound, tokens] of it, beside its row."""
+        return [float(self.share_bound or 0.0), float(self.tokens or 0)]
 
     @classmethod
-    def from_row(cls, row: Sequence[Any]) -> TopicArticle:
-        title, article_id, source, share, docs_seen, *sure = row
-        bound, tokens = (sure[0], sure[1]) if len(sure) == 2 else (None, None)
+    def from_row(cls, row: Sequence[Any], sure: Sequence[Any] | None = None) -> TopicArticle:
+        title, article_id, source, share, docs_seen = row
+        bound, tokens = (None, None) if sure is None else (float(sure[0]), int(sure[1]))
         return cls(
-            str(title),
-            str(article_id),
-            str(source),
-            float(share),
-            int(docs_seen),
-            None if bound is None else float(bound),
-            None if tokens is None else int(tokens),
+            str(title), str(article_id), str(source), float(share), int(docs_seen), bound, tokens
         )
 
 

@@ -52,8 +52,9 @@ TIMEOUT_S = 30
 SNAPSHOT_ARTICLES: list[list[list[Any]]] = [
     [],
     [],
-    [["Symphony No. 5 (Beethoven)", "4321", "wikipedia", 0.823, 2500, 0.641, 1800]],
+    [["Symphony No. 5 (Beethoven)", "4321", "wikipedia", 0.823, 2500]],
 ]
+SNAPSHOT_BOUNDS: list[list[list[float]]] = [[], [], [[0.641, 1800]]]  # [share_bound, tokens]
 
 
 @pytest.fixture
@@ -142,7 +143,9 @@ def test_a_topics_more_articles_page_through_its_kept_articles(
     settings: Settings,
     tmp_path: Path,
 ) -> None:
-    snapshot = dataclasses.replace(published.snapshot, topic_articles=SNAPSHOT_ARTICLES)
+    snapshot = dataclasses.replace(
+        published.snapshot, topic_articles=SNAPSHOT_ARTICLES, topic_article_bounds=SNAPSHOT_BOUNDS
+    )
     publish_snapshot(redis_client, snapshot)
     with serve(create_app(settings)) as url:
         before = dump_dom(url + "#topic=2", tmp_path / "profile")
