@@ -13,7 +13,8 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from service.api.deps import AdminTokenDep, RedisDep
 from service.api.http.admin_gate import refusal
-from service.api.schemas import AdminOut, ErrorOut
+from service.api.http.query_params import TOPIC_ID, strict
+from service.api.schemas import BODY_ERRORS, INVALID, AdminOut, ErrorOut
 from service.store.control import read_control, request_checkpoint, set_paused
 
 # auto_error=False: a missing or non-bearer header comes here as None, so the 404 (admin off)
@@ -30,6 +31,24 @@ def require_admin(
     refused = refusal(admin_token, "" if credentials is None else credentials.credentials)
     if refused is not None:
         raise refused
+
+
+def topic_router(unavailable: str) -> APIRouter:
+    """The admin router of a topic's routes (``/admin/topics/{topic_id}/...``): the token, a
+    topic id parsed strictly, and the answers they share; ``unavailable``: what their 503
+    means."""
+    return APIRouter(
+        prefix="/admin",
+        tags=["admin"],
+        dependencies=[Depends(require_admin), Depends(strict({}, TOPIC_ID))],
+        responses={
+            401: {"model": ErrorOut, "description": "Missing or wrong bearer token"},
+            404: {"model": ErrorOut, "description": "Admin endpoints are off, or no such topic"},
+            **BODY_ERRORS,
+            **INVALID,
+            503: {"model": ErrorOut, "description": unavailable},
+        },
+    )
 
 
 router = APIRouter(

@@ -12,14 +12,14 @@ uses the local bound ``most``, which string annotations could not resolve.)
 
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Depends, HTTPException, Path, Request, status
+from fastapi import APIRouter, Body, HTTPException, Path, Request, status
 from fastapi.exceptions import RequestValidationError
 
 from service.api.deps import RedisDep, StateDep
-from service.api.http.query_params import MAX_INTEGER, TOPIC_ID, strict
+from service.api.http.query_params import MAX_INTEGER
 from service.api.reads.refresher import State
-from service.api.routes.admin import require_admin
-from service.api.schemas import BODY_ERRORS, INVALID, ErrorOut, TopicNameOut
+from service.api.routes.admin import topic_router
+from service.api.schemas import TopicNameOut
 from service.store.topic_names import clear_topic_name, set_topic_name
 
 NAME = (
@@ -66,18 +66,7 @@ def _answer(request: Request, topic_id: int, name: str | None) -> TopicNameOut:
 
 def router(most: int) -> APIRouter:
     """The naming routes, a name bounded by ``most`` characters (the setting topic_name_max)."""
-    routes = APIRouter(
-        prefix="/admin",
-        tags=["admin"],
-        dependencies=[Depends(require_admin), Depends(strict({}, TOPIC_ID))],
-        responses={
-            401: {"model": ErrorOut, "description": "Missing or wrong bearer token"},
-            404: {"model": ErrorOut, "description": "Admin endpoints are off, or no such topic"},
-            **BODY_ERRORS,
-            **INVALID,
-            503: {"model": ErrorOut, "description": "Redis is unreachable, or no topics yet"},
-        },
-    )
+    routes = topic_router("Redis is unreachable, or no topics yet")
 
     @routes.put("/topics/{topic_id}/name", response_model=TopicNameOut)
     def name_topic(

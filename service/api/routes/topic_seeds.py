@@ -17,16 +17,16 @@ string annotations could not resolve.)
 import math
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Depends, HTTPException, Path, status
+from fastapi import APIRouter, Body, HTTPException, Path, status
 from fastapi.exceptions import RequestValidationError
 from pydantic import StringConstraints
 
 from service.api.deps import RedisDep, StateDep
 from service.api.http.body_limits import SEED_WORD_CHARS
-from service.api.http.query_params import MAX_INTEGER, TOPIC_ID, strict
+from service.api.http.query_params import MAX_INTEGER
 from service.api.reads.refresher import State
-from service.api.routes.admin import require_admin
-from service.api.schemas import BODY_ERRORS, INVALID, ErrorOut, TopicSeedsOut
+from service.api.routes.admin import topic_router
+from service.api.schemas import TopicSeedsOut
 from service.store.topic_seeds import TopicSeeds, clear_topic_seeds, seed_words, set_topic_seeds
 
 TopicId = Annotated[int, Path(ge=0, le=MAX_INTEGER, description="Topic id, 0 to K-1")]
@@ -67,18 +67,7 @@ def router(most: int, strongest: float, default: float, topics: int) -> APIRoute
     """The seeding routes: at most ``most`` words (the setting seed_words_max), a strength up
     to ``strongest`` (seed_strength_max), ``default`` when none is given (seed_strength), and
     ``topics`` before a snapshot says how many there are (the setting topics)."""
-    routes = APIRouter(
-        prefix="/admin",
-        tags=["admin"],
-        dependencies=[Depends(require_admin), Depends(strict({}, TOPIC_ID))],
-        responses={
-            401: {"model": ErrorOut, "description": "Missing or wrong bearer token"},
-            404: {"model": ErrorOut, "description": "Admin endpoints are off, or no such topic"},
-            **BODY_ERRORS,
-            **INVALID,
-            503: {"model": ErrorOut, "description": "Redis is unreachable"},
-        },
-    )
+    routes = topic_router("Redis is unreachable")
 
     @routes.put("/topics/{topic_id}/seeds", response_model=TopicSeedsOut)
     def seed_topic(
