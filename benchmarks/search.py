@@ -146,12 +146,14 @@ def learn(args: argparse.Namespace, k: int, articles: list[tuple[str, str]]) -> 
         learned += len(part)
         if learned // every > published:
             published = learned // every
-            refresh.model(model.beta_mean, vocab, gamma, model.docs_seen)
+            refresh.model(
+                model.beta_mean.to(torch.float32, copy=True), vocab, gamma, model.docs_seen
+            )
             refresh.start()
     seconds = time.perf_counter() - began
     at_end, during = index.rows(), refresh.refolded
     # The stream has ended: the final model goes to the thread, which catches up while quiet.
-    refresh.model(model.beta_mean, vocab, gamma, model.docs_seen)
+    refresh.model(model.beta_mean.to(torch.float32, copy=True), vocab, gamma, model.docs_seen)
     settled = time.perf_counter()
     while args.refresh_share and index.due(1, model.docs_seen) and not settled_too_long(settled):
         time.sleep(0.5)

@@ -93,6 +93,7 @@ class Outlet(Protocol):
         vocab: Vocabulary,
         stream: StreamFigures | None = None,
         index: IndexRows | None = None,
+        beta: torch.Tensor | None = None,
     ) -> None: ...
     def model_due(self) -> bool: ...
     def snapshot(self, model: StreamingLDA, vocab: Vocabulary, now: WorkerStatus) -> None: ...
@@ -147,16 +148,18 @@ class Publisher:
         vocab: Vocabulary,
         stream: StreamFigures | None = None,
         index: IndexRows | None = None,
+        beta: torch.Tensor | None = None,
     ) -> None:
-        """beta_mean, the vocabulary and gamma, for /infer (with the ``stream``'s figures, for
-        relevance and export, and the kept articles' shares, for search)."""
+        """beta_mean (``beta``: as a float32 copy already made), the vocabulary and gamma, for
+        /infer (with the ``stream``'s figures, for relevance and export, and the kept articles'
+        shares, for search)."""
         gamma = model.config.gamma
         assert gamma is not None
         self.redis(
             "publishing the model",
             lambda: publish_model(
                 self.client,
-                model.beta_mean,
+                model.beta_mean if beta is None else beta,
                 vocab.words,
                 docs_seen=model.docs_seen,
                 gamma=gamma,
@@ -306,6 +309,7 @@ class NullPublisher:
         vocab: Vocabulary,
         stream: StreamFigures | None = None,
         index: IndexRows | None = None,
+        beta: torch.Tensor | None = None,
     ) -> None:
         pass
 

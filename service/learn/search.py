@@ -78,14 +78,15 @@ class Search:
         if self.now is not None and any(int(m) != k for k, m in enumerate(matched)):
             self.now.permute(matched, since)
 
-    def rows(self, model: StreamingLDA, vocab: Vocabulary) -> IndexRows | None:
-        """The rows to publish with ``model``, which the thread refolds them under from now."""
+    def rows(self, model: StreamingLDA, vocab: Vocabulary, beta: torch.Tensor) -> IndexRows | None:
+        """The rows to publish with ``model``, whose float32 beta_mean (K x W, the thread's to
+        keep) the thread refolds them under from now."""
         if self.now is None:
             return None
         if self.refresh is not None:
             gamma = model.config.gamma
             assert gamma is not None
-            self.refresh.model(model.beta_mean, vocab, gamma, model.docs_seen)
+            self.refresh.model(beta, vocab, gamma, model.docs_seen)
             self.refresh.start()
         return self.now.rows()
 

@@ -70,10 +70,11 @@ class ShareRefresh:
     def model(
         self, beta_mean: torch.Tensor, vocab: Vocabulary, gamma: float, docs_seen: int
     ) -> None:
-        """A model was published: rows are refolded under it from now on."""
-        # One copy of its own, word-major: the learner may write what it handed over in place.
-        columns = torch.empty(tuple(beta_mean.shape[::-1]), dtype=torch.float32)
-        columns.copy_(beta_mean.detach().T)
+        """A model was published: rows are refolded under it from now on. ``beta_mean`` (K x W)
+        is the thread's to keep: nothing may write it after."""
+        # Its columns word-major, float32: a view where it is laid out so already (as the lazy
+        # chain's is), else one copy.
+        columns = beta_mean.detach().to("cpu", torch.float32).T.contiguous()
         if self._words is None or self._words[0] != vocab.version:
             self._words = (vocab.version, WordIndex(vocab.words))
         self.latest = Model(columns.numpy(), self._words[1], gamma, docs_seen)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+import torch
+
 from lda.model import StreamingLDA
 from service.learn.checkpointer import Checkpointer
 from service.learn.coordinator import Coordinator
@@ -58,7 +60,11 @@ class Showing:
         """beta_mean and its vocabulary, the stream's figures and the kept articles' shares."""
         model, vocab = self.session.model, self.session.vocabulary
         assert model is not None and vocab is not None
-        self.publisher.model(model, vocab, self.record.figures(), self.search.rows(model, vocab))
+        # One float32 copy of beta_mean for Redis and the refolding thread (K x W; word-major
+        # where the chain's is): at K = 1,000, W = 100,000 each copy is 400 MB.
+        beta = model.beta_mean.detach().to("cpu", torch.float32, copy=True)
+        rows = self.search.rows(model, vocab, beta)
+        self.publisher.model(model, vocab, self.record.figures(), rows, beta)
 
     def after_step(self) -> None:
         """The model if this process owes one, then a snapshot when due (else a heartbeat)."""
