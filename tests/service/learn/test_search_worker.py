@@ -1,0 +1,95 @@
+"""Search end to end: a worker with revisits keeps every trained article's shares, refolds them
+under its published model, publishes them with it, serves them through the API, and keeps them
+across a restart."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from service.api.app import create_app
+from service.learn.command import build_worker
+from service.learn.heldout_store import HeldoutStore
+from service.learn.worker import Worker
+from service.settings import Settings
+from service.store.article_index import index_rows
+from service.store.published_model import read_model
+from service.store.redis_client import connect
+from tests.service.learn.helpers import (
+    articles,
+    drained,
+    queue_articles,
+    wait_until,
+    worker_settings,
+)
+from tests.support.redis_server import RedisServer
+
+pytestmark = pytest.mark.slow  # a real Redis, a worker in this process, the API
+
+COUNT = 120
+
+
+def started(settings: Settings) -> tuple[Worker, threading.Event, threading.Thread]:
+    stop = threading.Event()
+    worker = build_worker(settings, connect(settings.store), stop)
+    thread = threading.Thread(target=worker.run, daemon=True)
+    thread.start()
+    return worker, stop, thread
+
+
+def stopped(stop: threading.Event, thread: threading.Thread) -> None:
+    stop.set()
+    thread.join(60)
+    assert not thread.is_alive()
+
+
+def refolded(worker: Worker) -> bool:
+    """Every kept row refolded under a published model (the thread has caught up)."""
+    index = worker.search.now
+    return index is not None and bool(index.held.any()) and bool(index.folded[index.held].all())
+
+
+def test_kept_articles_are_indexed_refolded_published_served_and_kept(
+    redis_server: RedisServer, tmp_path: Path
+) -> None:
+    settings = worker_settings(
+        redis_server.url, tmp_path / "data", revisit=True, reservoir_size=500
+    )
+    client = connect(settings.store)
+    queue_articles(client, 0, COUNT)
+    worker, stop, thread = started(settings)
+    wait_until(lambda: drained(client) and refolded(worker), "the stream learned and refolded")
+    stopped(stop, thread)
+
+    model = read_model(client)
+    assert model is not None and model.index_fields is not None
+    rows = index_rows(model.index_fields, model.n_topics)
+    assert rows is not None
+    stream = {a.id: a for a in articles(0, COUNT)}
+    held_texts = set(HeldoutStore(client, settings.queue.heldout_key).texts())
+    heldout = {key for key, a in stream.items() if a.text in held_texts}
+    kept = {ref[1] for ref in rows.refs}
+    assert kept and kept <= stream.keys() - heldout
+    assert len(kept) == len(rows.refs)  # one row each
+    assert all(title == stream[key].title for title, key, _ in rows.refs)
+
+    with TestClient(create_app(settings)) as api:
+        some = next(iter(kept))
+        similar = api.post("/similar", json={"text": stream[some].text, "limit": 5})
+        assert similar.status_code == 200, similar.text
+        assert {a["id"] for a in similar.json()["articles"]} <= kept
+        assert api.get(f"/articles/{some}/similar").status_code == 200
+        listed = [api.get(f"/topics/{k}/articles").json()["total"] for k in range(5)]
+        assert sum(listed) >= len(kept)  # each article under at least one topic
+
+    # A restart goes on with the checkpoint's rows.
+    before = worker.search.now
+    assert before is not None
+    again, stop, thread = started(settings)
+    wait_until(lambda: again.search.now is not None, "the worker to resume")
+    stopped(stop, thread)
+    after = again.search.now
+    assert after is not None and after.refs == before.refs
