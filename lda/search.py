@@ -90,20 +90,22 @@ class SparseRows:
     @property
     def rest(self) -> np.ndarray:
         """(N,) each row's mass on each topic it does not keep (0 when it keeps them all)."""
-        kept = (self.topics >= 0).sum(axis=1)
-        left = np.clip(1.0 - self.shares.sum(axis=1, dtype=np.float64), 0.0, 1.0)
-        others = self.n_topics - kept
-        return np.where(others > 0, left / np.maximum(others, 1), 0.0)
+        return _rest(self.topics, self.shares, self.n_topics)
 
     def dense(self, row: int) -> np.ndarray:
         """Row ``row`` as a distribution over all K topics (the rest spread evenly)."""
         ids, shares = self.topics[row], self.shares[row]
         kept = ids >= 0
-        others = self.n_topics - int(kept.sum())
-        left = min(max(1.0 - float(shares.sum(dtype=np.float64)), 0.0), 1.0)
-        out = np.full(self.n_topics, left / others if others else 0.0, dtype=np.float64)
+        out = np.full(self.n_topics, _rest(ids[None], shares[None], self.n_topics)[0])
         out[ids[kept]] = shares[kept]
         return out / out.sum()
+
+
+def _rest(topics: np.ndarray, shares: np.ndarray, n_topics: int) -> np.ndarray:
+    """(N,) the mass of each row not kept, spread over the topics it does not keep."""
+    others = n_topics - (topics >= 0).sum(axis=1)
+    left = np.clip(1.0 - shares.sum(axis=1, dtype=np.float64), 0.0, 1.0)
+    return np.where(others > 0, left / np.maximum(others, 1), 0.0)
 
 
 def hellinger(query: np.ndarray, rows: SparseRows, rest: np.ndarray | None = None) -> np.ndarray:
