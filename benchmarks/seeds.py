@@ -21,7 +21,6 @@ peer, and is scored by :mod:`benchmarks.learner`'s estimator (held-out perplexit
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 import time
@@ -29,7 +28,6 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from lda.batch import Batch
@@ -54,17 +52,8 @@ THEMES: dict[str, tuple[str, ...]] = {
 }
 
 
-def _sibling(name: str) -> ModuleType:
-    """``benchmarks/<name>.py``, loaded by path, as learner.py loads its siblings."""
-    spec = importlib.util.spec_from_file_location(f"benchmark_{name}", HERE / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-learner = _sibling("learner")
+sys.path.insert(0, str(HERE))  # its siblings, whether it is run or loaded by path
+import learner  # noqa: E402
 
 
 @dataclass
