@@ -12,11 +12,10 @@ from pathlib import Path
 
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, given
-from hypothesis import settings as settings_
 from hypothesis import strategies as st
 from schemathesis import GenerationMode
 
+from tests.service.api.test_openapi import _conforms
 from tests.service.learn.helpers import wait_until
 from tests.service.test_up import get, start_up, stop_up, two_points
 from tests.support.redis_server import free_port
@@ -52,20 +51,7 @@ def test_up_answers_as_its_schema_says(tmp_path: Path, monkeypatch: pytest.Monke
             if operation.path.startswith("/admin/"):
                 continue  # pausing the worker is the stand-in test's to try (test_openapi.py)
             cases = st.one_of([operation.as_strategy(mode) for mode in GenerationMode])
-
-            @given(case=cases)
-            @settings_(
-                max_examples=EXAMPLES,
-                derandomize=True,
-                database=None,
-                deadline=None,
-                suppress_health_check=list(HealthCheck),
-            )
-            def conforms(case: schemathesis.Case) -> None:
-                if time.monotonic() < deadline:
-                    case.call_and_validate(headers=auth)
-
-            conforms()
+            _conforms(cases, auth, [], EXAMPLES, deadline)
         assert up.poll() is None, "up died under the fuzzing"
         log = (tmp_path / "up.log").read_text()
         assert "Traceback" not in log, log[-4000:]
