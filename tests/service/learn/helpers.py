@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -19,9 +20,11 @@ from lda.model import StreamingLDA
 from lda.vocab import Vocabulary, build_vocabulary
 from service.ingest.queue import ArticleQueue, QueueConfig
 from service.ingest.sources import Article
+from service.learn.command import build_worker
 from service.learn.model_store import CHECKPOINT_NAME, load_model
 from service.learn.session_config import SessionConfig, learner_config
 from service.settings import Settings
+from service.store.redis_client import connect
 from service.store.snapshot import read_snapshot
 from tests.support.corpora import SHARDS, read_jsonl
 
@@ -202,3 +205,20 @@ class WorkerProcess:
             self.process.kill()
             self.process.wait()
         self.handle.close()
+
+
+def started(settings: Settings) -> tuple[Any, threading.Event, threading.Thread]:
+    """A worker built from ``settings``, running in a thread of this process until stopped:
+    (the worker, its stop event, its thread)."""
+    stop = threading.Event()
+    worker = build_worker(settings, connect(settings.store), stop)
+    thread = threading.Thread(target=worker.run, daemon=True)
+    thread.start()
+    return worker, stop, thread
+
+
+def stopped(stop: threading.Event, thread: threading.Thread) -> None:
+    """Stop a worker of :func:`started` and wait for it to end."""
+    stop.set()
+    thread.join(60)
+    assert not thread.is_alive()

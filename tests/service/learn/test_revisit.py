@@ -19,7 +19,6 @@ from service.keys import reservoir_key
 from service.learn.command import build_worker
 from service.learn.heldout_store import HeldoutStore
 from service.learn.model_store import CHECKPOINT_NAME, load_model
-from service.learn.worker import Worker
 from service.settings import Settings
 from service.store.redis_client import connect
 from service.store.snapshot import read_snapshot
@@ -30,6 +29,8 @@ from tests.service.learn.helpers import (
     docs_seen,
     drained,
     queue_articles,
+    started,
+    stopped,
     wait_until,
     worker_settings,
 )
@@ -44,20 +45,6 @@ def revisiting(redis_url: str, data_dir: Path) -> Settings:
     return worker_settings(
         redis_url, data_dir, revisit=True, revisit_ratio=RATIO, checkpoint_idle_s=0.5
     )
-
-
-def started(settings: Settings) -> tuple[Worker, threading.Event, threading.Thread]:
-    stop = threading.Event()
-    worker = build_worker(settings, connect(settings.store), stop)
-    thread = threading.Thread(target=worker.run, daemon=True)
-    thread.start()
-    return worker, stop, thread
-
-
-def stopped(stop: threading.Event, thread: threading.Thread) -> None:
-    stop.set()
-    thread.join(60)
-    assert not thread.is_alive()
 
 
 def held_texts(settings: Settings) -> list[str]:

@@ -4,17 +4,14 @@ across a restart."""
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
 from service.api.app import create_app
-from service.learn.command import build_worker
 from service.learn.heldout_store import HeldoutStore
 from service.learn.worker import Worker
-from service.settings import Settings
 from service.store.article_index import index_rows
 from service.store.published_model import read_model
 from service.store.redis_client import connect
@@ -22,6 +19,8 @@ from tests.service.learn.helpers import (
     articles,
     drained,
     queue_articles,
+    started,
+    stopped,
     wait_until,
     worker_settings,
 )
@@ -30,20 +29,6 @@ from tests.support.redis_server import RedisServer
 pytestmark = pytest.mark.slow  # a real Redis, a worker in this process, the API
 
 COUNT = 120
-
-
-def started(settings: Settings) -> tuple[Worker, threading.Event, threading.Thread]:
-    stop = threading.Event()
-    worker = build_worker(settings, connect(settings.store), stop)
-    thread = threading.Thread(target=worker.run, daemon=True)
-    thread.start()
-    return worker, stop, thread
-
-
-def stopped(stop: threading.Event, thread: threading.Thread) -> None:
-    stop.set()
-    thread.join(60)
-    assert not thread.is_alive()
 
 
 def refolded(worker: Worker) -> bool:
