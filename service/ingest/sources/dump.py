@@ -2,13 +2,15 @@
 
 The file is decompressed and cut into pages at each ``<page>`` and ``</page>``, and every page
 is parsed on its own as it streams in: its end has a byte offset (where a restarted scraper
-carries on), and a page that is not well-formed XML is that page's problem (skipped as
-``malformed_page``), not the dump's. Only a page's title, namespace, id, redirect mark and text
-are kept, the text no further than ``max_article_bytes`` (a longer page is skipped as
-``too_large`` and the rest of it read past, never held), so memory stays flat however large the
-dump or its pages. Only main-namespace (ns 0) pages that are neither redirects nor
-disambiguation pages become articles; the others are skipped and counted by reason, as are
-pages the cleaner cannot handle (``unparsable``).
+carries on), and a page that is not well-formed XML, or nests elements over ``MAX_DEPTH`` deep,
+is that page's problem (skipped as ``malformed_page``), not the dump's. The reader keeps only
+the depth and the first few names of the path to the current element, so each tag costs O(1)
+however deep the page. Only a page's title, namespace, id, redirect mark and text are kept, the
+text no further than ``max_article_bytes`` (a longer page is skipped as ``too_large`` and the
+rest of it read past, never held), so memory stays flat however large the dump or its pages.
+Only main-namespace (ns 0) pages that are neither redirects nor disambiguation pages become
+articles; the others are skipped and counted by reason, as are pages the cleaner cannot handle
+(``unparsable``).
 """
 
 from __future__ import annotations
@@ -34,13 +36,23 @@ PAGE_START = b"<page>"
 FIELD_CHARS = 4096
 # Bytes of XML a page may take per byte of its text's bound: escapes ("&quot;") and markup.
 XML_BYTES_PER_TEXT_BYTE = 8
-# The elements a page's reader keeps, by their path from <page>.
+# The elements a page's reader keeps, by their path from <page> (at most three deep).
 FIELDS: dict[tuple[str, ...], str] = {
     ("page", "title"): "title",
     ("page", "ns"): "ns",
     ("page", "id"): "id",
 }
 TEXT = ("page", "revision", "text")
+REDIRECT = ("page", "redirect")
+# Names kept of the path to the current element: as deep as any element above is kept.
+KEPT_DEPTH = len(TEXT)
+# Deepest nesting of elements a page may have (a real one has 4: page/revision/contributor/id);
+# a deeper page is skipped as malformed_page, so the reader's work is O(1) a tag.
+MAX_DEPTH = 32
+
+
+class _TooDeep(Exception):
+    """A page nests elements deeper than MAX_DEPTH (raised inside the XML parser's feed)."""
 
 
 def _local(tag: str) -> str:
@@ -58,22 +70,31 @@ class _Page:
     text: list[str] | None = None  # None: the page has no revision text
     text_chars: int = 0
     too_large: bool = False
-    path: list[str] = field(default_factory=list)
+    depth: int = 0  # elements open, <page> included
+    path: list[str] = field(default_factory=list)  # the first KEPT_DEPTH names of the path
     pieces: list[str] | None = None
     pieces_chars: int = 0
     in_text: bool = False  # inside the revision's <text>: data() is called per few characters
 
     # --- the XML parser's target interface -------------------------------------------------
     def start(self, tag: str, _attrs: dict[str, str]) -> None:
+        self.depth += 1
+        self.pieces = None
+        self.in_text = False
+        if self.depth > KEPT_DEPTH:
+            if self.depth > MAX_DEPTH:
+                raise _TooDeep(f"elements nested over {MAX_DEPTH} deep")
+            return  # no element below this depth is read
         self.path.append(_local(tag))
-        where = tuple(self.path)
-        if where == ("page", "redirect"):
+        where = tuple(self.path)  # at most KEPT_DEPTH names: O(1)
+        if where == REDIRECT:
             self.redirect = True
         elif where == TEXT:
             self.text = []
-        self.in_text = where == TEXT
-        self.pieces = [] if where in FIELDS else None
-        self.pieces_chars = 0
+            self.in_text = True
+        elif where in FIELDS:
+            self.pieces = []
+            self.pieces_chars = 0
 
     def data(self, chunk: str) -> None:
         if self.in_text:
@@ -90,11 +111,15 @@ class _Page:
             self.pieces_chars += len(chunk)
 
     def end(self, _tag: str) -> None:
+        self.depth -= 1
+        self.in_text = False
+        if self.depth >= KEPT_DEPTH:
+            self.pieces = None
+            return  # an element below the kept names closed
         name = FIELDS.get(tuple(self.path))
         if name is not None and self.pieces is not None:
             self.fields[name] = "".join(self.pieces)[:FIELD_CHARS]
         self.pieces = None
-        self.in_text = False
         self.path.pop()
 
     def close(self) -> _Page:
@@ -125,6 +150,8 @@ class _PageReader:
         try:
             self.parser.feed(data)
         except ET.ParseError as exc:
+            self.error = f"not well-formed XML: {exc}"
+        except _TooDeep as exc:  # the rest of the page is read past, never parsed
             self.error = str(exc)
 
     def finish(self) -> _Page:
@@ -133,11 +160,11 @@ class _PageReader:
             try:
                 self.parser.close()
             except ET.ParseError as exc:
-                self.error = str(exc)
+                self.error = f"not well-formed XML: {exc}"
         if self.page.too_large:
             raise ArticleSkipped("too_large", f"over {self.page.most} bytes of text")
         if self.error is not None:
-            raise ArticleSkipped("malformed_page", f"not well-formed XML: {self.error}")
+            raise ArticleSkipped("malformed_page", self.error)
         return self.page
 
 
