@@ -4,13 +4,16 @@ swell the scraper.
 The parser has real pages that hang it or grow it to gigabytes, inside C code that no signal
 interrupts; so the scraper hands each page to a long-lived child process (``python -m
 service.ingest.bounded_clean``) whose address space is capped (``RLIMIT_AS``), and waits for
-the answer no longer than a time that grows with the page, counted in the child's CPU seconds
-from the moment it is ready (a busy machine slows the clock on the wall, not the parse; the wall
-stops it at WALL_FACTOR times the bound). A page past the time bound is
+the answer no longer than a time that grows with the page up to a fixed ceiling, counted in the
+child's CPU seconds from the moment it is ready (a busy machine slows the clock on the wall, not
+the parse; the wall stops it at WALL_FACTOR times the bound). A page past the time bound is
 skipped as ``parse_timeout`` (the child is killed, and another started for the next page), one
 past the memory bound as ``parse_memory``, and one that fails or crashes the parser as
-``unparsable``; the scraper goes on either way. Pages travel over pipes, framed by their
-length, in UTF-8.
+``unparsable``; the command goes on either way. A stop request (the ``stop`` event) abandons
+the page being parsed within STOP_POLL_SECONDS: the child is killed and :class:`CleaningStopped`
+raised, the page neither cleaned nor counted. Pages travel over pipes, framed by their length,
+in UTF-8. Every command that reads articles (``scrape``, ``train``, and ``up`` through its
+scraper) cleans through one of these.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import signal
 import struct
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import IO
@@ -37,6 +41,11 @@ log = logging.getLogger(__name__)
 # pages clean at a few seconds per MB on one core: docs/defaults.md, "Parsing bounds").
 PARSE_SECONDS = 2.0
 PARSE_SECONDS_PER_MB = 20.0
+# The most CPU seconds any page gets, whatever its size: the parser is quadratic on some markup,
+# so a bound that grew with the page would let one hostile page stall a source for minutes.
+PARSE_SECONDS_MAX = 10.0
+# How often a wait for the child looks at the stop event: a stop abandons a parse this late.
+STOP_POLL_SECONDS = 0.1
 # A page's bound on the wall, as a multiple of its CPU bound: what stops a child that waits.
 WALL_FACTOR = 10.0
 # Seconds a new child may take to start and load the parser (a loaded machine is slow at it).
@@ -51,28 +60,44 @@ OK, FAILED, NO_MEMORY, READY = b"o", b"f", b"m", b"r"
 ENCODING = ("utf-8", "surrogatepass")  # JSON may hold lone surrogates: they travel as they are
 
 
+class CleaningStopped(BaseException):
+    """A stop request came while a page was being cleaned: the page is abandoned, neither
+    cleaned nor skipped. A BaseException, as KeyboardInterrupt is, so that no source's
+    per-article ``except Exception`` counts it as that article's failure; the scraper ends its
+    batch before the page, which a file source's next run reads again."""
+
+
 class BoundedCleaner:
-    """A callable cleaning wikitext in the child process; ArticleSkipped past its bounds."""
+    """A callable cleaning wikitext in the child process; ArticleSkipped past its bounds,
+    CleaningStopped once ``stop`` is set while it waits."""
 
     def __init__(
         self,
         *,
         seconds: float = PARSE_SECONDS,
         seconds_per_mb: float = PARSE_SECONDS_PER_MB,
+        seconds_max: float = PARSE_SECONDS_MAX,
         memory_bytes: int = PARSE_MEMORY_BYTES,
         clean: str = CLEAN,
+        stop: threading.Event | None = None,
     ) -> None:
         self.seconds = seconds
         self.seconds_per_mb = seconds_per_mb
+        self.seconds_max = seconds_max
         self.memory_bytes = memory_bytes
         self.clean = clean
+        self.stop = stop
         self.restarts = 0  # children replaced after a timeout, a crash or a memory error
         self._child: subprocess.Popen[bytes] | None = None
+
+    def bound(self, size: int) -> float:
+        """CPU seconds a page of ``size`` bytes (UTF-8) may take: grows with it, to a ceiling."""
+        return min(self.seconds + self.seconds_per_mb * size / 1e6, self.seconds_max)
 
     def __call__(self, wikitext: str) -> str:
         data = wikitext.encode(*ENCODING)
         child = self._send(data)
-        budget = _Budget(child.pid, self.seconds + self.seconds_per_mb * len(data) / 1e6)
+        budget = _Budget(child.pid, self.bound(len(data)), self.stop)
         status, answer = self._receive(child, budget)
         if status == OK:
             return answer.decode(*ENCODING)
@@ -110,10 +135,15 @@ class BoundedCleaner:
         )
         assert child.stdout is not None
         try:  # the page's clock starts once the child has loaded the parser
-            _read_exactly(child.stdout, len(READY), _Budget(None, STARTUP_SECONDS))
-        except (TimeoutError, EOFError):
+            _read_exactly(child.stdout, len(READY), _Budget(None, STARTUP_SECONDS, self.stop))
+        except (TimeoutError, EOFError, CleaningStopped) as exc:
             child.kill()
             child.wait()
+            for pipe in (child.stdin, child.stdout):
+                if pipe is not None:
+                    pipe.close()
+            if isinstance(exc, CleaningStopped):
+                raise
             raise ArticleSkipped("unparsable", "the cleaning process did not start") from None
         return child
 
@@ -155,20 +185,28 @@ class BoundedCleaner:
         except TimeoutError:
             self._stop_child()
             self.restarts += 1
-            raise ArticleSkipped("parse_timeout", "the parser ran past its time bound") from None
+            raise ArticleSkipped(
+                "parse_timeout", f"the parser ran past its bound of {budget.seconds:.1f} s"
+            ) from None
+        except CleaningStopped:
+            self._stop_child()  # the page is abandoned: the next call starts a fresh child
+            raise
         except EOFError:
             code = child.wait()
             self._stop_child()
             self.restarts += 1
+            if budget.stop is not None and budget.stop.is_set():
+                # Killed with us by a signal to the whole process group: the page is not its.
+                raise CleaningStopped(f"the parser ended at a stop (exit {code})") from None
             raise ArticleSkipped("unparsable", f"the parser died (exit {code})") from None
 
 
 class _Budget:
     """A bound of ``seconds`` of a process's CPU time (``pid``; None: of wall time), and at most
-    WALL_FACTOR times that on the wall."""
+    WALL_FACTOR times that on the wall; cut short when ``stop`` is set."""
 
-    def __init__(self, pid: int | None, seconds: float) -> None:
-        self.pid, self.seconds = pid, seconds
+    def __init__(self, pid: int | None, seconds: float, stop: threading.Event | None) -> None:
+        self.pid, self.seconds, self.stop = pid, seconds, stop
         self.start = time.monotonic()
         self.cpu_start = _cpu_seconds(pid)
         self.deadline = self.start + seconds
@@ -200,13 +238,18 @@ def _cpu_seconds(pid: int | None) -> float | None:
 
 
 def _read_exactly(stream: IO[bytes], size: int, budget: _Budget) -> bytes:
-    """``size`` bytes of ``stream`` within ``budget`` (TimeoutError), EOFError if it ends first."""
+    """``size`` bytes of ``stream`` within ``budget`` (TimeoutError), EOFError if it ends first,
+    CleaningStopped if the budget's stop event is set while it waits."""
     fd = stream.fileno()
     parts: list[bytes] = []
+    stop = budget.stop
     while size:
         left = budget.deadline - time.monotonic()
-        if left <= 0 or not select.select([fd], [], [], left)[0]:
-            if budget.extend():
+        wait = left if stop is None else min(left, STOP_POLL_SECONDS)
+        if left <= 0 or not select.select([fd], [], [], wait)[0]:
+            if stop is not None and stop.is_set():
+                raise CleaningStopped("stopped while a page was being cleaned")
+            if time.monotonic() < budget.deadline or budget.extend():
                 continue
             raise TimeoutError
         part = os.read(fd, min(size, 1 << 20))

@@ -90,7 +90,8 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     if limit is not None and limit < 1:
         raise CommandError(f"--limit must be at least 1, not {limit}")
     stop = threading.Event()  # ends every wait: the source's, backpressure's and Redis's
-    with BoundedCleaner() as cleaner:  # wikitext is cleaned in a child, bounded
+    # Wikitext is cleaned in a child, bounded; a stop abandons the page in the cleaner.
+    with BoundedCleaner(stop=stop) as cleaner:
         try:
             source = open_source(
                 settings.scraper.source,

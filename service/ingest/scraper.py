@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 import redis
 
+from service.ingest.bounded_clean import CleaningStopped
 from service.ingest.queue import ADD_COUNTERS, ArticleQueue, QueueConfig, new_batch_token
 from service.ingest.source_health import SourceHealth
 from service.ingest.sources import Article, Source, SourceStopped, file_source
@@ -136,6 +137,8 @@ class Scraper:
             log.warning("%s: up to %d fetched articles not queued", exc, len(self.unqueued))
         except SourceStopped as exc:
             log.info("source %s", exc)
+        except CleaningStopped:  # the live source: its request in hand is dropped, not queued
+            log.warning("stopped while cleaning a page: the articles of that request not queued")
         except BaseException:
             failed = True  # a restarted scraper takes the source's report over
             raise
@@ -167,7 +170,21 @@ class Scraper:
             return
         articles = iter(self.source)
         while not self._done():
-            batch = list(itertools.islice(articles, self._remaining()))
+            batch: list[Article] = []
+            try:
+                for article in itertools.islice(articles, self._remaining()):
+                    batch.append(article)
+            except CleaningStopped:
+                # The page in the cleaner is abandoned, not counted: the position moves only
+                # with what is queued, so a file's next run reads that page again.
+                log.warning(
+                    "stopped while cleaning a page: queueing the %d articles before it; "
+                    "the page is left for the next run",
+                    len(batch),
+                )
+                if batch:
+                    yield batch
+                return
             if not batch:
                 return
             yield batch
