@@ -25,6 +25,7 @@ from lda.evaluation.coherence import topic_quality
 from lda.model import NonFiniteError, StreamingLDA, resolve_device
 from lda.vocab import Vocabulary
 from service.errors import CommandError
+from service.ingest.bounded_clean import BoundedCleaner
 from service.ingest.sources import Article, SourceError, open_source
 from service.ingest.sources.wikipedia import WikipediaConfig
 from service.learn.model_store import CHECKPOINT_NAME, export_model, save_model, topics_summary
@@ -154,12 +155,18 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     session: LearningSession[None] = LearningSession(settings.part(SessionConfig), device)
     session.kept_words = frozenset(word for s in seeds.values() for word in s.words)
     try:
-        source = open_source(settings.scraper.source, wikipedia=settings.part(WikipediaConfig))
-        if settings.model.vocab is not None:
-            session.begin(_load_vocabulary(settings.model.vocab))
-        _make_output_directory(out_dir)
-        report = Report(sys.stdout, args.json, settings.model.sampler)
-        empty = _train(session, iter(source), args.docs, report, seeds)
+        with BoundedCleaner() as cleaner:  # wikitext cleaned as the scraper does: bounded
+            source = open_source(
+                settings.scraper.source,
+                wikipedia=settings.part(WikipediaConfig),
+                max_article_bytes=settings.scraper.max_article_bytes,
+                clean=cleaner,
+            )
+            if settings.model.vocab is not None:
+                session.begin(_load_vocabulary(settings.model.vocab))
+            _make_output_directory(out_dir)
+            report = Report(sys.stdout, args.json, settings.model.sampler)
+            empty = _train(session, iter(source), args.docs, report, seeds)
     except SourceError as exc:
         raise CommandError(str(exc)) from exc
     except (VocabularyError, ModelTooLarge) as exc:

@@ -18,6 +18,7 @@ DEV = CORPORA / "dev-00.jsonl.gz"
 VOCAB = CORPORA / "vocab-7702.txt"
 
 
+@pytest.mark.slow  # a wikitext line starts the bounded cleaner's process
 def test_train_json_lines_and_exports(tmp_path, capsys):
     out = tmp_path / "run"
     code = main(
@@ -89,6 +90,7 @@ def test_train_json_lines_and_exports(tmp_path, capsys):
         assert topic["words"][0]["weight"] == pytest.approx(float(beta[topic["id"], top[0]]))
 
 
+@pytest.mark.slow  # a wikitext line starts the bounded cleaner's process
 def test_train_builds_a_vocabulary_and_prints_a_table(tmp_path, capsys):
     code = main(
         [
