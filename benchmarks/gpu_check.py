@@ -821,7 +821,6 @@ def _learn(
     from lda.batch import Batch
     from lda.model import StreamingLDA, resolve_device
     from service.learn.session import LearningSession
-    from service.learn.session_config import SessionConfig
     from service.settings import Settings
 
     sizes = ctx.sizes
@@ -849,7 +848,7 @@ def _learn(
     _synchronize(device)
     warmup_s = time.perf_counter() - start
     _reset_peak(device)
-    shipped = Settings.model_construct().part(SessionConfig)  # defaults, not STREAMLDA_*
+    shipped = Settings.model_construct().model  # defaults, not STREAMLDA_*
     session: LearningSession[None] = LearningSession(shipped, device)
     model = session.begin(vocab, StreamingLDA(config, device, seed=0))
     ends = time.monotonic() + min(budget, max(1.0, ctx.left() - 15))

@@ -89,7 +89,6 @@ from lda.sgmcmc.schedules import StepSchedule
 from lda.vocab import Vocabulary, build_vocabulary
 from service.learn.reservoir import Reservoir
 from service.learn.session import LearningSession
-from service.learn.session_config import SessionConfig, learner_config
 from service.settings import Settings
 from service.settings_learning import ModelSettings, WorkerSettings
 
@@ -449,7 +448,7 @@ def make_config(args: argparse.Namespace, spec: RunSpec, n_words: int) -> Learne
         gibbs=args.gibbs,
         batch_size=spec.batch_size or args.streamlda_batch_size,  # SGRLD's defaults follow it
     )
-    return learner_config(settings, n_words, **{"dtype": args.dtype, **spec.overrides})
+    return settings.learner_config(n_words, **{"dtype": args.dtype, **spec.overrides})
 
 
 def run_streamlda(
@@ -478,9 +477,7 @@ def run_streamlda(
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     # The service's learning session: its learn() is the step the worker and train take.
-    session: LearningSession[None] = LearningSession(
-        Settings.model_construct().part(SessionConfig), device
-    )
+    session: LearningSession[None] = LearningSession(Settings.model_construct().model, device)
     model = session.begin(vocabulary, StreamingLDA(config, device, seed=args.seed))
     docs, tokens, index, train_s = 0, 0, 0, 0.0
     if observe is not None:

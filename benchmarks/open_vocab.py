@@ -56,7 +56,6 @@ from lda.model import StreamingLDA, resolve_device
 from lda.tokens import words
 from lda.vocab import Vocabulary, build_vocabulary
 from service.learn.session import LearningSession
-from service.learn.session_config import SessionConfig, learner_config
 from service.settings import Settings
 from service.settings_learning import ModelSettings
 
@@ -160,7 +159,7 @@ def changing_stream(args: argparse.Namespace) -> Stream:
 # ---- systems --------------------------------------------------------------------------------
 
 
-def session_config(args: argparse.Namespace, refresh: int) -> SessionConfig:
+def session_config(args: argparse.Namespace, refresh: int) -> ModelSettings:
     """The shipped settings but the run's sizes; the session holds nothing out."""
     overrides: dict[str, Any] = {
         "topics": args.topics,
@@ -171,14 +170,14 @@ def session_config(args: argparse.Namespace, refresh: int) -> SessionConfig:
         "seed": args.seed,
         "batch_size": args.batch_size,
     }
-    return Settings(**overrides).part(SessionConfig)  # validated, as the commands build it
+    return Settings(**overrides).model  # validated, as the commands build it
 
 
 def warm_up(args: argparse.Namespace, vocabulary: Vocabulary, texts: Sequence[str]) -> float:
     """One step and one remap of a throwaway learner, so no system pays for loading compiled
     kernels."""
     start = time.perf_counter()
-    config = learner_config(session_config(args, 0), len(vocabulary))
+    config = session_config(args, 0).learner_config(len(vocabulary))
     documents = [ids for ids in map(vocabulary.encode, texts[: args.batch_size]) if ids]
     model = StreamingLDA(config, args.torch_device, args.seed + 999)
     if documents:

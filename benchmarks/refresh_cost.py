@@ -24,7 +24,6 @@ import torch
 from lda.batch import Batch
 from lda.vocab import build_vocabulary
 from service.learn.session import LearningSession
-from service.learn.session_config import SessionConfig
 from service.settings import Settings
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora"
@@ -57,9 +56,7 @@ def main() -> None:
         heldout=args.heldout,
         dtype=args.dtype,
     )
-    session: LearningSession[int] = LearningSession(
-        settings.part(SessionConfig), torch.device("cpu")
-    )
+    session: LearningSession[int] = LearningSession(settings.model, torch.device("cpu"))
     session.begin(build_vocabulary(stream[: args.vocab_docs], args.vocab_size))
     started = time.perf_counter()
     for first in range(0, len(stream), 1000):  # held out, then counted, as the worker does

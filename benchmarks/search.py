@@ -64,7 +64,6 @@ from service.api.infer.proportions import proportions, word_columns  # noqa: E40
 from service.api.search.index import SearchIndex  # noqa: E402
 from service.learn.article_index import ArticleIndex  # noqa: E402
 from service.learn.reservoir import Reservoir  # noqa: E402
-from service.learn.session_config import SessionConfig, learner_config  # noqa: E402
 from service.learn.share_refresh import ShareRefresh  # noqa: E402
 from service.learn.topic_record import EntryRef  # noqa: E402
 from service.settings import Settings  # noqa: E402
@@ -119,11 +118,11 @@ def learn(args: argparse.Namespace, k: int, articles: list[tuple[str, str]]) -> 
     published every ``eval_every`` documents (the refolding thread takes it up), no revisits."""
     settings = Settings.model_validate({"topics": k})  # not STREAMLDA_*
     vocab = build_vocabulary((t for _, t in articles[:VOCAB_DOCS]), args.vocab_size)
-    model = StreamingLDA(learner_config(settings.part(SessionConfig), len(vocab)), seed=0)
+    model = StreamingLDA(settings.model.learner_config(len(vocab)), seed=0)
     index = ArticleIndex(args.kept, k)
     reservoir = Reservoir(None, "bench", args.kept, seed=0)  # its texts in memory
     refresh = ShareRefresh(index, reservoir.read, args.refresh_share)
-    size = settings.part(SessionConfig).batch_size or 100
+    size = settings.model.batch_size or 100
     every = settings.model.eval_every
     gamma = model.config.gamma
     assert gamma is not None

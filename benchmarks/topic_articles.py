@@ -35,7 +35,6 @@ from lda.inference import infer_topics
 from lda.model import StreamingLDA
 from lda.vocab import Vocabulary, build_vocabulary
 from service.learn.publisher import suggested_names_of as suggested
-from service.learn.session_config import SessionConfig, learner_config
 from service.learn.topic_record import RecordConfig, TopicRecord
 from service.settings import Settings
 from service.store.snapshot import Snapshot, ranked_words
@@ -123,7 +122,7 @@ def main() -> int:
     if len(documents) < args.docs:
         print(f"warning: DEV ran out at {len(documents)} articles", file=sys.stderr)
 
-    config = learner_config(settings.part(SessionConfig), len(vocab))
+    config = settings.model.learner_config(len(vocab))
     with_record, without = StreamingLDA(config, seed=0), StreamingLDA(config, seed=0)
     defaults = Settings.model_construct()
     record = TopicRecord(
@@ -131,7 +130,7 @@ def main() -> int:
         args.topics,
         len(vocab),
     )
-    size = settings.part(SessionConfig).batch_size or 64
+    size = settings.model.batch_size or 64
     # Compiled kernels are compiled (or loaded from numba's cache) on first use: a throwaway
     # learner takes a minibatch both ways first, so neither timed learner pays for it.
     warm = Batch.from_ids([ids for _, ids in documents[:size]])

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from service.errors import CommandError
 from service.redact import redact
-from service.settings import GROUP_OF, GROUPS, Settings
+from service.settings import GROUP_OF, GROUPS, Settings, flag_values
 from service.store.redis_client import REFUSED_ERRORS, refused_message
 
 # The module that adds each subcommand. Only the one asked for is imported (with ``--help`` or
@@ -35,12 +35,7 @@ COMMANDS = {
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
     """Settings from the environment, overridden by every flag given on the command line."""
-    overrides = {
-        name: value for name, value in vars(args).items() if name in GROUP_OF and value is not None
-    }
-    if "vocab_size" in overrides and "vocab" not in overrides:
-        overrides["vocab"] = None  # --vocab-size on the command line beats STREAMLDA_VOCAB
-    return Settings(**overrides)
+    return Settings(**flag_values(vars(args)))
 
 
 def _format_validation(exc: ValidationError) -> str:

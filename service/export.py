@@ -13,7 +13,7 @@ from pathlib import Path
 import redis
 
 from service.errors import CommandError
-from service.settings import Settings
+from service.settings import Settings, add_flags
 from service.store.export import Export, ExportError, write_directory
 from service.store.published_model import read_model
 from service.store.redis_client import (
@@ -30,7 +30,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p = subparsers.add_parser(
         "export", help="write the served model (for pyLDAvis, numpy and spreadsheets) to a folder"
     )
-    p.add_argument("--redis", dest="redis_url", metavar="URL", help="Redis URL")
+    add_flags(p, "export")
     p.add_argument("--out", type=Path, required=True, help="folder to create (absent or empty)")
     p.set_defaults(func=run)
 

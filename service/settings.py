@@ -2,15 +2,20 @@
 
 Every tunable of the service lives here with its default and meaning, in one group per part of
 the service (``settings.model.topics``, ``settings.queue.stream``...). The variables and flags
-stay flat (STREAMLDA_TOPICS, --topics): a setting's name is unique across the groups.
-docs/settings.md's tables, a section per group, are generated from these descriptions
-(``python -m service.settings``; a test keeps the doc in step).
+stay flat (STREAMLDA_TOPICS, --topics): a setting's name is unique across the groups. Each
+setting is declared once, in its group, with its flags (:class:`Flag`): every command's flags
+(:func:`add_flags`) and docs/settings.md's tables, a section per group, are generated from the
+declarations (``python -m service.settings``; a test keeps the doc in step).
 """
 
 from __future__ import annotations
 
+import argparse
+import types
+import typing
+from collections.abc import Mapping
 from dataclasses import fields
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, get_args, get_origin
 
 from pydantic import Field, model_validator
 from pydantic.fields import FieldInfo
@@ -22,6 +27,7 @@ from pydantic_settings import (
 )
 
 from service.settings_learning import (
+    Flag,
     Group,
     ModelSettings,
     PublishSettings,
@@ -154,22 +160,96 @@ GROUPS: dict[str, type[Group]] = {
 GROUP_OF: dict[str, str] = {
     name: group for group, kind in GROUPS.items() for name in kind.model_fields
 }
+# Every flag of a setting, (setting, flag), in the order the settings are declared.
+FLAGS: list[tuple[str, Flag]] = [
+    (name, flag)
+    for kind in GROUPS.values()
+    for name, info in kind.model_fields.items()
+    for flag in info.metadata
+    if isinstance(flag, Flag)
+]
 
 
-HEADER = "| environment variable | default | meaning |"
+def add_flags(parser: argparse.ArgumentParser, command: str) -> None:
+    """The flags of ``command`` that set a setting, as the settings declare them: the required
+    first, then in the settings' order (an exclusive set together where its first member is);
+    each flag's dest is its setting, which :func:`flag_values` reads back."""
+    mine = [(name, flag) for name, flag in FLAGS if command in flag.commands]
+    mine.sort(key=lambda declared: not declared[1].required)  # what the command needs first
+    exclusive: dict[str, argparse._MutuallyExclusiveGroup] = {}
+    for name, flag in mine:
+        if flag.exclusive in exclusive:
+            continue  # added with the first of its set
+        if flag.exclusive is None:
+            _add_flag(parser, name, flag)
+            continue
+        exclusive[flag.exclusive] = together = parser.add_mutually_exclusive_group()
+        for other, member in mine:
+            if member.exclusive == flag.exclusive:
+                _add_flag(together, other, member)
+
+
+def _add_flag(parser: argparse._ActionsContainer, name: str, flag: Flag) -> None:
+    """One setting's flag: its type, or its choices, from the setting's; a switch for a bool
+    (unset unless given, so the environment's value stands)."""
+    kind = GROUPS[GROUP_OF[name]].model_fields[name].annotation
+    if isinstance(kind, types.UnionType) or get_origin(kind) is typing.Union:
+        kind = next(k for k in get_args(kind) if k is not type(None))  # X | None: X
+    given: dict[str, Any] = {"dest": name, "help": flag.help}
+    if flag.required:
+        given["required"] = True
+    if kind is bool:
+        parser.add_argument(flag.name, action="store_true", default=None, **given)
+        return
+    if flag.metavar is not None:
+        given["metavar"] = flag.metavar
+    if get_origin(kind) is Literal:
+        given["choices"] = get_args(kind)
+    elif kind is not str:
+        given["type"] = kind
+    parser.add_argument(flag.name, **given)
+
+
+def flag_values(args: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings the flags in ``args`` (parsed) gave, by name, to apply over the
+    environment: with, for each flag given of an exclusive set, the others of the set that may
+    be unset unset (``--vocab-size`` beats STREAMLDA_VOCAB)."""
+    given = {name: value for name, value in args.items() if name in GROUP_OF and value is not None}
+    sets = {name: flag.exclusive for name, flag in FLAGS if flag.exclusive is not None}
+    for name in list(given):
+        for other, together in sets.items():
+            unset = GROUPS[GROUP_OF[other]].model_fields[other].default is None
+            if together == sets.get(name) and other not in given and unset:
+                given[other] = None
+    return given
+
+
+HEADER = "| environment variable | flag | default | meaning |"
 
 
 def settings_table() -> str:
-    """docs/settings.md's tables, a section per group: variable, default and meaning of every
-    setting."""
+    """docs/settings.md's tables, a section per group: variable, flag, default and meaning of
+    every setting."""
     sections = []
     for group, kind in GROUPS.items():
         title = (kind.__doc__ or "").strip().splitlines()[0]
-        lines = [f"### {title.rstrip('.')} (`settings.{group}`)", "", HEADER, "|---|---|---|"]
+        lines = [f"### {title.rstrip('.')} (`settings.{group}`)", "", HEADER, "|---|---|---|---|"]
         for name, info in kind.model_fields.items():
-            lines.append(f"| `{PREFIX}{name.upper()}` | {_shown(info)} | {info.description} |")
+            lines.append(
+                f"| `{PREFIX}{name.upper()}` | {_flags_shown(name)} | {_shown(info)} "
+                f"| {info.description} |"
+            )
         sections.append("\n".join(lines))
     return "\n\n".join(sections)
+
+
+def _flags_shown(name: str) -> str:
+    """A setting's flag as the docs show it, with the commands that take it (— for none)."""
+    commands: dict[str, list[str]] = {}
+    for setting, flag in FLAGS:
+        if setting == name:
+            commands.setdefault(flag.name, []).extend(flag.commands)
+    return ", ".join(f"`{flag}` ({', '.join(used)})" for flag, used in commands.items()) or "—"
 
 
 def _shown(info: FieldInfo) -> str:

@@ -1,18 +1,26 @@
 """The settings groups of learning: the model and its learner, the worker, and what it
 publishes (each a field of :class:`service.settings.Settings`, which reads them from the
-environment and the flags)."""
+environment and the flags).
+
+Each setting is declared once, here or in :mod:`service.settings_pipeline`: its type, default,
+bounds and meaning (a pydantic Field; its variable is STREAMLDA_<NAME>) and, where a command takes
+one, its flag and the flag's help (a :class:`Flag` in its type's metadata), from which every
+command's flags (:func:`service.settings.add_flags`) and docs/settings.md are generated. The
+learner's configuration is made from the model's settings (:meth:`ModelSettings.learner_config`).
+"""
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from lda.config import DEFAULTS, SEED_STRENGTH, LearnerConfig, SamplerName
+from lda.config import SEED_STRENGTH, LearnerConfig, SamplerName, scaled_defaults
 from lda.config import Backend as GibbsBackend
 from lda.config import Method as GibbsMethod
+from lda.sgmcmc.schedules import StepSchedule
 
 DeviceName = Literal["auto", "cpu", "cuda"]
 
@@ -20,6 +28,25 @@ DeviceName = Literal["auto", "cpu", "cuda"]
 def _learner_default(name: str) -> Any:
     """A LearnerConfig field's default: the learner is the one home of its own defaults."""
     return next(f.default for f in fields(LearnerConfig) if f.name == name)
+
+
+# The commands that learn: they take the learner's flags.
+LEARNING = ("train", "worker")
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A setting's command-line flag in ``commands``, which sets it over its environment
+    variable; a setting worded differently in some commands carries one Flag per wording."""
+
+    name: str  # --topics
+    help: str | None = None
+    commands: tuple[str, ...] = LEARNING
+    metavar: str | None = None
+    required: bool = False  # the command cannot run without it (train's --source)
+    # Flags of one exclusive set: at most one is given, and the one given unsets the others
+    # that may be unset, whatever the environment says (--vocab-size beats STREAMLDA_VOCAB).
+    exclusive: str | None = None
 
 
 class Group(BaseModel):
@@ -31,14 +58,26 @@ class Group(BaseModel):
 class ModelSettings(Group):
     """The model and its learner, for the worker and `train`."""
 
-    sampler: SamplerName = Field(
+    sampler: Annotated[SamplerName, Flag("--sampler")] = Field(
         default="scir",
         description="SG-MCMC sampler: sgld, sghmc, sgrld, sgrhmc, scir (SGRLD's diffusion "
         "integrated exactly; on the CPU a step touches only the minibatch's words)",
     )
-    topics: int = Field(default=50, ge=1, description="Number of topics K")
-    vocab: Path | None = Field(default=None, description="Vocabulary file, one word per line")
-    seeds: Path | None = Field(
+    topics: Annotated[int, Flag("--topics", "number of topics K")] = Field(
+        default=50, ge=1, description="Number of topics K"
+    )
+    vocab: Annotated[
+        Path | None, Flag("--vocab", "vocabulary file, one word per line", exclusive="vocabulary")
+    ] = Field(default=None, description="Vocabulary file, one word per line")
+    seeds: Annotated[
+        Path | None,
+        Flag(
+            "--seeds",
+            'seeds file: JSON from topic number to words, e.g. {"3": ["film", "actor"]}',
+            (*LEARNING, "up"),
+            metavar="FILE",
+        ),
+    ] = Field(
         default=None,
         description="Seeds file, set at every start: a JSON object from topic number to a list "
         'of words, e.g. {"3": ["film", "actor"]} (docs/topics.md, "Seeded topics")',
@@ -50,12 +89,16 @@ class ModelSettings(Group):
         "average topic's tokens each seed word's pseudo-counts stand for (why 2: "
         "docs/defaults.md)",
     )
-    vocab_size: int = Field(
+    vocab_size: Annotated[
+        int, Flag("--vocab-size", "build a vocabulary of W words", exclusive="vocabulary")
+    ] = Field(
         default=50_000,
         ge=10,
         description="W when the vocabulary is built from the stream (why 50,000: docs/defaults.md)",
     )
-    vocab_docs: int = Field(default=2000, ge=10, description="Documents read to build a vocabulary")
+    vocab_docs: Annotated[
+        int, Flag("--vocab-docs", "documents read to build the vocabulary", ("worker",))
+    ] = Field(default=2000, ge=10, description="Documents read to build a vocabulary")
     vocab_refresh: int = Field(
         default=10_000,
         ge=0,
@@ -68,29 +111,33 @@ class ModelSettings(Group):
         description="Words whose document counts are kept for refreshes (default: 4 x "
         "vocab_size; a count is low by at most the pairs counted over this plus one)",
     )
-    alpha: float | None = Field(
+    alpha: Annotated[float | None, Flag("--alpha", "topic-word Dirichlet prior")] = Field(
         default=None, gt=0, description="Dirichlet prior on topics (default: sampler's)"
     )
-    gamma: float | None = Field(
+    gamma: Annotated[float | None, Flag("--gamma", "document-topic Dirichlet prior")] = Field(
         default=None, gt=0, description="Dirichlet prior on documents (default: sampler's)"
     )
-    step_size: float | None = Field(
+    step_size: Annotated[float | None, Flag("--step-size", "step size: the schedule's a")] = Field(
         default=None, gt=0, description="Step size: the schedule's a (default: sampler's)"
     )
-    step_b: float | None = Field(
+    step_b: Annotated[float | None, Flag("--step-b", "schedule a(1+t/b)^-c: b")] = Field(
         default=None,
         gt=0,
         description="Schedule a(1+t/b)^-c: b (default: sampler's; none: constant)",
     )
-    step_c: float | None = Field(
-        default=None, ge=0, description="Schedule a(1+t/b)^-c: c (default: sampler's; 0: constant)"
+    step_c: Annotated[float | None, Flag("--step-c", "schedule a(1+t/b)^-c: c (0: constant)")] = (
+        Field(
+            default=None,
+            ge=0,
+            description="Schedule a(1+t/b)^-c: c (default: sampler's; 0: constant)",
+        )
     )
     friction: float = Field(
         default=1.0,
         gt=0,
         description="friction C: SGHMC D = C I, SGRHMC D = C diag(theta) (paper: 1)",
     )
-    corpus_size: float | None = Field(
+    corpus_size: Annotated[float | None, Flag("--corpus-size", "corpus size N")] = Field(
         default=None,
         gt=0,
         description="Corpus size N in the gradient's N/n: the articles of the corpus the stream "
@@ -103,22 +150,27 @@ class ModelSettings(Group):
         description="Articles of English Wikipedia (6.9 million in 2026), the default N: a "
         "replayed sample of Wikipedia describes the same population",
     )
-    corpus_growth: bool = Field(
-        default=False, description="N grows with the documents seen (N = max(corpus_size, seen))"
+    corpus_growth: Annotated[bool, Flag("--corpus-growth", "N grows with the documents seen")] = (
+        Field(
+            default=False,
+            description="N grows with the documents seen (N = max(corpus_size, seen))",
+        )
     )
-    batch_size: int = Field(
+    batch_size: Annotated[int, Flag("--batch-size", "documents per minibatch")] = Field(
         default=100,
         ge=1,
         description="Documents per minibatch n, per rank; above 100, SGRLD's, SGRHMC's and "
         "SCIR's unset step size, schedule b and mean decay follow n (why: docs/defaults.md)",
     )
-    sweeps: int | None = Field(
+    sweeps: Annotated[int | None, Flag("--sweeps", "Gibbs sweeps per minibatch")] = Field(
         default=None,
         ge=1,
         description="Gibbs sweeps per minibatch (default: the sampler's: 6, SGRHMC 50)",
     )
-    burn_in: int | None = Field(default=None, ge=0, description="Sweeps discarded (default: half)")
-    gibbs: GibbsMethod | None = Field(
+    burn_in: Annotated[int | None, Flag("--burn-in", "sweeps discarded (default: half)")] = Field(
+        default=None, ge=0, description="Sweeps discarded (default: half)"
+    )
+    gibbs: Annotated[GibbsMethod | None, Flag("--gibbs")] = Field(
         default=None,
         description="Gibbs expectation: exact (collapsed), rao-blackwell, or uncollapsed "
         "(pi drawn, all tokens at once: for GPUs); default: the sampler's (rao-blackwell, "
@@ -134,7 +186,10 @@ class ModelSettings(Group):
         description="The chain's floating-point type: float32 halves the memory of theta and "
         "its mean, for a large K x W (docs/defaults.md)",
     )
-    mean_decay: float | None = Field(
+    mean_decay: Annotated[
+        float | None,
+        Flag("--mean-decay", "beta_mean's decay per step, in [0, 1) (0: the last sample)"),
+    ] = Field(
         default=None,
         ge=0,
         lt=1,
@@ -143,10 +198,10 @@ class ModelSettings(Group):
         "default: the sampler's (SCIR 0.995, the others 0.97), for SGRLD, SGRHMC and SCIR "
         "decay^(n/100) with minibatches of n > 100",
     )
-    heldout: int = Field(
+    heldout: Annotated[int, Flag("--heldout", "first H documents held out")] = Field(
         default=1000, ge=0, description="First H documents kept as the held-out set"
     )
-    eval_every: int = Field(
+    eval_every: Annotated[int, Flag("--eval-every", "evaluate every M trained documents")] = Field(
         default=1000, ge=1, description="Evaluate perplexity every M trained documents"
     )
     eval_sweeps: int = Field(
@@ -159,20 +214,23 @@ class ModelSettings(Group):
         description="Gibbs expectation when scoring held-out documents (each chain starts with "
         "every token's topic drawn from its word's column of beta)",
     )
-    device: DeviceName = Field(default="auto", description="auto picks CUDA when present")
-    threads: int | None = Field(
+    device: Annotated[DeviceName, Flag("--device")] = Field(
+        default="auto", description="auto picks CUDA when present"
+    )
+    threads: Annotated[int | None, Flag("--threads", "CPU threads")] = Field(
         default=None,
         ge=1,
         description="CPU threads of the Gibbs kernel (unset: all cores; under `up`, all but one "
         "for the worker, which shares the machine)",
     )
-    seed: int = Field(default=0, description="Seed of every random draw")
+    seed: Annotated[int, Flag("--seed")] = Field(default=0, description="Seed of every random draw")
 
     @model_validator(mode="after")
     def _check(self) -> ModelSettings:
-        sweeps = self.learner_sweeps
-        if self.burn_in is not None and self.burn_in >= sweeps:
-            raise ValueError(f"burn_in ({self.burn_in}) must be below sweeps ({sweeps})")
+        """The learner's own checks (burn_in below the sweeps, the sampler's when unset) at the
+        edge, where a bad value is one line naming it; and the words counted cover the
+        vocabulary."""
+        self.learner_config(n_words=1)
         if self.vocab_counted is not None and self.vocab_counted < self.vocab_size:
             raise ValueError(
                 f"vocab_counted ({self.vocab_counted}) must be at least vocab_size "
@@ -180,21 +238,43 @@ class ModelSettings(Group):
             )
         return self
 
-    @property
-    def learner_sweeps(self) -> int:
-        """Gibbs sweeps per minibatch: the setting, else the sampler's default."""
-        return DEFAULTS[self.sampler].sweeps if self.sweeps is None else self.sweeps
+    def learner_config(self, n_words: int, ranks: int = 1, **overrides: Any) -> LearnerConfig:
+        """The learner's configuration over ``n_words`` words: every setting named as a
+        LearnerConfig field, the topics, and for what is unset the sampler's defaults, whose step
+        schedule and mean decay follow a minibatch of batch_size x ``ranks`` documents where
+        the sampler has a rule for it (the one place a setting's default is resolved); then
+        ``overrides`` (LearnerConfig fields: a benchmark's run spec)."""
+        default, mean_decay = scaled_defaults(self.sampler, self.batch_size * ranks)
+        named = type(self).model_fields
+        same = {f.name: getattr(self, f.name) for f in fields(LearnerConfig) if f.name in named}
+        schedule = StepSchedule(
+            default.a if self.step_size is None else self.step_size,
+            default.b if self.step_b is None else self.step_b,
+            default.c if self.step_c is None else self.step_c,
+        )
+        resolved = {
+            "n_topics": self.topics,
+            "n_words": n_words,
+            "schedule": schedule,
+            "corpus_size": self.corpus_size or self.wikipedia_articles,
+            "mean_decay": mean_decay if self.mean_decay is None else self.mean_decay,
+        }
+        return LearnerConfig(**{**same, **resolved, **overrides})
 
 
 class WorkerSettings(Group):
     """The worker's loop: reading, checkpoints, revisits and background evaluation."""
 
-    consumer_name: str = Field(
-        default="worker",
-        description="Worker's consumer name in the group (keep it across restarts; rank r of "
-        "a group reads as <name>-<r>)",
+    consumer_name: Annotated[str, Flag("--consumer", "consumer name in the group", ("worker",))] = (
+        Field(
+            default="worker",
+            description="Worker's consumer name in the group (keep it across restarts; rank r of "
+            "a group reads as <name>-<r>)",
+        )
     )
-    checkpoint_every_s: float = Field(default=60.0, gt=0, description="Seconds between checkpoints")
+    checkpoint_every_s: Annotated[
+        float, Flag("--checkpoint-every", "seconds between checkpoints", ("worker",))
+    ] = Field(default=60.0, gt=0, description="Seconds between checkpoints")
     checkpoint_max_unacked: int = Field(
         default=2000,
         ge=1,

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Annotated
 
 from pydantic import Field
 
 from service import keys
-from service.settings_learning import Group
+from service.settings_learning import Flag, Group
 
 # The longest article a source accepts, bytes of raw text (why: docs/defaults.md); the sources
 # use it where no setting is given.
@@ -20,12 +21,16 @@ MAX_ARTICLE_BYTES = 4 * 1024 * 1024
 class StoreSettings(Group):
     """Where state is kept: Redis and the data directory."""
 
-    data_dir: Path = Field(
-        default=Path("data"), description="Checkpoints and the embedded Redis's files"
-    )
-    redis_url: str | None = Field(
-        default=None, description="Redis URL; unset with `up`: embedded Redis"
-    )
+    data_dir: Annotated[
+        Path,
+        Flag("--data-dir", "where checkpoints are written", ("worker",)),
+        Flag("--data-dir", "checkpoints and the embedded Redis's files", ("up",)),
+    ] = Field(default=Path("data"), description="Checkpoints and the embedded Redis's files")
+    redis_url: Annotated[
+        str | None,
+        Flag("--redis", "Redis URL", ("scrape", "api", "worker", "export"), metavar="URL"),
+        Flag("--redis", "use this Redis instead of the embedded one", ("up",), metavar="URL"),
+    ] = Field(default=None, description="Redis URL; unset with `up`: embedded Redis")
     queue_timeout: float = Field(
         default=10.0,
         gt=0,
@@ -47,7 +52,10 @@ class QueueSettings(Group):
 
     stream: str = Field(default=keys.DEFAULT_STREAM, description="Redis stream of articles")
     group: str = Field(default=keys.DEFAULT_GROUP, description="Consumer group of the workers")
-    stream_high_water: int = Field(
+    stream_high_water: Annotated[
+        int,
+        Flag("--high-water", "stream length at which the scraper waits", ("scrape",), "N"),
+    ] = Field(
         default=5000,
         ge=1,
         description="Unread stream entries (not yet read by a worker): scrapers wait",
@@ -73,21 +81,53 @@ class QueueSettings(Group):
 class ScraperSettings(Group):
     """The scrapers: where articles come from, and how fast."""
 
-    source: str = Field(default="wikipedia", description="wikipedia, dump:PATH or jsonl:PATH")
-    wikipedia_api_url: str = Field(
+    source: Annotated[
+        str,
+        Flag("--source", "wikipedia (default), dump:PATH or jsonl:PATH", ("scrape", "up")),
+        Flag("--source", "jsonl:PATH, dump:PATH or wikipedia", ("train",), required=True),
+    ] = Field(default="wikipedia", description="wikipedia, dump:PATH or jsonl:PATH")
+    wikipedia_api_url: Annotated[
+        str,
+        Flag("--api-url", "MediaWiki Action API endpoint", ("scrape",), "URL"),
+        Flag("--api-url", "MediaWiki Action API endpoint of the scraper", ("up",), "URL"),
+    ] = Field(
         default="https://en.wikipedia.org/w/api.php", description="MediaWiki Action API endpoint"
     )
-    contact: str = Field(
-        default="streamlda-operator@example.org", description="Contact put in the User-Agent"
+    contact: Annotated[
+        str, Flag("--contact", "contact (e-mail or URL) sent in the User-Agent", ("scrape",))
+    ] = Field(default="streamlda-operator@example.org", description="Contact put in the User-Agent")
+    rate: Annotated[float, Flag("--rate", "maximum API requests per second", ("scrape",))] = Field(
+        default=1.0, gt=0, description="Maximum API requests per second"
     )
-    rate: float = Field(default=1.0, gt=0, description="Maximum API requests per second")
-    replay_rate: float | None = Field(
+    replay_rate: Annotated[
+        float | None,
+        Flag(
+            "--replay-rate",
+            "articles per second from a jsonl: or dump: source (default: as fast as read)",
+            ("scrape", "up"),
+            "R",
+        ),
+    ] = Field(
         default=None,
         gt=0,
         description="Articles per second a jsonl: or dump: source yields, to replay a live "
         "stream's pace (unset: as fast as the queue takes them)",
     )
-    max_article_bytes: int = Field(
+    max_article_bytes: Annotated[
+        int,
+        Flag(
+            "--max-article-bytes",
+            "longest article accepted, in bytes of raw text (longer ones are skipped)",
+            ("scrape",),
+            "N",
+        ),
+        Flag(
+            "--max-article-bytes",
+            "longest article the scraper accepts, in bytes of raw text (longer: skipped)",
+            ("up",),
+            "N",
+        ),
+    ] = Field(
         default=MAX_ARTICLE_BYTES,
         ge=1024,
         description="Longest article a source accepts, in bytes of raw text: a longer line or "
@@ -124,7 +164,14 @@ class ScraperSettings(Group):
 class UpSettings(Group):
     """`up`, the supervisor of every process on one machine."""
 
-    workers: int = Field(
+    workers: Annotated[
+        int,
+        Flag(
+            "--workers",
+            "worker ranks learning one model together (torchrun on this machine)",
+            ("up",),
+        ),
+    ] = Field(
         default=1, ge=1, description="up: worker ranks learning one model together (torchrun)"
     )
     stop_timeout_s: float = Field(
@@ -152,9 +199,25 @@ class UpSettings(Group):
 class ApiSettings(Group):
     """The HTTP API and its page."""
 
-    host: str = Field(default="127.0.0.1", description="API bind address")
-    port: int = Field(default=8000, ge=1, le=65535, description="API port")
-    api_workers: int = Field(
+    host: Annotated[
+        str,
+        Flag("--host", "bind address (default from STREAMLDA_HOST)", ("api",)),
+        Flag("--host", "API bind address", ("up",)),
+    ] = Field(default="127.0.0.1", description="API bind address")
+    port: Annotated[
+        int,
+        Flag("--port", "port (default from STREAMLDA_PORT)", ("api",)),
+        Flag("--port", "API port", ("up",)),
+    ] = Field(default=8000, ge=1, le=65535, description="API port")
+    api_workers: Annotated[
+        int,
+        Flag(
+            "--api-workers",
+            "API processes on the port (default from STREAMLDA_API_WORKERS)",
+            ("api",),
+        ),
+        Flag("--api-workers", "API processes serving the port (uvicorn workers)", ("up",)),
+    ] = Field(
         default=1,
         ge=1,
         description="API processes serving one port (uvicorn workers; the API keeps no state "

@@ -31,14 +31,9 @@ from service.ingest.sources.wikipedia import WikipediaConfig
 from service.learn.model_store import CHECKPOINT_NAME, export_model, save_model, topics_summary
 from service.learn.runtime import set_threads
 from service.learn.seeds import SeedsError, seed_prior, tokenised
-from service.learn.session import (
-    LearningSession,
-    ModelTooLarge,
-    SessionConfig,
-    VocabularyError,
-)
-from service.learner_flags import add_learner_flags, given_seeds
-from service.settings import Settings
+from service.learn.session import LearningSession, ModelTooLarge, VocabularyError
+from service.seeds_file import given_seeds
+from service.settings import Settings, add_flags
 from service.store.topic_seeds import TopicSeeds
 
 TOP_WORDS_SHOWN = 10
@@ -48,8 +43,7 @@ TOP_WORDS_EXPORTED = 100
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``train`` subcommand."""
     p = subparsers.add_parser("train", help="learn topics offline from a source")
-    p.add_argument("--source", required=True, help="jsonl:PATH, dump:PATH or wikipedia")
-    add_learner_flags(p)
+    add_flags(p, "train")
     p.add_argument("--docs", type=int, required=True, help="documents to train on")
     p.add_argument("--out", type=Path, required=True, help="output directory")
     p.add_argument("--json", action="store_true", help="one JSON object per evaluation")
@@ -152,7 +146,7 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         raise CommandError(f"seeds file {settings.model.seeds}: {exc}") from exc
     set_threads(settings.model.threads)
     out_dir: Path = args.out
-    session: LearningSession[None] = LearningSession(settings.part(SessionConfig), device)
+    session: LearningSession[None] = LearningSession(settings.model, device)
     session.kept_words = frozenset(word for s in seeds.values() for word in s.words)
     try:
         with BoundedCleaner() as cleaner:  # wikitext cleaned as the scraper does: bounded

@@ -24,17 +24,16 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from types import FrameType
 from typing import IO
 
 import redis
 
 from service.errors import CommandError
-from service.learner_flags import add_seeds_flag, given_seeds
 from service.process import die_with_parent
 from service.redact import redact
-from service.settings import Settings
+from service.seeds_file import given_seeds
+from service.settings import Settings, add_flags
 from service.settings_pipeline import UpSettings
 from service.store.embedded_redis import EmbeddedRedis, EmbeddedRedisError
 from service.store.redis_client import (
@@ -64,45 +63,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="One command for the whole service; Ctrl-C stops it cleanly, checkpointing "
         "first. Running it again resumes from data_dir.",
     )
-    p.add_argument("--source", help="wikipedia (default), dump:PATH or jsonl:PATH")
-    p.add_argument(
-        "--replay-rate",
-        type=float,
-        metavar="R",
-        help="articles per second from a jsonl: or dump: source (default: as fast as read)",
-    )
-    p.add_argument(
-        "--max-article-bytes",
-        type=int,
-        metavar="N",
-        help="longest article the scraper accepts, in bytes of raw text (longer: skipped)",
-    )
-    p.add_argument(
-        "--redis",
-        dest="redis_url",
-        metavar="URL",
-        help="use this Redis instead of the embedded one",
-    )
-    p.add_argument("--host", help="API bind address")
-    p.add_argument("--port", type=int, help="API port")
-    p.add_argument("--data-dir", type=Path, help="checkpoints and the embedded Redis's files")
-    add_seeds_flag(p)
-    p.add_argument(
-        "--workers",
-        type=int,
-        help="worker ranks learning one model together (torchrun on this machine)",
-    )
-    p.add_argument(
-        "--api-workers",
-        type=int,
-        help="API processes serving the port (uvicorn workers)",
-    )
-    p.add_argument(
-        "--api-url",
-        dest="wikipedia_api_url",
-        metavar="URL",
-        help="MediaWiki Action API endpoint of the scraper",
-    )
+    add_flags(p, "up")
     p.set_defaults(func=run)
 
 

@@ -12,7 +12,7 @@ from fastapi import FastAPI
 
 from service.errors import CommandError
 from service.process import die_with_parent
-from service.settings import Settings
+from service.settings import Settings, add_flags
 from service.store.redis_client import (
     REFUSED_ERRORS,
     RedisURLError,
@@ -114,12 +114,5 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser = subparsers.add_parser(
         "api", help="serve topics, perplexity and stats over HTTP (reads Redis only)"
     )
-    parser.add_argument("--redis", dest="redis_url", metavar="URL", help="Redis URL")
-    parser.add_argument("--host", help="bind address (default from STREAMLDA_HOST)")
-    parser.add_argument("--port", type=int, help="port (default from STREAMLDA_PORT)")
-    parser.add_argument(
-        "--api-workers",
-        type=int,
-        help="API processes on the port (default from STREAMLDA_API_WORKERS)",
-    )
+    add_flags(parser, "api")
     parser.set_defaults(func=run)

@@ -19,7 +19,7 @@ from service.ingest.scraper import Scraper, ScraperConfig
 from service.ingest.sources import Source, SourceError, open_source
 from service.ingest.sources.wikipedia import WikipediaConfig
 from service.redact import configure_logging, redact
-from service.settings import Settings
+from service.settings import Settings, add_flags
 from service.store.redis_client import RedisURLError, connect
 from service.store.redis_retry import RetryConfig
 
@@ -34,33 +34,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Fetch articles (live Wikipedia, a dump or JSON lines) into the Redis "
         "stream the workers learn from. Waits when the stream is full and when Redis is down.",
     )
-    p.add_argument("--source", help="wikipedia (default), dump:PATH or jsonl:PATH")
-    p.add_argument("--redis", dest="redis_url", metavar="URL", help="Redis URL")
-    p.add_argument("--rate", type=float, help="maximum API requests per second")
-    p.add_argument(
-        "--replay-rate",
-        type=float,
-        metavar="R",
-        help="articles per second from a jsonl: or dump: source (default: as fast as read)",
-    )
+    add_flags(p, "scrape")
     p.add_argument("--limit", type=int, metavar="N", help="stop after N articles queued")
-    p.add_argument(
-        "--max-article-bytes",
-        type=int,
-        metavar="N",
-        help="longest article accepted, in bytes of raw text (longer ones are skipped)",
-    )
-    p.add_argument(
-        "--api-url", dest="wikipedia_api_url", metavar="URL", help="MediaWiki Action API endpoint"
-    )
-    p.add_argument("--contact", help="contact (e-mail or URL) sent in the User-Agent")
-    p.add_argument(
-        "--high-water",
-        dest="stream_high_water",
-        type=int,
-        metavar="N",
-        help="stream length at which the scraper waits",
-    )
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     p.set_defaults(func=run)
 

@@ -34,14 +34,13 @@ from service.learn.reservoir import Reservoir
 from service.learn.runtime import set_threads
 from service.learn.seeds import SeedsError, tokenised
 from service.learn.session import CannotLearn, LearningSession
-from service.learn.session_config import SessionConfig
 from service.learn.topic_record import EntryRef, RecordConfig
 from service.learn.topic_watch import TopicWatch
 from service.learn.worker import Worker, WorkerConfig
-from service.learner_flags import add_learner_flags, given_seeds
 from service.process import lower_priority
 from service.redact import configure_logging
-from service.settings import Settings
+from service.seeds_file import given_seeds
+from service.settings import Settings, add_flags
 from service.store.redis_client import RedisURLError, connect
 from service.store.redis_retry import RedisRetry, RetryConfig
 from service.store.topic_seeds import TopicSeeds
@@ -57,17 +56,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Read minibatches from the stream, learn with SG-MCMC, checkpoint, and "
         "publish topics, perplexity and stats to Redis. SIGTERM: checkpoint, then exit.",
     )
-    p.add_argument("--redis", dest="redis_url", metavar="URL", help="Redis URL")
-    p.add_argument("--data-dir", type=Path, help="where checkpoints are written")
-    add_learner_flags(p)
-    p.add_argument("--vocab-docs", type=int, help="documents read to build the vocabulary")
-    p.add_argument(
-        "--checkpoint-every",
-        dest="checkpoint_every_s",
-        type=float,
-        help="seconds between checkpoints",
-    )
-    p.add_argument("--consumer", dest="consumer_name", help="consumer name in the group")
+    add_flags(p, "worker")
     p.set_defaults(func=run)
 
 
@@ -172,7 +161,7 @@ def build_worker(
     )
     path = Path(settings.store.data_dir) / CHECKPOINT_NAME
     session: LearningSession[EntryRef] = LearningSession(
-        settings.part(SessionConfig), device, holds_out=coordinator.leads, ranks=coordinator.ranks
+        settings.model, device, holds_out=coordinator.leads, ranks=coordinator.ranks
     )
     config = settings.part(
         WorkerConfig, consumer=settings.worker.consumer_name + coordinator.consumer_suffix

@@ -4,8 +4,8 @@ A session turns documents into sampler steps the same way wherever they come fro
 built from the first ``vocab_docs`` texts unless one is given, the first ``heldout`` documents
 with a vocabulary word held out (never trained on), documents with none counted as empty, the
 rest trained in minibatches of ``batch_size``, an evaluation due at each multiple of
-``eval_every`` documents, and the learner's configuration from the settings
-(:func:`learner_config`): the few a :class:`SessionConfig` holds. Documents carry an opaque
+``eval_every`` documents, and the learner's configuration from the model's settings
+(:meth:`service.settings_learning.ModelSettings.learner_config`). Documents carry an opaque
 ``item`` (the worker's: a reference to the article, without its text; ``train``'s: nothing) that
 comes back with each placement and each trained minibatch: the caller decides what storing,
 acknowledging and scoring mean. What happens to the session on its own (the vocabulary built,
@@ -37,7 +37,7 @@ from lda.parallel import Layout, Reducer
 from lda.remap import remap_indices
 from lda.vocab import STOP_WORDS, Vocabulary, build_vocabulary
 from lda.word_counts import WordCounts, next_vocabulary
-from service.learn.session_config import SessionConfig, learner_config
+from service.settings_learning import ModelSettings
 
 log = logging.getLogger(__name__)
 
@@ -85,11 +85,12 @@ class LearningSession(Generic[Item]):
     """One learner fed document by document; see the module docstring for the protocol."""
 
     def __init__(
-        self, config: SessionConfig, device: torch.device, holds_out: bool = True, ranks: int = 1
+        self, config: ModelSettings, device: torch.device, holds_out: bool = True, ranks: int = 1
     ) -> None:
-        """``holds_out=False``: every document with a vocabulary word is trained (a group's
-        ranks other than 0, whose held-out set is rank 0's); ``ranks``: the group's size (a
-        step learns from every rank's minibatch)."""
+        """``config``: the model's settings, validated at the edge; ``holds_out=False``: every
+        document with a vocabulary word is trained (a group's ranks other than 0, whose held-out
+        set is rank 0's); ``ranks``: the group's size (a step learns from every rank's
+        minibatch)."""
         self.config = config
         self.device = device
         self.holds_out = holds_out
@@ -127,7 +128,7 @@ class LearningSession(Generic[Item]):
     def new_model(self, n_words: int) -> StreamingLDA:
         """A fresh learner for a vocabulary of ``n_words``; ModelTooLarge, with one line to
         show, when K x W does not fit in memory."""
-        config = learner_config(self.config, n_words, self.ranks)
+        config = self.config.learner_config(n_words, self.ranks)
         log.info("learner: %s", self._describe(config))
         try:
             return StreamingLDA(config, self.device, self.config.seed)
@@ -178,7 +179,7 @@ class LearningSession(Generic[Item]):
         """Log a resumed model's learner, and warn where the settings would now give another
         (the checkpoint's stands: a sampler's state is only valid under its own settings)."""
         log.info("learner (from the checkpoint): %s", self._describe(config))
-        wanted = learner_config(self.config, config.n_words, self.ranks).to_dict()
+        wanted = self.config.learner_config(config.n_words, self.ranks).to_dict()
         kept = config.to_dict()
         changed = [f"{k} {kept[k]} (settings: {v})" for k, v in wanted.items() if kept.get(k) != v]
         if changed:

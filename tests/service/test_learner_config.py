@@ -14,15 +14,13 @@ from lda.config import DEFAULTS
 from lda.model import LearnerConfig
 from lda.sgmcmc.schedules import StepSchedule
 from service.cli import settings_from_args
-from service.learn.session_config import SessionConfig
-from service.learn.session_config import learner_config as session_learner_config
 from service.settings import Settings
 
 
 def learner_config(settings: Settings, n_words: int, ranks: int = 1) -> LearnerConfig:
-    """The learner's configuration from ``settings`` as the commands give it: their session's
-    part of them."""
-    return session_learner_config(settings.part(SessionConfig), n_words, ranks)
+    """The learner's configuration from ``settings`` as the commands' sessions make it: from
+    the model's settings."""
+    return settings.model.learner_config(n_words, ranks)
 
 
 @pytest.mark.parametrize(

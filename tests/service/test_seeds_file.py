@@ -13,7 +13,7 @@ import pytest
 from service.cli import main
 from service.errors import CommandError
 from service.learn.model_store import load_model
-from service.learner_flags import given_seeds
+from service.seeds_file import given_seeds
 from tests.support.corpora import SHARDS
 
 DEV = SHARDS[0]

@@ -22,7 +22,6 @@ from service.ingest.queue import ArticleQueue, QueueConfig
 from service.ingest.sources import Article
 from service.learn.command import build_worker
 from service.learn.model_store import CHECKPOINT_NAME, load_model
-from service.learn.session_config import SessionConfig, learner_config
 from service.settings import Settings
 from service.store.redis_client import connect
 from service.store.snapshot import read_snapshot
@@ -87,9 +86,7 @@ def replay(
     encoded = [ids for ids in (vocab.encode(t) for t in texts) if ids]
     heldout = HeldoutSet.from_documents(encoded[: settings.model.heldout])
     train = encoded[settings.model.heldout :]
-    model = StreamingLDA(
-        learner_config(settings.part(SessionConfig), len(vocab)), "cpu", settings.model.seed
-    )
+    model = StreamingLDA(settings.model.learner_config(len(vocab)), "cpu", settings.model.seed)
     points, next_eval = [], settings.model.eval_every
     for start in range(0, len(train), settings.model.batch_size):
         model.update(Batch.from_ids(train[start : start + settings.model.batch_size]))

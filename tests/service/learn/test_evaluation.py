@@ -15,7 +15,6 @@ from lda.evaluation.scorer import HeldoutScorer
 from lda.model import StreamingLDA
 from lda.vocab import build_vocabulary
 from service.learn.model_store import CHECKPOINT_NAME, load_model
-from service.learn.session_config import SessionConfig, learner_config
 from service.store.perplexity import read_perplexity
 from service.store.snapshot import read_snapshot
 from tests.service.learn.helpers import (
@@ -108,9 +107,7 @@ def test_a_scorer_fed_betas_equals_the_model_evaluating_itself() -> None:
     vocab = build_vocabulary(texts[:VOCAB_DOCS], settings.model.vocab_size)
     encoded = [ids for ids in (vocab.encode(t) for t in texts) if ids]
     heldout = HeldoutSet.from_documents(encoded[:20])
-    model = StreamingLDA(
-        learner_config(settings.part(SessionConfig), len(vocab)), "cpu", settings.model.seed
-    )
+    model = StreamingLDA(settings.model.learner_config(len(vocab)), "cpu", settings.model.seed)
     scorer = HeldoutScorer(
         model.scorer_config, torch.Generator().manual_seed(0), model.posterior_average.__class__()
     )

@@ -16,7 +16,6 @@ from service.keys import HEARTBEAT_KEY, MODEL_KEY, SNAPSHOT_KEY
 from service.learn.checkpointer import CheckpointConfig, Checkpointer
 from service.learn.command import build_worker
 from service.learn.publisher import NullPublisher
-from service.learn.session_config import SessionConfig, learner_config
 from service.store.redis_retry import RedisRetry, RetryConfig
 from tests.service.learn.helpers import (
     HELDOUT,
@@ -75,7 +74,7 @@ def test_the_one_checkpoint_rule(redis_server: RedisServer, tmp_path: Path) -> N
     checkpointer = Checkpointer(
         tmp_path / "checkpoint.pt", torch.device("cpu"), config, settings, lambda ids: 0, retry
     )
-    model = StreamingLDA(learner_config(settings.part(SessionConfig), 20), "cpu", 0)
+    model = StreamingLDA(settings.model.learner_config(20), "cpu", 0)
     checkpointer.docs = model.docs_seen  # as if just written
 
     def due(**given: object) -> str | None:

@@ -8,7 +8,6 @@ from lda.batch import Batch
 from lda.model import StreamingLDA
 from lda.vocab import build_vocabulary
 from service.learn.session import LearningSession
-from service.learn.session_config import SessionConfig, learner_config
 from service.settings import Settings
 from tests.service.learn.helpers import articles
 
@@ -23,9 +22,7 @@ def _texts(count: int) -> list[str]:
 
 def test_vocabulary_from_the_first_documents_then_held_out_then_minibatches():
     settings = Settings(**SETTINGS)
-    session: LearningSession[int] = LearningSession(
-        settings.part(SessionConfig), torch.device("cpu")
-    )
+    session: LearningSession[int] = LearningSession(settings.model, torch.device("cpu"))
     texts = _texts(60)
     assert session.wanted == 20
     assert session.offer((i, t) for i, t in enumerate(texts[:19])) == []  # held for the vocabulary
@@ -50,9 +47,7 @@ def test_vocabulary_from_the_first_documents_then_held_out_then_minibatches():
 
 def test_training_through_the_session_is_the_learner_on_the_same_minibatches():
     settings = Settings(**SETTINGS)
-    session: LearningSession[int] = LearningSession(
-        settings.part(SessionConfig), torch.device("cpu")
-    )
+    session: LearningSession[int] = LearningSession(settings.model, torch.device("cpu"))
     texts = _texts(60)
     session.offer(enumerate(texts))
     assert session.vocabulary is not None
@@ -65,7 +60,7 @@ def test_training_through_the_session_is_the_learner_on_the_same_minibatches():
             assert session.model is not None
             evaluations.append(session.model.docs_seen)
     oracle = StreamingLDA(
-        learner_config(settings.part(SessionConfig), len(session.vocabulary)),
+        settings.model.learner_config(len(session.vocabulary)),
         "cpu",
         settings.model.seed,
     )
@@ -82,9 +77,7 @@ def test_training_through_the_session_is_the_learner_on_the_same_minibatches():
 
 def test_several_multiples_in_one_step_are_one_evaluation():
     settings = Settings(**{**SETTINGS, "batch_size": 25, "eval_every": 10})
-    session: LearningSession[int] = LearningSession(
-        settings.part(SessionConfig), torch.device("cpu")
-    )
+    session: LearningSession[int] = LearningSession(settings.model, torch.device("cpu"))
     session.offer(enumerate(_texts(60)))
     session.learn(session.take()[1])  # 25 documents: past 10 and 20
     assert session.evaluation_due() and not session.evaluation_due()
@@ -93,9 +86,7 @@ def test_several_multiples_in_one_step_are_one_evaluation():
 
 def test_a_short_source_builds_its_vocabulary_when_flushed():
     settings = Settings(**{**SETTINGS, "vocab_docs": 100})
-    session: LearningSession[int] = LearningSession(
-        settings.part(SessionConfig), torch.device("cpu")
-    )
+    session: LearningSession[int] = LearningSession(settings.model, torch.device("cpu"))
     assert session.offer(enumerate(_texts(30))) == []
     placed = session.flush()
     assert session.model is not None and len(placed) == 31
@@ -105,7 +96,7 @@ def test_a_short_source_builds_its_vocabulary_when_flushed():
 def test_a_rank_that_does_not_hold_out_trains_every_document():
     settings = Settings(**SETTINGS)
     session: LearningSession[int] = LearningSession(
-        settings.part(SessionConfig), torch.device("cpu"), holds_out=False
+        settings.model, torch.device("cpu"), holds_out=False
     )
     vocabulary = build_vocabulary(_texts(20), 300)
     session.begin(vocabulary)
@@ -115,14 +106,12 @@ def test_a_rank_that_does_not_hold_out_trains_every_document():
 
 def test_a_resumed_session_reads_its_held_out_set_back_and_evaluates_at_the_next_multiple():
     settings = Settings(**SETTINGS)
-    first: LearningSession[int] = LearningSession(settings.part(SessionConfig), torch.device("cpu"))
+    first: LearningSession[int] = LearningSession(settings.model, torch.device("cpu"))
     first.offer(enumerate(_texts(60)))
     assert first.model is not None and first.vocabulary is not None
     while first.batch_ready:
         first.learn(first.take()[1])
-    resumed: LearningSession[int] = LearningSession(
-        settings.part(SessionConfig), torch.device("cpu")
-    )
+    resumed: LearningSession[int] = LearningSession(settings.model, torch.device("cpu"))
     resumed.begin(first.vocabulary, first.model)
     resumed.restore_heldout(_texts(60))  # the texts in arrival order (held-out ones first)
     assert resumed.heldout_docs == first.heldout_docs and resumed.heldout is not None
@@ -135,9 +124,7 @@ def test_a_held_out_set_stored_by_an_earlier_run_comes_first():
     so a restart that reads the store back finds the same set."""
     settings = Settings(**SETTINGS)
     stored = [a.text for a in articles(100, 3)]
-    session: LearningSession[int] = LearningSession(
-        settings.part(SessionConfig), torch.device("cpu")
-    )
+    session: LearningSession[int] = LearningSession(settings.model, torch.device("cpu"))
     session.stored_heldout = stored
     placed = session.offer(enumerate(_texts(60)))
     assert session.vocabulary is not None
@@ -145,9 +132,7 @@ def test_a_held_out_set_stored_by_an_earlier_run_comes_first():
     assert len(held) == 2  # 3 stored + 2 new = heldout 5
     encoded = [session.vocabulary.encode(t) for t in stored]
     assert session.heldout_docs[:3] == [ids for ids in encoded if ids]
-    resumed: LearningSession[int] = LearningSession(
-        settings.part(SessionConfig), torch.device("cpu")
-    )
+    resumed: LearningSession[int] = LearningSession(settings.model, torch.device("cpu"))
     resumed.begin(session.vocabulary)
     texts = _texts(60)
     resumed.restore_heldout(stored + [texts[i] for i in held])  # the store after this run
@@ -160,15 +145,15 @@ def test_a_resumed_model_keeps_its_learner_and_says_where_the_settings_differ(ca
     decay follow it) is logged as a warning naming the differences; a matching one is not."""
     vocabulary = build_vocabulary([a.text for a in articles(0, 20)], 300)
     old = Settings(**SETTINGS, sampler="sgrld")
-    model = StreamingLDA(learner_config(old.part(SessionConfig), len(vocabulary)), seed=0)
+    model = StreamingLDA(old.model.learner_config(len(vocabulary)), seed=0)
     model.update(Batch.from_ids([vocabulary.encode(a.text) for a in articles(20, 27)]))
     caplog.set_level("INFO", logger="service.learn.session")
-    same: LearningSession[int] = LearningSession(old.part(SessionConfig), torch.device("cpu"))
+    same: LearningSession[int] = LearningSession(old.model, torch.device("cpu"))
     assert same.begin(vocabulary, model) is model
     assert "from the checkpoint" in caplog.text and "WARNING" not in caplog.text
     caplog.clear()
     larger: LearningSession[int] = LearningSession(
-        Settings(**{**SETTINGS, "batch_size": 1000}).part(SessionConfig), torch.device("cpu")
+        Settings(**{**SETTINGS, "batch_size": 1000}).model, torch.device("cpu")
     )
     assert larger.begin(vocabulary, model) is model and model.config.mean_decay == 0.97
     (warning,) = [r for r in caplog.records if r.levelname == "WARNING"]

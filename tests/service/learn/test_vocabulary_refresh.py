@@ -12,7 +12,6 @@ import torch
 from lda.model import StreamingLDA
 from lda.vocab import Vocabulary
 from service.learn.session import LearningSession
-from service.learn.session_config import SessionConfig
 from service.settings import Settings
 from tests.service.learn.helpers import articles
 
@@ -31,7 +30,7 @@ NEW_WORDS = ("josé", "łódź", "kraków")
 
 def _session(**overrides: object) -> LearningSession[int]:
     settings = Settings.model_validate({**SETTINGS, **overrides})
-    return LearningSession(settings.part(SessionConfig), torch.device("cpu"))
+    return LearningSession(settings.model, torch.device("cpu"))
 
 
 def _learn_all(session: LearningSession[int]) -> list[int]:
