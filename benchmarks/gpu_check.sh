@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The GPU check in one call (benchmarks/gpu_check.py; docs/gpu.md). On a bare GPU machine with
+# The GPU check in one call (benchmarks/gpu_check.py; how to run it: benchmarks/GPU_CHECK.md;
+# why it is shaped so: docs/gpu.md). On a bare GPU machine with
 # Python 3.12, torch's CUDA build, numba and numba-cuda, and nothing else the project needs:
 #
 #   1. here, before the sitting:  bash benchmarks/gpu_bundle.sh   (wheels and DEV data in .gpu/)
 #   2. the device tool:           command "bash benchmarks/gpu_check.sh", carry [".gpu"],
-#                                 timeout_s 540 (the parts' limits add up to 475 s)
+#                                 timeout_s 540 (the parts' limits add up to 460 s)
 #
 # Its first part installs .gpu/wheels offline into .gpu/site, which every part has on its
 # PYTHONPATH with this checkout (no pip install into the machine's Python):
