@@ -1,8 +1,9 @@
 """The ``streamlda`` command: one subcommand per module that owns it.
 
 Each command module exposes ``register(subparsers)``, which adds its parser and sets
-``func(settings, args) -> int``. Flags whose ``dest`` names a setting override the
-environment; errors in arguments or settings print one line and exit 2, never a traceback.
+``func(settings, args) -> int``. The flags that set a setting are generated from the
+setting's declaration (:func:`service.settings.add_flags`) and override the environment;
+errors in arguments or settings print one line and exit 2, never a traceback.
 Whatever is printed goes through :func:`service.redact.redact`: no URL password is shown.
 """
 
