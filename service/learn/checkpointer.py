@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import torch
 
@@ -26,17 +26,6 @@ from service.learn.model_store import load_model, save_model
 from service.store.redis_retry import RedisRetry
 
 log = logging.getLogger(__name__)
-
-
-class Part(Protocol):
-    """A part of the worker that keeps state across restarts, under one key of a checkpoint's
-    ``extra`` (None from :meth:`state_dict`: nothing to keep; to :meth:`load_state_dict`:
-    nothing kept, start over)."""
-
-    key: str
-
-    def state_dict(self) -> Any: ...
-    def load_state_dict(self, state: Any) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -72,7 +61,6 @@ class Checkpointer:
         # Entries not yet acknowledged: trained (or empty, or dropped) since the last checkpoint;
         # the next one lists them, then they are acknowledged.
         self.unacked: list[str] = []
-        self.parts: tuple[Part, ...] = ()  # what each checkpoint keeps besides the learner
 
     @property
     def exists(self) -> bool:
@@ -83,11 +71,6 @@ class Checkpointer:
         old the checkpoint (:mod:`service.learn.checkpoint_compat`)."""
         model, vocab, extra = load_model(self.path, self.device)
         return model, vocab, checkpoint_compat.upgrade(extra, model.docs_seen)
-
-    def load_parts(self, extra: dict[str, Any], *parts: Part) -> None:
-        """Each part from its key in a checkpoint's ``extra`` (None where it has none)."""
-        for part in parts:
-            part.load_state_dict(extra.get(part.key))
 
     def resumed(self, model: StreamingLDA, words: int, extra: dict[str, Any]) -> None:
         """A checkpoint read at start: it is the last one written; the entries it lists are
@@ -134,12 +117,18 @@ class Checkpointer:
             return "drained"
         return None
 
-    def save(self, model: StreamingLDA, vocab: Vocabulary, reason: str, done: list[str]) -> None:
+    def save(
+        self,
+        model: StreamingLDA,
+        vocab: Vocabulary,
+        reason: str,
+        done: list[str],
+        parts: dict[str, Any],
+    ) -> None:
         """The atomic checkpoint, listing ``done`` (acknowledged right after it, and again on a
-        restart if the worker died in between), each part's state under its key."""
+        restart if the worker died in between), each part's state under its key (``parts``)."""
         saved_at = time.time()
-        extra = {p.key: state for p in self.parts if (state := p.state_dict()) is not None}
-        extra = checkpoint_compat.for_older_readers(extra)
+        extra = checkpoint_compat.for_older_readers(parts)
         payload = {**extra, "acked_entries": done, "reason": reason, "saved_at": saved_at}
         save_model(self.path, model, vocab, self.recorded, payload)
         self.last, self.at, self.docs = time.monotonic(), saved_at, model.docs_seen

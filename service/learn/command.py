@@ -29,7 +29,7 @@ from service.learn.distributed import (
 )
 from service.learn.heldout_store import HeldoutStore
 from service.learn.model_store import CHECKPOINT_NAME
-from service.learn.publisher import NullPublisher, Outlet, PublishConfig, Publisher
+from service.learn.publisher import PublishConfig, Publisher
 from service.learn.reservoir import Reservoir
 from service.learn.runtime import set_threads
 from service.learn.seeds import SeedsError, tokenised
@@ -144,12 +144,12 @@ def build_worker(
     coordinator: Coordinator | None = None,
 ) -> Worker:
     """The worker's parts from the settings: alone (no ``coordinator``) or a group's rank. The
-    rank that decides publishes; the others get a publisher that does nothing."""
+    rank that decides publishes; the others have no publisher."""
     coordinator = coordinator or SoloCoordinator()
     device = resolve_device(settings.model.device)
     retry = RedisRetry(settings.part(RetryConfig), stop)
     queue = ArticleQueue(client, settings.part(QueueConfig))
-    publisher: Outlet = NullPublisher()
+    publisher = None
     if coordinator.leads:
         publish = settings.part(PublishConfig)
         watch = TopicWatch(settings.publish.uncertainty_samples)

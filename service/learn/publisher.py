@@ -1,9 +1,9 @@
 """What the worker shows the API: the model, snapshots, perplexity points and the heartbeat.
 
-A :class:`Publisher` writes them on the rank that publishes (a lone worker, a group's rank 0);
-:class:`NullPublisher` is the same part on the other ranks, and does nothing: the worker's loop
-calls both alike. Snapshots are throttled (see :meth:`Publisher.interval`): rendering the top
-words every minibatch cost the worker and the API CPU.
+A :class:`Publisher` writes them on the rank that publishes (a lone worker, a group's rank 0),
+for the worker's showing part (:mod:`service.learn.showing`; the other ranks have none).
+Snapshots are throttled (see :meth:`Publisher.interval`): rendering the top words every
+minibatch cost the worker and the API CPU.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import logging
 import math
 import time
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import redis
@@ -77,32 +77,6 @@ class WorkerStatus:
     topic_article_bounds: list[list[list[float]]] | None = None  # and how sure each share is
     term_frequency: np.ndarray | None = None  # (W,) the stream's word counts
     topic_seeds: list[list[str]] | None = None  # each topic's seed words
-
-
-class Outlet(Protocol):
-    """Where the worker's loop shows what it learned: a :class:`Publisher` to Redis, or a
-    :class:`NullPublisher` on ranks that do not publish."""
-
-    def trained(self, model: StreamingLDA) -> None: ...
-    def forget_samples(self) -> None: ...
-    def vocabulary_changed(self) -> None: ...
-    def beat(self) -> None: ...
-    def model(
-        self,
-        model: StreamingLDA,
-        vocab: Vocabulary,
-        stream: StreamFigures | None = None,
-        index: IndexRows | None = None,
-        beta: torch.Tensor | None = None,
-    ) -> None: ...
-    def model_due(self) -> bool: ...
-    def snapshot(self, model: StreamingLDA, vocab: Vocabulary, now: WorkerStatus) -> None: ...
-    def snapshot_due(self) -> bool: ...
-    def stale(self, model: StreamingLDA) -> bool: ...
-    def point(self, scored: Scored, vocab_version: int) -> bool: ...
-    def topics_scored(
-        self, scored: Scored, vocab: Vocabulary, sizes: list[float] | None
-    ) -> None: ...
 
 
 class Publisher:
@@ -257,14 +231,14 @@ class Publisher:
         self.redis("appending perplexity", lambda: append_perplexity(self.client, point, keep=keep))
         return True
 
+    def move_names(self, matched: list[int], since: int) -> None:
+        """Names follow labels that moved: topic k is now what topic ``matched[k]`` was."""
+        self.redis("moving topic names", lambda: move_topic_names(self.client, matched, since))
+
     def topics_scored(self, scored: Scored, vocab: Vocabulary, sizes: list[float] | None) -> None:
-        """An evaluation's point of every topic's history; names follow labels that the drift
-        matching moved."""
+        """An evaluation's point of every topic's history (names moved first: move_names)."""
         topics = scored.topics
         matched: list[int] | None = topics.get("matched")
-        if matched is not None:
-            moves, docs = list(matched), scored.docs_seen
-            self.redis("moving topic names", lambda: move_topic_names(self.client, moves, docs))
         ids = topics.get("words")
         coherence = topics.get("coherence")
         if ids is None or coherence is None:
@@ -286,50 +260,6 @@ class Publisher:
             "appending the topics' history",
             lambda: append_topic_history(self.client, point, keep=keep),
         )
-
-
-class NullPublisher:
-    """The publisher of a rank that does not publish (a group's ranks other than 0)."""
-
-    def trained(self, model: StreamingLDA) -> None:
-        pass
-
-    def forget_samples(self) -> None:
-        pass
-
-    def vocabulary_changed(self) -> None:
-        pass
-
-    def beat(self) -> None:
-        pass
-
-    def model(
-        self,
-        model: StreamingLDA,
-        vocab: Vocabulary,
-        stream: StreamFigures | None = None,
-        index: IndexRows | None = None,
-        beta: torch.Tensor | None = None,
-    ) -> None:
-        pass
-
-    def model_due(self) -> bool:
-        return False
-
-    def snapshot(self, model: StreamingLDA, vocab: Vocabulary, now: WorkerStatus) -> None:
-        pass
-
-    def snapshot_due(self) -> bool:
-        return False
-
-    def stale(self, model: StreamingLDA) -> bool:
-        return False
-
-    def point(self, scored: Scored, vocab_version: int) -> bool:
-        return False
-
-    def topics_scored(self, scored: Scored, vocab: Vocabulary, sizes: list[float] | None) -> None:
-        pass
 
 
 def suggested_names_of(

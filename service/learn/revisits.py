@@ -13,27 +13,26 @@ every rank's state (``reservoirs``), and a process loads its own once, when it r
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from typing import Any
-
-import torch
 
 from lda.batch import Batch
 from lda.model import StreamingLDA, revisit_step_scale
 from service.learn.coordinator import Coordinator
+from service.learn.events import ArticleKept, ArticlePlaced, Event, Part, Resumed
 from service.learn.reservoir import Reservoir
-from service.learn.search import Search
 from service.learn.session import LearningSession
-from service.learn.topic_record import EntryRef
 from service.learn.worker_parts import WorkerConfig
 from service.store.redis_retry import RedisRetry
 
 State = dict[str, Any] | None  # one rank's reservoir state (None: that rank kept none)
 
 
-class Revisits:
+class Revisits(Part):
     """One process's revisits: off without a reservoir."""
 
     key = "reservoirs"  # every rank's reservoir state in a checkpoint's extra
+    handles = (Resumed, ArticlePlaced)
 
     def __init__(
         self,
@@ -41,7 +40,6 @@ class Revisits:
         config: WorkerConfig,
         coordinator: Coordinator,
         retry: RedisRetry,
-        index: Search | None = None,
     ) -> None:
         """``config``: the ratio of revisits and how long a read may wait."""
         self.reservoir = reservoir
@@ -57,7 +55,6 @@ class Revisits:
         # Whether the last read came back short of what it asked for: only then is nothing
         # unread, and a revisit may go before the next read.
         self.drained = True
-        self.index = index  # the kept articles' shares
         self.drawn: list[int] = []  # the slots of the last draw's documents, in order
 
     # --- when -------------------------------------------------------------------------------
@@ -96,13 +93,15 @@ class Revisits:
         return time.monotonic() - self.fresh_at < self.read_block_ms / 1000
 
     # --- what -------------------------------------------------------------------------------
-    def offer(self, ref: EntryRef, text: str) -> None:
-        """An article placed for training (held-out articles never come here); the index
-        learns which slot it took."""
-        if self.reservoir is not None:
-            slot = self.reservoir.offer(text)
-            if self.index is not None:
-                self.index.placed(ref, slot)
+    def handle(self, event: Any) -> Iterable[Event]:
+        """An article placed for training is offered to the reservoir (held-out articles never
+        are), which says where it kept it; a checkpoint's states, once a process."""
+        match event:
+            case ArticlePlaced(ref=ref, kind="train", text=text) if self.reservoir is not None:
+                return (ArticleKept(ref, self.reservoir.offer(text)),)
+            case Resumed(extra=extra):
+                self.load_state_dict(extra.get(self.key))
+        return ()
 
     def draw(self, session: LearningSession[Any]) -> Batch | None:
         """A minibatch of held articles in today's words (None: none has a word of them)."""
@@ -114,18 +113,13 @@ class Revisits:
         self.drawn = [drawn[i][0] for i in kept]
         return batch
 
-    def revisited(self, counts: torch.Tensor, docs_seen: int) -> None:
-        """The last draw's documents' E[n_dk] under today's model, into the index."""
-        if self.index is not None:
-            self.index.revisited(self.drawn, counts, docs_seen)
-
     @property
     def step_scale(self) -> float:
         """A share of the stream's step: at most ``ratio`` revisits per fresh document add
         averaging, not process time (docs/samplers.md)."""
         return revisit_step_scale(self.ratio)
 
-    def shown(self) -> dict[str, Any]:
+    def shown(self, model: StreamingLDA) -> dict[str, Any]:
         """The snapshot's fields: articles held, revisits per held article."""
         reservoir = self.reservoir
         return {
@@ -151,10 +145,11 @@ class Revisits:
         """Every rank's state as :meth:`gather` collected it (None without revisits)."""
         return None if self.reservoir is None else list(self.states)
 
-    def load_state_dict(self, states: list[State]) -> None:
+    def load_state_dict(self, states: list[State] | None) -> None:
         """A checkpoint's states: this rank's reservoir goes on from its own, once per process
         (a restore after a non-finite step keeps the reservoir as it is); a rank the
         checkpoint did not know starts empty."""
+        states = states or []
         self.states = list(states)
         reservoir, rank = self.reservoir, self.coordinator.rank
         if reservoir is None or self.resumed or rank >= len(states):

@@ -16,7 +16,7 @@ import functools
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +25,14 @@ import torch
 
 from lda.model import StreamingLDA
 from service.learn.evaluator import Evaluator, Scored
+from service.learn.events import (
+    ArticlePlaced,
+    Event,
+    HeldoutComplete,
+    LearnerBegun,
+    Part,
+    VocabularyChanged,
+)
 from service.learn.heldout_store import HeldoutStore
 from service.store.perplexity import truncate_perplexity
 from service.store.redis_retry import RedisRetry
@@ -43,10 +51,12 @@ class ScoringConfig:
     eval_stop_wait_s: float
 
 
-class Scoring:
-    """The deciding process's held-out set and scoring process, one per learner."""
+class Scoring(Part):
+    """The deciding process's held-out set and scoring process, one per learner. Its points go
+    back to the loop (:meth:`collect`), which shows each, then commits it."""
 
     key = "evaluations"
+    handles = (LearnerBegun, ArticlePlaced, HeldoutComplete, VocabularyChanged)
 
     def __init__(
         self,
@@ -56,18 +66,35 @@ class Scoring:
         retry: RedisRetry,
         store: HeldoutStore,
         counters: Counter[str],
-        publish: Callable[[Scored], None],
     ) -> None:
-        """``publish``: shows one scored point (it is committed right after)."""
+        """``counters``: the worker's, where skipped evaluations are counted."""
         self.config = config
         self.device = device
         self.client = client
         self.redis = retry
         self.store = store
         self.counters = counters
-        self.publish = publish
         self.model: StreamingLDA | None = None
         self.evaluator: Evaluator | None = None
+
+    def handle(self, event: Any) -> Iterable[Event]:
+        """A held-out article stored; the set complete; a learner begun (from its checkpoint's
+        state); words changed (scoring starts over)."""
+        match event:
+            case ArticlePlaced(ref=ref, kind="heldout", text=text):
+                self.hold_out(ref.entry, ref.id, text)
+            case HeldoutComplete(documents=documents):
+                self.heldout(documents)
+            case LearnerBegun(model=model, extra=extra):
+                self.begin(model)
+                self.load_state_dict(extra.get(self.key))
+            case VocabularyChanged():
+                self.restart()
+        return ()
+
+    def shown(self, model: StreamingLDA) -> dict[str, Any]:
+        """Betas waiting to be scored, scoring processes started again."""
+        return {"counters": {"evals_waiting": self.waiting, "scorer_restarts": self.restarts}}
 
     # --- the held-out set -------------------------------------------------------------------
     def hold_out(self, entry_id: str, page_id: str, text: str) -> None:
@@ -165,24 +192,27 @@ class Scoring:
             )
         return True
 
-    def collect(self, timeout: float = 0.0) -> None:
-        """Publish the points scored since the last call, then commit each."""
-        if self.evaluator is None:
-            return
-        for scored in self.evaluator.poll(timeout):
-            self.publish(scored)
-            self.evaluator.commit(scored)
+    def collect(self, timeout: float = 0.0) -> list[Scored]:
+        """The points scored since the last call, in order: the loop shows each, then
+        :meth:`commit`s it."""
+        return [] if self.evaluator is None else self.evaluator.poll(timeout)
 
-    def finish(self, most_s: float | None = None) -> None:
-        """Wait up to eval_stop_wait_s (or ``most_s``, if shorter) for the betas handed off
-        (the rest stay in the checkpoint, scored after a restart)."""
+    def commit(self, scored: Scored) -> None:
+        """``scored`` was shown: a checkpoint counts it as published."""
+        assert self.evaluator is not None
+        self.evaluator.commit(scored)
+
+    def finish(self, most_s: float | None = None) -> Iterator[Scored]:
+        """Wait up to eval_stop_wait_s (or ``most_s``, if shorter) for the betas handed off,
+        each point as it comes (shown and committed before the next; the rest stay in the
+        checkpoint, scored after a restart)."""
         evaluator = self.evaluator
         if evaluator is None or not evaluator.ready or not evaluator.pending:
             return
         wait = self.config.eval_stop_wait_s
         deadline = time.monotonic() + (wait if most_s is None else min(wait, most_s))
         while evaluator.pending and (left := deadline - time.monotonic()) > 0:
-            self.collect(timeout=min(left, 0.5))
+            yield from self.collect(timeout=min(left, 0.5))
 
     @property
     def waiting(self) -> int:

@@ -1,11 +1,10 @@
 """The worker's search part: an :class:`~service.learn.article_index.ArticleIndex` of the kept
-articles for each learner, and its refolding thread, where the reservoir is on and this rank
-publishes (else none, and every call does nothing); docs/topics.md, "Searching the kept
-articles"."""
+articles for each learner, and its refolding thread, on the rank that publishes where search is
+on (else the part is absent); docs/topics.md, "Searching the kept articles"."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
@@ -13,82 +12,89 @@ import torch
 from lda.model import StreamingLDA
 from lda.vocab import Vocabulary
 from service.learn.article_index import ArticleIndex
+from service.learn.events import (
+    ArticleKept,
+    ArticlesListed,
+    BatchLearned,
+    Event,
+    LabelsMoved,
+    LearnerBegun,
+    Part,
+    Revisited,
+    Stopped,
+)
+from service.learn.reservoir import Reservoir
 from service.learn.share_refresh import ShareRefresh
-from service.learn.topic_record import EntryRef
-from service.store.article_index import IndexRows
 
 Texts = Callable[[list[int]], dict[int, str]]  # the reservoir's texts of some slots
 
 
-class Search:
-    """The kept articles' shares, kept current and published with the model."""
+class Search(Part):
+    """The kept articles' shares, kept current and published with the model (on the rank that
+    publishes, where search is on)."""
 
     key = "search"  # its state in a checkpoint's extra
+    handles = (
+        LearnerBegun, ArticleKept, ArticlesListed, BatchLearned, Revisited, LabelsMoved, Stopped
+    )  # fmt: skip
 
-    def __init__(
-        self, capacity: int | None, texts: Texts | None, share: float, leads: bool
-    ) -> None:
-        """``capacity``: the reservoir's (0: none, the record's articles only; None: search
-        off); ``texts``: its texts by slot; ``share``: of a core the refolding thread takes at
-        most (0: none)."""
-        self.capacity = capacity if leads else None
-        self.texts = texts
+    def __init__(self, reservoir: Reservoir | None, share: float) -> None:
+        """``reservoir``: the kept articles, their texts by slot (None: the record's articles
+        only); ``share``: of a core the refolding thread takes at most (0: none)."""
+        self.capacity = 0 if reservoir is None else reservoir.capacity
+        self.texts: Texts | None = None if reservoir is None else reservoir.read
         self.share = share
         self.now: ArticleIndex | None = None
         self.refresh: ShareRefresh | None = None
         self.resumed = False  # a checkpoint's rows are loaded once a process
+        self.listed: frozenset[str] = frozenset()  # the record's articles, as it last said
 
-    @property
-    def on(self) -> bool:
-        """Whether steps should hand in their documents' topics."""
-        return self.now is not None
+    def handle(self, event: Any) -> Iterable[Event]:
+        now = self.now
+        match event:
+            case LearnerBegun(model=model, extra=extra):
+                self.begin(model.config.n_topics)
+                self.load_state_dict(extra.get(self.key))
+            case ArticleKept(ref=ref, slot=slot) if now is not None:
+                now.placed(ref, slot)
+            case ArticlesListed(ids=ids):
+                self.listed = ids
+            case BatchLearned(refs=refs, counts=counts, docs_seen=docs) if now is not None:
+                now.learned(refs, counts, docs, self.listed)
+            case Revisited(slots=slots, counts=counts, docs_seen=docs) if now is not None:
+                if counts.shape[0] == len(slots):
+                    now.revisited(slots, counts, docs)
+            case LabelsMoved(matched=matched, since=since) as moved if now is not None:
+                if moved.moves:
+                    now.permute(matched, since)
+            case Stopped():
+                self.close()
+        return ()
 
     def begin(self, n_topics: int) -> None:
         """An empty index for a learner of K topics (its state follows), or the one in hand
         for one of the same K: a restore goes back to a checkpoint, but the reservoir's slots
         stay as they are, and the rows must match them."""
-        if self.capacity is None or (self.now is not None and self.now.n_topics == n_topics):
+        if self.now is not None and self.now.n_topics == n_topics:
             return
         self.now = ArticleIndex(self.capacity, n_topics)
         if self.texts is not None and self.capacity:
             self.close()
             self.refresh = ShareRefresh(self.now, self.texts, self.share)
 
-    def placed(self, ref: EntryRef, slot: int | None) -> None:
-        if self.now is not None:
-            self.now.placed(ref, slot)
-
-    def learned(
-        self,
-        refs: Sequence[EntryRef],
-        counts: torch.Tensor,
-        docs_seen: int,
-        listed: Collection[str],
-    ) -> None:
-        if self.now is not None:
-            self.now.learned(refs, counts, docs_seen, listed)
-
-    def revisited(self, slots: Sequence[int], counts: torch.Tensor, docs_seen: int) -> None:
-        if self.now is not None and counts.shape[0] == len(slots):
-            self.now.revisited(slots, counts, docs_seen)
-
-    def moved(self, matched: Sequence[int], since: int) -> None:
-        """The drift matching of the model evaluated at ``since`` documents: the rows' topic
-        ids follow any label that moved."""
-        if self.now is not None and any(int(m) != k for k, m in enumerate(matched)):
-            self.now.permute(matched, since)
-
-    def rows(self, model: StreamingLDA, vocab: Vocabulary, beta: torch.Tensor) -> IndexRows | None:
+    def published(
+        self, model: StreamingLDA, vocab: Vocabulary, beta: torch.Tensor
+    ) -> dict[str, Any]:
         """The rows to publish with ``model``, whose float32 beta_mean (K x W, the thread's to
         keep) the thread refolds them under from now."""
         if self.now is None:
-            return None
+            return {}
         if self.refresh is not None:
             gamma = model.config.gamma
             assert gamma is not None
             self.refresh.model(beta, vocab, gamma, model.docs_seen)
             self.refresh.start()
-        return self.now.rows()
+        return {"rows": self.now.rows()}
 
     def close(self) -> None:
         """Stop the refolding thread (the rows stay)."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import redis
@@ -23,6 +23,16 @@ from lda.config import SEED_TOKENS_PER_DOCUMENT
 from lda.model import StreamingLDA
 from lda.sgmcmc.seeds import SeedPrior, pseudo_counts
 from lda.vocab import Vocabulary
+from service.learn.events import (
+    Event,
+    LabelsMoved,
+    LearnerBegun,
+    Part,
+    Resumed,
+    SeedsChanged,
+    SeedsRequested,
+    VocabularyChanged,
+)
 from service.learn.session import LearningSession
 from service.store.redis_retry import RedisRetry
 from service.store.topic_seeds import (
@@ -69,20 +79,42 @@ def seed_prior(
     )
 
 
-class Seeds:
-    """Each topic's seeds, the prior they put on the learner, and their copy in Redis."""
+class Seeds(Part):
+    """Each topic's seeds, the prior they put on the learner (the one place it is set:
+    :meth:`follow`), and their copy in Redis."""
 
     key = "seeds"
+    handles = (Resumed, LearnerBegun, SeedsRequested, LabelsMoved, VocabularyChanged)
 
     def __init__(
-        self, client: redis.Redis, retry: RedisRetry, given: Mapping[int, TopicSeeds]
+        self,
+        session: LearningSession[Any],
+        client: redis.Redis,
+        retry: RedisRetry,
+        given: Mapping[int, TopicSeeds],
     ) -> None:
         """``given``: a seeds file's, set at start over what the checkpoint and Redis hold."""
+        self.session = session
         self.client = client
         self.redis = retry
         self.given = dict(given)
         self.topics: dict[int, TopicSeeds] = {}
         self.seq = 0  # the control hash's seeds_seq these seeds answer
+
+    def handle(self, event: Any) -> Iterable[Event]:
+        """The checkpoint's seeds once a process; the prior over each learner begun and each
+        change of words; an operator's change; labels that moved (Redis follows)."""
+        match event:
+            case Resumed(extra=extra):
+                self.load_state_dict(extra.get(self.key))
+            case LearnerBegun() | VocabularyChanged():
+                self.follow()
+            case SeedsRequested(seq=seq) if self.poll(seq):
+                return (SeedsChanged(prior=self.follow()),)
+            case LabelsMoved(matched=matched) if self.move(matched):
+                # The evaluation's snapshot shows them.
+                return (SeedsChanged(prior=self.follow(), show=False),)
+        return ()
 
     # --- where they come from -----------------------------------------------------------------
     def start(self) -> None:
@@ -138,9 +170,10 @@ class Seeds:
         """The seeded topics, whose labels the drift matching keeps."""
         return sorted(self.topics)
 
-    def follow(self, session: LearningSession[Any]) -> bool:
+    def follow(self) -> bool:
         """The session keeps every seed word through a refresh, and its learner (if any) takes
         the seeds' prior; True if the prior changed."""
+        session = self.session
         session.kept_words = self.words()
         model, vocab = session.model, session.vocabulary
         return model is not None and vocab is not None and self.apply(model, vocab)
@@ -154,9 +187,11 @@ class Seeds:
         model.set_seeds(prior)
         return True
 
-    def shown(self, n_topics: int) -> list[list[str]]:
+    def shown(self, model: StreamingLDA) -> dict[str, Any]:
         """Each topic's seed words, for the snapshot (none: an empty list)."""
-        return [list(self.topics[k].words) if k in self.topics else [] for k in range(n_topics)]
+        n_topics = model.config.n_topics
+        seeds = [list(self.topics[k].words) if k in self.topics else [] for k in range(n_topics)]
+        return {"topic_seeds": seeds}
 
     # --- checkpoint ---------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:

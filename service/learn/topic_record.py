@@ -5,17 +5,31 @@ worker's part: one :class:`TopicRecord` per learner, on the rank that publishes)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
 from lda.config import CHANGED_BITS
+from service.learn.events import (
+    ArticlesListed,
+    BatchLearned,
+    Evaluated,
+    Event,
+    LabelsMoved,
+    LearnerBegun,
+    Part,
+    VocabularyChanged,
+)
 from service.learn.stream_tally import StreamTally
 from service.learn.topic_articles import TopicArticles
 from service.store.published_model import StreamFigures
+
+if TYPE_CHECKING:
+    from lda.model import StreamingLDA
+    from lda.vocab import Vocabulary
 
 ArticleRef = tuple[str, str, str]  # (title, article id, source)
 
@@ -68,14 +82,15 @@ class TopicRecord:
         self.tally.learned(words, counts)
         self.articles.offer(counts, articles, docs_seen)
 
+    def moved(self, matched: Sequence[int]) -> None:
+        """Labels moved (topic k is now what ``matched[k]`` was): articles and sizes follow."""
+        self.articles.permute(matched)
+        self.tally.permute(list(matched))
+
     def evaluated(self, docs_seen: int, topics: dict[str, Any]) -> None:
-        """An evaluation's per-topic figures (drift and matching): labels that moved take
-        their articles and sizes along; topics that changed a lot forget articles learned
-        before the evaluation ahead of this one."""
-        matched, drift = topics.get("matched"), topics.get("drift")
-        if matched is not None and any(int(m) != k for k, m in enumerate(matched)):
-            self.articles.permute(matched)
-            self.tally.permute(list(matched))
+        """An evaluation's drift: topics that changed a lot forget articles learned before the
+        evaluation ahead of this one (labels moved first: :meth:`moved`)."""
+        drift = topics.get("drift")
         if drift is not None and self.evaluated_at is not None:
             self.articles.changed([d > CHANGED_BITS for d in drift], self.evaluated_at)
         self.evaluated_at = docs_seen
@@ -107,40 +122,35 @@ class TopicRecord:
         self.evaluated_at = state.get("evaluated_at")
 
 
-class Record:
-    """The worker's topics' record: a :class:`TopicRecord` for each learner where the record is
-    on and this rank publishes (else none, and every call does nothing)."""
+class Record(Part):
+    """The worker's topics' record, where it is on and this rank publishes: a
+    :class:`TopicRecord` for each learner, fed by the loop's events."""
 
     key = "topics"
+    handles = (LearnerBegun, BatchLearned, LabelsMoved, Evaluated, VocabularyChanged)
 
-    def __init__(self, config: RecordConfig | None, leads: bool) -> None:
-        self.config = config if leads else None
+    def __init__(self, config: RecordConfig) -> None:
+        self.config = config
         self.now: TopicRecord | None = None
 
-    @property
-    def on(self) -> bool:
-        """Whether steps should hand in their documents' topics."""
-        return self.now is not None
-
-    def begin(self, n_topics: int, n_words: int) -> None:
-        """A new record for a learner of K topics and W words (its state follows)."""
-        if self.config is not None:
-            self.now = TopicRecord(self.config, n_topics, n_words)
-
-    def learned(
-        self, words: torch.Tensor, counts: torch.Tensor, refs: Sequence[EntryRef], docs_seen: int
-    ) -> None:
-        """A fresh minibatch learned (see :meth:`TopicRecord.learned`)."""
-        if self.now is not None:
-            self.now.learned(words, counts, [ref.article for ref in refs], docs_seen)
-
-    def evaluated(self, docs_seen: int, topics: dict[str, Any]) -> None:
-        if self.now is not None:
-            self.now.evaluated(docs_seen, topics)
-
-    def remap_words(self, keep: torch.Tensor, documents: np.ndarray | None) -> None:
-        if self.now is not None and documents is not None:
-            self.now.remap_words(keep, documents)
+    def handle(self, event: Any) -> Iterable[Event]:
+        match event:
+            case LearnerBegun(model=model, vocab=vocab, extra=extra):
+                self.now = TopicRecord(self.config, model.config.n_topics, len(vocab))
+                if (state := extra.get(self.key)) is not None:  # None: it starts over
+                    self.now.load_state_dict(state)
+            case BatchLearned(words=words, counts=counts, refs=refs, docs_seen=docs):
+                assert self.now is not None
+                self.now.learned(words, counts, [ref.article for ref in refs], docs)
+                return (ArticlesListed(frozenset(self.listed())),)
+            case LabelsMoved() as moved if moved.moves and self.now is not None:
+                self.now.moved(moved.matched)
+            case Evaluated(point=point) if self.now is not None:
+                self.now.evaluated(point.docs_seen, point.topics)
+            case VocabularyChanged(keep=keep, documents=documents):
+                if self.now is not None and documents is not None:
+                    self.now.remap_words(keep, documents)
+        return ()
 
     def sizes(self) -> list[float] | None:
         return None if self.now is None else self.now.sizes()
@@ -149,27 +159,24 @@ class Record:
         """The ids of the articles listed behind the topics now."""
         return set() if self.now is None else {a[1] for a in self.now.articles.articles.values()}
 
-    def figures(self) -> StreamFigures | None:
-        """The stream's figures published with the model (None without a record)."""
-        return None if self.now is None else self.now.figures()
+    def published(
+        self, model: StreamingLDA, vocab: Vocabulary, beta: torch.Tensor
+    ) -> dict[str, Any]:
+        """The stream's figures published with the model."""
+        return {} if self.now is None else {"figures": self.now.figures()}
 
-    def shown(self, docs_seen: int) -> dict[str, Any]:
-        """The snapshot's fields of the record (None each without one)."""
+    def shown(self, model: StreamingLDA) -> dict[str, Any]:
+        """The snapshot's fields of the record."""
         now = self.now
-        listed = None if now is None else now.articles.listed(docs_seen)
+        if now is None:
+            return {}
+        listed = now.articles.listed(model.docs_seen)
         return {
-            "topic_size": None if now is None else now.sizes(),
-            "topic_articles": None if listed is None else [[a.row() for a in t] for t in listed],
-            "topic_article_bounds": None
-            if listed is None
-            else [[a.sure() for a in t] for t in listed],
-            "term_frequency": None if now is None else now.tally.term_frequency,
+            "topic_size": now.sizes(),
+            "topic_articles": [[a.row() for a in t] for t in listed],
+            "topic_article_bounds": [[a.sure() for a in t] for t in listed],
+            "term_frequency": now.tally.term_frequency,
         }
 
     def state_dict(self) -> dict[str, Any] | None:
         return None if self.now is None else self.now.state_dict()
-
-    def load_state_dict(self, state: dict[str, Any] | None) -> None:
-        """A checkpoint's record (None: it starts over)."""
-        if self.now is not None and state is not None:
-            self.now.load_state_dict(state)

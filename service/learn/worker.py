@@ -3,9 +3,11 @@
 One loop for a lone worker and for each rank of a data-parallel group (the protocol:
 docs/service.md, "Learn: the worker"): :meth:`Worker.run` starts or resumes, repeats
 :meth:`Worker.step` until stopped, then checkpoints. A step follows the coordinator's plan, reads
-into the session (:mod:`service.learn.intake`), takes a sampler step (fresh, or a revisit:
-:mod:`service.learn.revisits`) and publishes. Each part that keeps state across restarts keeps
-it under one key of the checkpoint (:mod:`service.learn.checkpointer`).
+into the session (:mod:`service.learn.intake`) and takes a sampler step (fresh, or a revisit:
+:mod:`service.learn.revisits`). The loop says what happened as events
+(:mod:`service.learn.events`) and the parts listen: the topics' record, search, the seeds,
+scoring and what is shown each handle their own, and keep their state under one key of the
+checkpoint (:mod:`service.learn.checkpointer`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import redis
@@ -22,12 +24,15 @@ import torch
 from lda.model import NonFiniteError, StreamingLDA
 from lda.vocab import Vocabulary
 from service.ingest.queue import ArticleQueue, entry_time
+from service.learn import events
 from service.learn.checkpointer import Checkpointer
 from service.learn.control import OperatorControl
 from service.learn.coordinator import Coordinator, Counts, ModelState, NoStep, Plan, Step
+from service.learn.evaluator import Scored
+from service.learn.events import Event, Part, Parts
 from service.learn.heldout_store import HeldoutStore
 from service.learn.intake import Intake
-from service.learn.publisher import Outlet
+from service.learn.publisher import Publisher
 from service.learn.recent_rates import RecentRates
 from service.learn.reservoir import Reservoir
 from service.learn.revisits import Revisits
@@ -35,11 +40,11 @@ from service.learn.runtime import release_freed_memory
 from service.learn.scoring import Scoring, ScoringConfig
 from service.learn.search import Search
 from service.learn.seeds import Seeds
-from service.learn.session import LearningSession
+from service.learn.session import Events, LearningSession
 from service.learn.showing import Showing
 from service.learn.topic_record import EntryRef, Record, RecordConfig
 from service.learn.vocabulary_refresh import VocabularyRefresh
-from service.learn.worker_parts import Counters, WorkerConfig
+from service.learn.worker_parts import Counters, LoopFigures, WorkerConfig
 from service.store.control import read_control
 from service.store.redis_retry import RedisGaveUp, RedisRetry
 from service.store.topic_seeds import TopicSeeds
@@ -59,7 +64,7 @@ class Worker:
         retry: RedisRetry,
         session: LearningSession[EntryRef],
         checkpointer: Checkpointer,
-        publisher: Outlet,
+        publisher: Publisher | None,
         coordinator: Coordinator,
         heldout_store: HeldoutStore,
         device: torch.device,
@@ -68,56 +73,45 @@ class Worker:
         record: RecordConfig | None = None,
         seeds: Mapping[int, TopicSeeds] | None = None,
     ) -> None:
-        """``seeds``: a seeds file's, set at start."""
+        """``publisher``: None on a group's ranks that do not publish; ``seeds``: a seeds
+        file's, set at start."""
         self.config = config
         self.session = session
         self.checkpointer = checkpointer  # holds the entries not yet acknowledged
         self.coordinator = coordinator
         self.stop = stop
-        self.recent = RecentRates()  # also: since when the stream is empty, idle
-        given = Seeds(client, retry, seeds or {})
-        self.control = OperatorControl(functools.partial(read_control, client), retry, given)
-        # The parts that keep state across restarts, each under its key of a checkpoint.
-        self.counters = Counters()
-        capacity = 0 if reservoir is None else reservoir.capacity  # 0: the record's articles
-        self.search = Search(
-            capacity if config.search else None,
-            None if reservoir is None else reservoir.read,
-            config.search_refresh_share,
-            coordinator.leads,
-        )
-        self.revisits = Revisits(reservoir, config, coordinator, retry, self.search)
-        self.record = Record(record, coordinator.leads)
-        self.show = show = Showing(
-            publisher, session, coordinator, self.record, self.search, given, self.revisits,
-            self.recent, checkpointer, self.counters, retry,
-        )  # fmt: skip
+        self.recent = recent = RecentRates()  # also: since when the stream is empty, idle
+        self.control = OperatorControl(functools.partial(read_control, client), retry)
+        self.intake = Intake(queue, config.consumer, session, retry)
+        # The parts the loop drives, then those that only listen (absent when off), in the
+        # order events reach them: the record answers a minibatch before search hears it, and
+        # what is shown comes last.
+        self.counters = counters = Counters()
+        self.vocabulary = VocabularyRefresh(session, counters)
+        self.revisits = Revisits(reservoir, config, coordinator, retry)
         limits = ScoringConfig(config.threads, config.eval_backlog, config.eval_stop_wait_s)
-        self.scoring = show.scoring = scoring = Scoring(
-            limits, device, client, retry, heldout_store, self.counters, show.point
-        )
-        self.vocabulary = VocabularyRefresh(
-            session, scoring, self.record, coordinator, self.counters
-        )
-        parts = (self.counters, self.record, self.vocabulary, self.revisits, scoring, given)
-        checkpointer.parts = (*parts, self.search)
-        placed = (self.revisits, self.scoring, self.recent, checkpointer, self.counters)
-        self.intake = Intake(queue, config.consumer, session, placed, retry)
+        self.scoring = Scoring(limits, device, client, retry, heldout_store, counters)
+        self.seeds = Seeds(session, client, retry, seeds or {})
+        parts: list[Part] = [counters, self.vocabulary, self.revisits, self.scoring, self.seeds]
+        parts.append(LoopFigures(session, coordinator, recent, checkpointer, retry))
+        if coordinator.leads and record is not None:
+            parts.append(Record(record))
+        if coordinator.leads and config.search:
+            parts.append(Search(reservoir, config.search_refresh_share))
+        self.parts = Parts(parts)
+        if publisher is not None:
+            self.parts.add(Showing(publisher, session, recent, self.parts))
 
     @property
     def model(self) -> StreamingLDA | None:
         """The learner, once a vocabulary exists."""
         return self.session.model
 
-    @property
-    def seeds(self) -> Seeds:
-        """The topics' seeds, an operator's request as pause and checkpoints are."""
-        return self.control.seeds
-
-    @property
-    def reservoir(self) -> Reservoir | None:
-        """The articles kept for revisits (None: revisits off)."""
-        return self.revisits.reservoir
+    def announce(self, event: Event) -> None:
+        """``event`` to the parts; what they answer that concerns the loop, handled."""
+        for answer in self.parts.announce(event):
+            if isinstance(answer, events.SeedsChanged) and answer.prior:
+                self.coordinator.model_changed()  # a group's other ranks get the prior
 
     # --- lifecycle -------------------------------------------------------------------------
     def run(self) -> None:
@@ -154,14 +148,13 @@ class Worker:
         self.control.start()
         if self.checkpointer.exists:
             model, vocab, extra = self.checkpointer.load()
-            parts = (self.counters, self.revisits, self.seeds)
-            self.checkpointer.load_parts(extra, *parts)  # once a process
+            self.announce(events.Resumed(extra))  # the parts kept once a process
             self.checkpointer.resumed(model, len(vocab), extra)
             self.seeds.start()
             self._set_model(model, vocab, extra)
             return
         self.seeds.start()
-        self.seeds.follow(self.session)
+        self.seeds.follow()
         if self.config.vocab is not None:
             self._set_model(None, Vocabulary.load(self.config.vocab), {})
             self._checkpoint("vocabulary", alone=True)  # persist it before anything depends on it
@@ -173,8 +166,8 @@ class Worker:
         try:
             if self.model is not None:
                 try:
-                    self.scoring.finish(self.coordinator.stop_scoring_s)
-                    self.show.if_stale()  # publication is throttled: show where it stopped
+                    self._scored(self.scoring.finish(self.coordinator.stop_scoring_s))
+                    self.announce(events.Stopping())  # publication is throttled: show where
                 except RedisGaveUp as exc:
                     log.warning("%s: the betas not scored are in the checkpoint", exc)
             if self.coordinator.agree(self.model is not None) and self.model is not None:
@@ -184,7 +177,7 @@ class Worker:
                     log.warning("%s: the checkpoint lists the entries to acknowledge", exc)
         finally:
             self.scoring.close()
-            self.search.close()
+            self.announce(events.Stopped())  # the parts' threads end, whatever happened
 
     # --- one iteration ---------------------------------------------------------------------
     def step(self) -> None:
@@ -202,11 +195,11 @@ class Worker:
             self._checkpoint(plan.checkpoint)
         if not plan.ready:  # a group's rank 0 reads for the vocabulary and the held-out set
             if coordinator.leads and not self._read():
-                self.show.beat()
+                self.announce(events.Waiting())
         elif plan.paused and plan.buffered:  # train what is in hand; the next plan checkpoints
             self._train_or_idle(read=False, revisit=False)
         elif plan.paused:
-            self.show.beat()
+            self.announce(events.Waiting())
             self.stop.wait(self.config.read_block_ms / 1000)
         else:
             self._train_or_idle(read=self._read() if self.session.wanted else False)
@@ -215,12 +208,12 @@ class Worker:
         return Counts(unacked=len(self.checkpointer.unacked), buffered=len(self.session.buffer))
 
     def _decide(self, counts: Counts) -> Plan:
-        """The deciding process's plan: the operator's control, the checkpoint due (after a
-        change of words, or by the checkpointer's one rule) and whether warm-up is over."""
-        self.scoring.collect()
-        requested, paused, reseeded = self.control.read()
-        if reseeded:
-            self.show.seeds_changed()
+        """The deciding process's plan: the points scored, the operator's control, the
+        checkpoint due (after a change of words, or by the checkpointer's one rule) and whether
+        warm-up is over."""
+        self._scored(self.scoring.collect())
+        requested, paused, seeds_seq = self.control.read()
+        self.announce(events.SeedsRequested(seeds_seq))
         reason = "vocabulary" if self.vocabulary.checkpoint_due() else None
         reason = reason or self.checkpointer.due(
             self.model,
@@ -233,24 +226,46 @@ class Worker:
         heldout_done = self.session.heldout is not None or self.config.heldout == 0
         return Plan(self.model is not None and heldout_done, paused, reason, counts.buffered)
 
+    def _scored(self, points: Iterable[Scored]) -> None:
+        """Each point scored: the labels its drift matching moved, then the point itself, go
+        to the parts; then it counts as published."""
+        for point in points:
+            matched = point.topics.get("matched")
+            moved = None if matched is None else events.LabelsMoved(matched, point.docs_seen)
+            if moved is not None and moved.moves:
+                self.announce(moved)
+            self.announce(events.Evaluated(point))
+            self.scoring.commit(point)
+
     def _read(self) -> bool:
-        """Read entries into the session (:class:`~service.learn.intake.Intake`); True if any
-        came. The read that completes the vocabulary's documents begins the learner."""
-        read = self.intake.read()
-        if read is None:
+        """Read entries into the session; True if any came. The read that completes the
+        vocabulary's documents begins the learner. Each article placed goes to the parts."""
+        wanted = self.session.wanted
+        got, placed, news = self.intake.read(wanted, self.revisits.block_ms(self.model))
+        self.revisits.read(wanted, got)
+        if not got:
             return False
-        placed, events = read
-        if events.began:  # the vocabulary's documents are in: persist it at once
+        self.recent.read()
+        if news.began:  # the vocabulary's documents are in: persist it at once
             self._set_model(self.session.model, self.session.vocabulary, {})
             self._checkpoint("vocabulary", alone=True)
-        self.intake.place(placed, events)
-        del read, placed
-        if events.began:  # the vocabulary's texts are freed: give their heap pages back
+        for where in placed:
+            self.announce(events.ArticlePlaced(where.item, where.kind, where.text))
+        self._news(news, self.intake.settle(placed))
+        del placed
+        if news.began:  # the vocabulary's texts are freed: give their heap pages back
             release_freed_memory()
         return True
 
-    def _may_revisit(self) -> bool:
-        return self.revisits.may_revisit(self.model)
+    def _news(self, news: Events[EntryRef], empty: Iterable[str] = ()) -> None:
+        """What the session reported: the held-out set complete (a learner begun with it got
+        it when it began); entries with no word (``empty``, or left so by new words) are
+        counted, and acknowledged with the next checkpoint."""
+        if news.heldout and not news.began:
+            self.announce(events.HeldoutComplete(self.session.heldout_docs))
+        emptied = [*empty, *(ref.entry for ref in news.emptied)]
+        self.counters["empty_docs"] += len(emptied)
+        self.checkpointer.hold(emptied)
 
     def _train_or_idle(self, *, read: bool, revisit: bool = True) -> None:
         """One step when the coordinator says so, or a revisit while no fresh step is due (not
@@ -267,20 +282,19 @@ class Worker:
             self._learn(step)
         elif revisit and not alone and self._revisit():
             return  # a group: no rank had a fresh document, every rank revisits together
-        elif step is NoStep.IDLE and not self.show.if_stale():  # the stream ran dry
-            self.show.beat()
-            model = self.model
-            if model is not None and self.recent.quiet_for(self.config.checkpoint_idle_s):
-                self.show.idle(model)
+        elif step is NoStep.IDLE:  # the stream ran dry
+            quiet = self.recent.quiet_for(self.config.checkpoint_idle_s)
+            self.announce(events.Waiting(idle=True, quiet=quiet))
 
     def _learn(self, step: Step) -> None:
-        """One fresh minibatch: learned, its topics recorded, its entries held for a checkpoint."""
+        """One fresh minibatch: learned, its topics to the parts, its entries held for a
+        checkpoint."""
         self.recent.stepping()  # (a group's other ranks may have read what this one did not)
         refs, batch = self.session.take()
         entries = [ref.entry for ref in refs]
-        counts: list[torch.Tensor] = []  # the documents' E[n_dk], for the record and search
+        counts: list[torch.Tensor] = []  # the documents' E[n_dk], for the parts that want them
         try:
-            documents = counts.append if self.record.on or self.search.on else None
+            documents = counts.append if self.parts.listens(events.BatchLearned) else None
             self.session.learn(batch, step.reducer, step.where, documents=documents)
         except NonFiniteError as exc:
             self._restore(exc, entries)
@@ -288,8 +302,7 @@ class Worker:
         model = self.model
         assert model is not None
         if counts:
-            self.record.learned(batch.words, counts[0], refs, model.docs_seen)
-            self.search.learned(refs, counts[0], model.docs_seen, self.record.listed())
+            self.announce(events.BatchLearned(batch.words, counts[0], refs, model.docs_seen))
         self.counters["updates"] += 1
         # A group's documents in all, as its docs/s and revisits count them.
         self.recent.add(fresh=len(entries) if step.where is None else step.where.documents)
@@ -300,13 +313,13 @@ class Worker:
     def _revisit(self) -> bool:
         """One minibatch drawn from the reservoir while no fresh step is due (docs/samplers.md,
         "Revisiting a reservoir"); False when none can be taken."""
-        if not self._may_revisit():
+        if not self.revisits.may_revisit(self.model):
             return False
         step = self.coordinator.revisit_step(self.revisits.draw(self.session))
         if step is None:
             return False
         counts: list[torch.Tensor] = []  # the documents' E[n_dk] under today's model
-        documents = counts.append if self.search.on else None
+        documents = counts.append if self.parts.listens(events.Revisited) else None
         try:
             scale = self.revisits.step_scale
             self.session.learn(
@@ -317,7 +330,8 @@ class Worker:
             self._restore(exc, [])
             return True
         if counts and self.model is not None:
-            self.revisits.revisited(counts[0], self.model.docs_seen)
+            docs = self.model.docs_seen
+            self.announce(events.Revisited(self.revisits.drawn, counts[0], docs))
         self.recent.add(revisited=step.documents)
         self._stepped(fresh=False)
         return True
@@ -325,20 +339,22 @@ class Worker:
     def _stepped(self, *, fresh: bool) -> None:
         """After a step: on a fresh one (only they move the documents seen) the vocabulary's
         refresh and the evaluation when due; then the model and a snapshot when due."""
-        model, show, session = self.model, self.show, self.session
+        model, session = self.model, self.session
         assert model is not None
-        show.trained(model)
-        if fresh and self.vocabulary.refresh():  # the API gets the new words at once
-            self.seeds.follow(session)  # seed words that entered
-            self.intake.news(session.take_events())
-            show.vocabulary_changed()
-            show.model()
-            show.snapshot()
+        self.announce(events.Stepped(model))
+        words = self.vocabulary.next_words() if fresh else None
+        if words is not None:  # the betas handed off are scored in the words they know
+            self._scored(self.scoring.finish())
+            self.coordinator.model_changed()
+            self.announce(self.vocabulary.move(words))
+            if session.heldout is not None:
+                self.announce(events.HeldoutComplete(session.heldout_docs))
+            self._news(session.take_events())
         handed = fresh and session.evaluation_due()
         pinned = tuple(self.seeds.pinned())
         if handed and self.scoring.hand_off(session.heldout is not None, pinned):
-            show.model()
-        show.after_step()
+            self.announce(events.ModelDue())
+        self.announce(events.StepEnded())
 
     def _restore(self, exc: Exception, entries: list[str]) -> None:
         """Back to the last checkpoint, dropping the documents since (``entries`` too): a poison
@@ -361,43 +377,39 @@ class Worker:
             "%s: restored the checkpoint at %d documents (restore %d); %d documents dropped",
             *(exc, model.docs_seen, restores, dropped),
         )
-        self.show.forget_samples()  # those of the dropped trajectory
-        self._set_model(model, vocab, extra)
+        self._set_model(model, vocab, extra, restored=True)
         self._checkpoint("restore", alone=True)
-        self.show.snapshot()
 
     # --- the model -------------------------------------------------------------------------
     def _set_model(
-        self, model: StreamingLDA | None, vocab: Vocabulary | None, extra: dict[str, Any]
+        self,
+        model: StreamingLDA | None,
+        vocab: Vocabulary | None,
+        extra: dict[str, Any],
+        *,
+        restored: bool = False,
     ) -> None:
         """Learn with ``model`` (new when None, resumed or restored, by the deciding process);
         the parts bound to a learner go on from its checkpoint's ``extra`` (or start over)."""
         assert vocab is not None
         self.coordinator.model_changed()
         old = self.session.vocabulary
-        if old is not None and old.words != vocab.words:
-            self.show.vocabulary_changed()  # a restore went back before a change
+        changed = old is not None and old.words != vocab.words
         session = self.session
         model = session.begin(vocab, model)
-        self.record.begin(model.config.n_topics, len(vocab))
-        self.search.begin(model.config.n_topics)
-        self.scoring.begin(model)
-        parts = (self.vocabulary, self.record, self.scoring, self.search)
-        self.checkpointer.load_parts(extra, *parts)
-        if self.coordinator.leads:  # other ranks get the seeds with rank 0's model
-            self.seeds.follow(session)
+        self.announce(events.LearnerBegun(model, vocab, extra, restored, changed))
         if session.heldout is not None:
-            self.scoring.heldout(session.heldout_docs)
+            self.announce(events.HeldoutComplete(session.heldout_docs))
         elif self.config.heldout and not session.heldout_texts:  # resumed: read it back
             session.restore_heldout(self.scoring.stored())
-        self.intake.news(session.take_events())
+        self._news(session.take_events())
 
     def _receive(self, sent: ModelState) -> None:
         """A group's other ranks: rank 0's model, and on resuming, this rank's reservoir."""
         epoch, state, words, reservoirs = sent
         learner = StreamingLDA.from_state_dict(state, self.session.device)
         model = self.session.begin(Vocabulary(words), learner)
-        self.intake.news(self.session.take_events())
+        self._news(self.session.take_events())
         self.revisits.load_state_dict(reservoirs)
         log.info("model %d at %d documents from the deciding rank", epoch, model.docs_seen)
 
@@ -413,7 +425,7 @@ class Worker:
         if coordinator.leads:
             assert model is not None and vocab is not None
             self.counters["checkpoints"] += 1
-            self.checkpointer.save(model, vocab, reason, every)
+            self.checkpointer.save(model, vocab, reason, every, self.parts.state_dict())
         if not alone:
             coordinator.written()
         self.checkpointer.acknowledge(done, final=final)
@@ -424,6 +436,4 @@ class Worker:
             "checkpoint (%s) at %d documents; %d entries acknowledged", reason, docs, len(every)
         )
         if not final:
-            self.show.model()
-            if docs:  # no topics before the first update
-                self.show.snapshot()
+            self.announce(events.ModelDue(snapshot=True))

@@ -29,7 +29,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from service.api.app import create_app
 from service.api.routes.metrics import router as metrics_router
 from service.ingest.scraper import TOTAL_NAMES, Totals
-from service.learn.showing import Showing
+from service.learn.scoring import Scoring
+from service.learn.worker_parts import LoopFigures
 from service.settings import Settings
 from service.store.counters import WORKER_COUNTERS as COUNTERS
 from service.store.perplexity import append_perplexity
@@ -50,7 +51,7 @@ PROFILE = "monitoring"
 # What plain `docker compose up` starts, before and after the monitoring profile.
 DEFAULT_SERVICES = {"redis", "scraper", "worker", "api"}
 MONITORING_SERVICES = {"prometheus", "grafana"}
-# Counters the worker adds to its snapshot beside COUNTERS (Showing.snapshot).
+# Counters the worker's parts add to its snapshot beside COUNTERS (their ``shown``).
 WORKER_EXTRA_COUNTERS = ("redis_retries", "heldout_docs", "unacked", "evals_waiting",
                          "scorer_restarts")  # fmt: skip
 # Topic quality the dashboard must show.
@@ -323,8 +324,9 @@ def publish_everything(client: redis.Redis, settings: Settings, published: Publi
     """What a running pipeline leaves in Redis: a worker's snapshot with its real counters, two
     ranks and topic drift, a scored point with coherence and diversity, the scrapers' real
     counters with skipped articles and errors, and a stream entry."""
+    shown = inspect.getsource(LoopFigures.shown) + inspect.getsource(Scoring.shown)
     for name in WORKER_EXTRA_COUNTERS:
-        assert f'"{name}"' in inspect.getsource(Showing.snapshot), name
+        assert f'"{name}"' in shown, name
     counters = dict.fromkeys((*COUNTERS, *WORKER_EXTRA_COUNTERS), 1)
     snapshot = dataclasses.replace(
         published.snapshot,

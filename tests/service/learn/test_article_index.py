@@ -15,6 +15,7 @@ from lda.vocab import Vocabulary
 from service.api.infer.proportions import proportions, word_columns
 from service.api.search.index import SearchIndex
 from service.learn.article_index import ArticleIndex
+from service.learn.events import LabelsMoved
 from service.learn.search import Search
 from service.learn.share_refresh import ShareRefresh
 from service.learn.topic_record import EntryRef
@@ -54,9 +55,9 @@ def test_an_article_revisited_after_a_label_move_is_found_under_its_new_topic() 
     index.learned([ref(1), ref(2)], counts([0.9, 0.1, 0, 0], [0, 0.1, 0.9, 0]), docs_seen=2)
     assert surest(index, 0) == ["1"]
     # The drift matching: topic 3 is now what topic 0 was, topic 0 what 3 was.
-    moves = Search(capacity=2, texts=None, share=0.0, leads=True)
+    moves = Search(None, share=0.0)
     moves.now = index
-    moves.moved([3, 1, 2, 0], since=5)
+    moves.handle(LabelsMoved([3, 1, 2, 0], since=5))
     assert surest(index, 3) == ["1"] and surest(index, 0) == []
     # A revisit under the new labels: the learner now gives article 1 mostly to topic 3.
     index.revisited([0], counts([0, 0.1, 0, 0.9]), docs_seen=10)

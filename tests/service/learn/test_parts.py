@@ -1,5 +1,5 @@
-"""The worker is one loop built from parts: a rank that does not publish is the same loop with
-a publisher that does nothing, and the checkpoint's one rule decides for a worker and a group."""
+"""The worker is one loop built from parts: a rank that does not publish is the same loop
+without the showing part, and the checkpoint's one rule decides for a worker and a group."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from lda.model import StreamingLDA
 from service.keys import HEARTBEAT_KEY, MODEL_KEY, SNAPSHOT_KEY
 from service.learn.checkpointer import CheckpointConfig, Checkpointer
 from service.learn.command import build_worker
-from service.learn.publisher import NullPublisher
+from service.learn.showing import Showing
 from service.store.redis_retry import RedisRetry, RetryConfig
 from tests.service.learn.helpers import (
     HELDOUT,
@@ -42,7 +42,7 @@ def test_no_class_of_the_service_subclasses_the_worker() -> None:
 
 
 @pytest.mark.slow
-def test_a_worker_with_a_null_publisher_learns_checkpoints_and_publishes_nothing(
+def test_a_worker_without_its_showing_part_learns_checkpoints_and_publishes_nothing(
     redis_server: RedisServer, tmp_path: Path
 ) -> None:
     client = redis_server.client()
@@ -50,7 +50,7 @@ def test_a_worker_with_a_null_publisher_learns_checkpoints_and_publishes_nothing
     settings = worker_settings(redis_server.url, tmp_path / "data", checkpoint_idle_s=0.5)
     stop = threading.Event()
     worker = build_worker(settings, client, stop)
-    worker.show.publisher = NullPublisher()
+    worker.parts.parts = [p for p in worker.parts.parts if not isinstance(p, Showing)]
     thread = threading.Thread(target=worker.run, daemon=True)
     thread.start()
     try:

@@ -72,7 +72,7 @@ def test_a_quiet_stream_is_revisited_up_to_the_ratio_then_idles(
         assert trained == 120 - HELDOUT - worker.counters["empty_docs"]
         batch = settings.model.batch_size
         assert RATIO * trained <= model.revisited_docs < RATIO * trained + batch
-        assert worker.reservoir is not None and worker.reservoir.size == trained
+        assert worker.revisits.reservoir is not None and worker.revisits.reservoir.size == trained
         snap = read_snapshot(client)
         assert snap is not None and snap.docs_seen == trained
         assert snap.reservoir_articles == trained
@@ -109,25 +109,25 @@ def test_the_reservoir_outlives_a_restart(redis_server: RedisServer, tmp_path: P
     worker, stop, thread = started(settings)
     wait_until(lambda: drained(client), "the first articles to be learned")
     stopped(stop, thread)  # the final checkpoint writes the reservoir's slots first
-    assert worker.reservoir is not None and worker.model is not None
-    offered, revisited = worker.reservoir.offered, worker.model.revisited_docs
+    assert worker.revisits.reservoir is not None and worker.model is not None
+    offered, revisited = worker.revisits.reservoir.offered, worker.model.revisited_docs
     _, _, extra = load_model(tmp_path / "data" / CHECKPOINT_NAME)
     assert extra["reservoir"]["offered"] == offered == worker.model.docs_seen
     assert len(held_texts(settings)) == offered
 
     again, stop, thread = started(settings)
+    kept = again.revisits.reservoir
+    assert kept is not None
     try:
         wait_until(lambda: again.model is not None, "the worker to resume")
-        assert again.reservoir is not None and again.reservoir.offered == offered
+        assert kept.offered == offered
         assert again.model is not None and again.model.revisited_docs >= revisited
         queue_articles(client, 90, 20)
         wait_until(lambda: drained(client), "the new articles to be learned")
-        wait_until(
-            lambda: again.reservoir is not None and again.reservoir.offered > offered, "offers"
-        )
+        wait_until(lambda: kept.offered > offered, "offers")
     finally:
         stopped(stop, thread)
-    assert len(held_texts(settings)) == again.reservoir.offered
+    assert len(held_texts(settings)) == kept.offered
 
 
 def test_revisits_fill_the_gaps_of_a_paced_stream(
@@ -236,10 +236,10 @@ def test_a_backlog_is_read_through_before_any_revisit(
     for _ in range(1000):  # learn the first articles and revisit them up to the ratio
         worker.step()
         model = worker.model
-        if model is not None and model.docs_seen and not worker._may_revisit():
+        if model is not None and model.docs_seen and not worker.revisits.may_revisit(worker.model):
             break
     model = worker.model
-    assert model is not None and not worker._may_revisit()
+    assert model is not None and not worker.revisits.may_revisit(worker.model)
     seen, revisited = model.docs_seen, model.revisited_docs
     # A backlog in which every third article has no vocabulary word: each full read leaves
     # the minibatch short.

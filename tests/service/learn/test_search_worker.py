@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 
 from service.api.app import create_app
 from service.learn.heldout_store import HeldoutStore
+from service.learn.search import Search
 from service.learn.worker import Worker
 from service.store.article_index import index_rows
 from service.store.published_model import read_model
@@ -33,7 +34,8 @@ COUNT = 120
 
 def refolded(worker: Worker) -> bool:
     """Every kept row refolded under a published model (the thread has caught up)."""
-    index = worker.search.now
+    search = worker.parts.of(Search)
+    index = None if search is None else search.now
     return index is not None and bool(index.held.any()) and bool(index.folded[index.held].all())
 
 
@@ -71,10 +73,13 @@ def test_kept_articles_are_indexed_refolded_published_served_and_kept(
         assert sum(listed) >= len(kept)  # each article under at least one topic
 
     # A restart goes on with the checkpoint's rows.
-    before = worker.search.now
+    search = worker.parts.of(Search)
+    before = None if search is None else search.now
     assert before is not None
     again, stop, thread = started(settings)
-    wait_until(lambda: again.search.now is not None, "the worker to resume")
+    resumed = again.parts.of(Search)
+    assert resumed is not None
+    wait_until(lambda: resumed.now is not None, "the worker to resume")
     stopped(stop, thread)
-    after = again.search.now
+    after = resumed.now
     assert after is not None and after.refs == before.refs

@@ -21,7 +21,7 @@ from service.store.topic_seeds import TopicSeeds
 
 
 def _seeds(topics: dict[int, TopicSeeds]) -> Seeds:
-    seeds = Seeds(mock.Mock(), mock.Mock(side_effect=lambda _what, call: call()), {})
+    seeds = Seeds(mock.Mock(), mock.Mock(), mock.Mock(side_effect=lambda _what, call: call()), {})
     seeds.topics = dict(topics)
     return seeds
 

@@ -62,7 +62,8 @@ def test_a_topic_that_changed_forgets_what_it_meant_and_labels_that_moved_carry_
     rows = record.article_rows(4)
     assert [r[0] for r in rows[0]] == ["c"] and [r[0] for r in rows[1]] == ["b", "d"]
     size_before = record.sizes()
-    record.evaluated(5, {"drift": [0.01, 0.01], "matched": [1, 0]})  # the labels swapped
+    record.moved([1, 0])  # the labels swapped
+    record.evaluated(5, {"drift": [0.01, 0.01], "matched": [1, 0]})
     rows = record.article_rows(5)
     assert [r[0] for r in rows[0]] == ["b", "d"] and [r[0] for r in rows[1]] == ["c"]
     assert record.sizes() == size_before[::-1]
