@@ -4,7 +4,7 @@ kept shares, and how fast do the search routes answer beside the dashboards' loa
 **Quality** (in process, per ``--topics``): the worker's learner (shipped defaults, a
 vocabulary of ``--vocab-size`` words from the first 2,000 texts, as the service builds it)
 learns ``--docs`` articles, DEV cycled under new ids past its 30,000. Each minibatch's Gibbs
-expectations feed the worker's index (:class:`service.learn.article_index.ArticleIndex`, a
+expectations feed the worker's index (:class:`service.learn.search.index.ArticleIndex`, a
 reservoir of ``--kept`` slots) as the worker's step feeds it; there are no revisits (the replay
 pace: the stream is never quiet), so every share is the one learned when its article was fresh.
 Then ``--queries`` kept articles are drawn (seeded); each one's first half (by words) is folded
@@ -62,10 +62,10 @@ from lda.tokens import WordIndex  # noqa: E402
 from lda.vocab import Vocabulary, build_vocabulary  # noqa: E402
 from service.api.infer.proportions import proportions, word_columns  # noqa: E402
 from service.api.search.index import SearchIndex  # noqa: E402
-from service.learn.article_index import ArticleIndex  # noqa: E402
+from service.learn.entry_ref import EntryRef  # noqa: E402
 from service.learn.reservoir import Reservoir  # noqa: E402
-from service.learn.share_refresh import ShareRefresh  # noqa: E402
-from service.learn.topic_record import EntryRef  # noqa: E402
+from service.learn.search.index import ArticleIndex  # noqa: E402
+from service.learn.search.refold import ShareRefresh  # noqa: E402
 from service.settings import Settings  # noqa: E402
 from service.store.article_index import IndexRows  # noqa: E402
 from service.store.embedded_redis import EmbeddedRedis  # noqa: E402

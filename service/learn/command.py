@@ -27,6 +27,7 @@ from service.learn.distributed import (
     join,
     leave,
 )
+from service.learn.entry_ref import EntryRef
 from service.learn.heldout_store import HeldoutStore
 from service.learn.model_store import CHECKPOINT_NAME
 from service.learn.publisher import PublishConfig, Publisher
@@ -34,7 +35,7 @@ from service.learn.reservoir import Reservoir
 from service.learn.runtime import set_threads
 from service.learn.seeds import SeedsError, tokenised
 from service.learn.session import CannotLearn, LearningSession
-from service.learn.topic_record import EntryRef, RecordConfig
+from service.learn.topic_record import RecordConfig
 from service.learn.topic_watch import TopicWatch
 from service.learn.worker import Worker, WorkerConfig
 from service.process import lower_priority

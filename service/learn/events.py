@@ -21,9 +21,9 @@ import torch
 if TYPE_CHECKING:
     from lda.model import StreamingLDA
     from lda.vocab import Vocabulary
+    from service.learn.entry_ref import EntryRef
     from service.learn.evaluator import Scored
     from service.learn.session import Kind
-    from service.learn.topic_record import EntryRef
 
 
 # --- the events -------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """The stream into the session: one read, offered to it, and the acknowledgement of what
 needs no checkpoint.
 
-An article goes one way: its text and a reference (:class:`~service.learn.topic_record.EntryRef`:
+An article goes one way: its text and a reference (:class:`~service.learn.entry_ref.EntryRef`:
 entry, title, page id, source) go to the session, which hands back where it placed it; the loop
 announces each placement (:class:`~service.learn.events.ArticlePlaced`). A held-out article is
 stored by the scoring part, then acknowledged here at once; an empty one (no vocabulary word)
@@ -14,8 +14,8 @@ from __future__ import annotations
 import functools
 from typing import Any, Protocol
 
+from service.learn.entry_ref import EntryRef
 from service.learn.session import Events, LearningSession, Placed
-from service.learn.topic_record import EntryRef
 from service.store.redis_retry import RedisRetry
 
 

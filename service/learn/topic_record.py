@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from lda.config import CHANGED_BITS
+from service.learn.entry_ref import ArticleRef
 from service.learn.events import (
     ArticlesListed,
     BatchLearned,
@@ -30,23 +31,6 @@ from service.store.published_model import StreamFigures
 if TYPE_CHECKING:
     from lda.model import StreamingLDA
     from lda.vocab import Vocabulary
-
-ArticleRef = tuple[str, str, str]  # (title, article id, source)
-
-
-@dataclass(frozen=True)
-class EntryRef:
-    """A stream entry's article without its text: what the worker's session carries for each
-    document, from its placement to the step that learns it."""
-
-    entry: str  # the stream entry, acknowledged after the checkpoint that holds its effect
-    title: str
-    id: str  # the page id
-    source: str
-
-    @property
-    def article(self) -> ArticleRef:
-        return self.title, self.id, self.source
 
 
 @dataclass(frozen=True)

@@ -26,23 +26,24 @@ from lda.vocab import Vocabulary
 from service.ingest.queue import ArticleQueue, entry_time
 from service.learn import events
 from service.learn.checkpointer import Checkpointer
-from service.learn.control import OperatorControl
 from service.learn.coordinator import Coordinator, Counts, ModelState, NoStep, Plan, Step
+from service.learn.entry_ref import EntryRef
 from service.learn.evaluator import Scored
 from service.learn.events import Event, Part, Parts
 from service.learn.heldout_store import HeldoutStore
 from service.learn.intake import Intake
+from service.learn.operator import OperatorControl
 from service.learn.publisher import Publisher
 from service.learn.recent_rates import RecentRates
 from service.learn.reservoir import Reservoir
 from service.learn.revisits import Revisits
 from service.learn.runtime import release_freed_memory
 from service.learn.scoring import Scoring, ScoringConfig
-from service.learn.search import Search
+from service.learn.search.part import Search
 from service.learn.seeds import Seeds
 from service.learn.session import Events, LearningSession
 from service.learn.showing import Showing
-from service.learn.topic_record import EntryRef, Record, RecordConfig
+from service.learn.topic_record import Record, RecordConfig
 from service.learn.vocabulary_refresh import VocabularyRefresh
 from service.learn.worker_parts import Counters, LoopFigures, WorkerConfig
 from service.store.control import read_control

@@ -14,11 +14,11 @@ from lda.tokens import WordIndex
 from lda.vocab import Vocabulary
 from service.api.infer.proportions import proportions, word_columns
 from service.api.search.index import SearchIndex
-from service.learn.article_index import ArticleIndex
+from service.learn.entry_ref import EntryRef
 from service.learn.events import LabelsMoved
-from service.learn.search import Search
-from service.learn.share_refresh import ShareRefresh
-from service.learn.topic_record import EntryRef
+from service.learn.search.index import ArticleIndex
+from service.learn.search.part import Search
+from service.learn.search.refold import ShareRefresh
 
 K = 4
 

@@ -12,7 +12,7 @@ import pytest
 
 from service.learn import events
 from service.learn.command import build_worker
-from service.learn.search import Search
+from service.learn.search.part import Search
 from service.learn.topic_record import Record
 from service.store.article_index import IndexRows, index_rows
 from service.store.published_model import read_model

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from service.api.app import create_app
 from service.learn.heldout_store import HeldoutStore
-from service.learn.search import Search
+from service.learn.search.part import Search
 from service.learn.worker import Worker
 from service.store.article_index import index_rows
 from service.store.published_model import read_model

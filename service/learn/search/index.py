@@ -4,7 +4,7 @@ One row per reservoir slot (the article in it, its largest shares, its length an
 computed), and a row for each article the topics' record lists that no slot holds. A row's
 shares come first from the learner's own Gibbs expectations, when the article is learned fresh
 and each time a revisit draws it; then a thread refolds them, stalest first, with ``/infer``'s
-fixed point under the model the worker published last (:mod:`service.learn.share_refresh`), so
+fixed point under the model the worker published last (:mod:`service.learn.search.refold`), so
 that rows and queries are measured alike and stay current. Labels that move take the rows' topic
 ids along; a change of vocabulary needs nothing here (the text is kept, and encoded in the words
 of the day). The worker publishes the rows with the model (:mod:`service.store.article_index`).
@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from lda.search import SHARES_KEPT, top_shares
-from service.learn.topic_record import ArticleRef, EntryRef
+from service.learn.entry_ref import ArticleRef, EntryRef
 from service.store.article_index import IndexRows
 
 Row = tuple[ArticleRef, np.ndarray, np.ndarray, float, int]  # ref, topics, shares, tokens, at

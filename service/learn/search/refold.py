@@ -27,7 +27,7 @@ from lda.inference_kernel import fixed_points
 from lda.search import FOLD_ITERATIONS, FOLD_TOLERANCE
 from lda.tokens import WordIndex
 from lda.vocab import Vocabulary
-from service.learn.article_index import ArticleIndex
+from service.learn.search.index import ArticleIndex
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""The worker's search part: an :class:`~service.learn.article_index.ArticleIndex` of the kept
+"""The worker's search part: an :class:`~service.learn.search.index.ArticleIndex` of the kept
 articles for each learner, and its refolding thread, on the rank that publishes where search is
 on (else the part is absent); docs/topics.md, "Searching the kept articles"."""
 
@@ -11,7 +11,6 @@ import torch
 
 from lda.model import StreamingLDA
 from lda.vocab import Vocabulary
-from service.learn.article_index import ArticleIndex
 from service.learn.events import (
     ArticleKept,
     ArticlesListed,
@@ -24,7 +23,8 @@ from service.learn.events import (
     Stopped,
 )
 from service.learn.reservoir import Reservoir
-from service.learn.share_refresh import ShareRefresh
+from service.learn.search.index import ArticleIndex
+from service.learn.search.refold import ShareRefresh
 
 Texts = Callable[[list[int]], dict[int, str]]  # the reservoir's texts of some slots
 
