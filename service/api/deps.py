@@ -8,15 +8,16 @@ from typing import Annotated
 import redis
 from fastapi import Depends, Request
 
+from service.api.http.admin_gate import admin_token_of
 from service.api.infer.batcher import Batcher
 from service.api.infer.model_cache import ModelCache
 from service.api.reads.refresher import State
 
 
 def get_admin_token(request: Request) -> str | None:
-    """The setting admin_token the app was created with (None: admin routes are off)."""
-    token: str | None = request.app.state.admin_token
-    return token
+    """The setting admin_token the app was created with, stripped as a presented token is
+    (None: admin routes are off)."""
+    return admin_token_of(request.app.state.admin_token)
 
 
 def get_redis(request: Request) -> redis.Redis:

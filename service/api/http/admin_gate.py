@@ -25,10 +25,18 @@ def bearer_token(authorization: str | None) -> str:
     return token if scheme.lower() == "bearer" else ""
 
 
+def admin_token_of(setting: str | None) -> str | None:
+    """The setting admin_token as it is compared: stripped, as a presented token is (one set
+    with a trailing newline still matches); None (admin off) for one of whitespace alone."""
+    token = (setting or "").strip()
+    return token or None
+
+
 def refusal(admin_token: str | None, token: str) -> HTTPException | None:
     """The 404 while admin is off (no ``admin_token``), the 401 for a ``token`` that is not it,
-    or None: the request may go on."""
-    if not admin_token:
+    or None: the request may go on. Both are stripped first, and compared in constant time."""
+    admin_token = admin_token_of(admin_token)
+    if admin_token is None:
         return HTTPException(
             status.HTTP_404_NOT_FOUND,
             "admin endpoints are off: set STREAMLDA_ADMIN_TOKEN to enable them",
@@ -51,7 +59,7 @@ class AdminGateMiddleware:
 
     def __init__(self, app: ASGIApp, *, admin_token: str | None) -> None:
         self.app = app
-        self.admin_token = admin_token
+        self.admin_token = admin_token_of(admin_token)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "") if scope["type"] == "http" else ""
