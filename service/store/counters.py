@@ -47,6 +47,7 @@ SCRAPER_SECONDS = ("backpressure_wait_seconds",)
 SKIP_REASONS = (
     "disambiguation",
     "empty",
+    "id_too_long",
     "malformed_json",
     "malformed_page",
     "missing",

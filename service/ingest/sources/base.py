@@ -13,11 +13,20 @@ from pathlib import Path
 from typing import Protocol
 
 from service.settings_pipeline import MAX_ARTICLE_BYTES
+from service.store.article_limits import ARTICLE_ID_CHARS, TITLE_CHARS
 
 log = logging.getLogger(__name__)
 
 # Wikitext to plain text; raises ArticleSkipped for a page it cannot or will not clean.
 Clean = Callable[[str], str]
+# Bytes of an encoded record beyond its text's: JSON's quotes, its other fields and structure.
+ENCODING_SLACK = 64 * 1024
+
+
+def encoded_bound(max_article_bytes: int) -> int:
+    """The most bytes of JSON read for records whose text is at most ``max_article_bytes``:
+    twice it (JSON's escapes can double a text), plus the slack (a jsonl line, an API answer)."""
+    return 2 * max_article_bytes + ENCODING_SLACK
 
 
 @dataclass(frozen=True)
@@ -76,11 +85,20 @@ def require_file(path: Path) -> None:
         raise SourceError(f"cannot read {path}: no such file")
 
 
+def cut_title(title: str) -> str:
+    """``title`` within TITLE_CHARS characters: a longer one cut, an ellipsis last."""
+    if len(title) <= TITLE_CHARS:
+        return title
+    return title[: TITLE_CHARS - 1].rstrip() + "\u2026"
+
+
 @dataclass
 class SkipCounter:
-    """Counts of articles skipped, by reason (never fatal: skipped input is counted)."""
+    """Counts of articles skipped, by reason (never fatal: skipped input is counted), and of
+    fields cut to their bound in articles kept (``truncated``, by field)."""
 
     counts: Counter[str] = field(default_factory=Counter)
+    truncated: Counter[str] = field(default_factory=Counter)
 
     def skip(self, reason: str, where: str | None = None, detail: str = "") -> None:
         """Count one skipped article; one that is damaged (``where`` it is given) is also
@@ -92,6 +110,19 @@ class SkipCounter:
     @property
     def total(self) -> int:
         return sum(self.counts.values())
+
+    def capped(self, article_id: str, title: str, where: str) -> tuple[str, str]:
+        """The id and title an article carries: an id over ARTICLE_ID_CHARS raises
+        ArticleSkipped (``id_too_long``), a title over TITLE_CHARS is cut and counted."""
+        if len(article_id) > ARTICLE_ID_CHARS:
+            raise ArticleSkipped(
+                "id_too_long", f"an id of {len(article_id)} characters, over {ARTICLE_ID_CHARS}"
+            )
+        kept = cut_title(title)
+        if kept is not title:
+            self.truncated["title"] += 1
+            log.warning("%s: title of %d characters cut to %d", where, len(title), TITLE_CHARS)
+        return article_id, kept
 
 
 class FileSource:

@@ -29,11 +29,13 @@ from service.ingest.sources.base import (
     too_large,
 )
 from service.ingest.sources.files import READ_SIZE, DecompressedReader
+from service.store.article_limits import ARTICLE_ID_CHARS, TITLE_CHARS
 
 PAGE_END = b"</page>"  # never in a page's text, where XML escapes "<"
 PAGE_START = b"<page>"
-# Characters kept of a page's title, namespace or id (the rest is not read into memory).
-FIELD_CHARS = 4096
+# Characters kept of a page's title, namespace or id (the rest is not read into memory): one
+# past the longest kept, so a longer title or id is seen to be longer (SkipCounter.capped).
+FIELD_CHARS = max(TITLE_CHARS, ARTICLE_ID_CHARS) + 1
 # Bytes of XML a page may take per byte of its text's bound: escapes ("&quot;") and markup.
 XML_BYTES_PER_TEXT_BYTE = 8
 # The elements a page's reader keeps, by their path from <page> (at most three deep).
@@ -248,8 +250,9 @@ class DumpSource(FileSource):
         if reason is not None:
             self.skipped.skip(reason)
             return None
+        page_id, title = self.skipped.capped(page_id.strip(), title, self.name)
         text = (self.clean or clean_or_skip)(wikitext)
         if not text:
             self.skipped.skip("empty")
             return None
-        return Article(id=page_id.strip(), title=title, text=text, source=self.name)
+        return Article(id=page_id, title=title, text=text, source=self.name)

@@ -6,8 +6,9 @@ read up to a limit (twice ``max_article_bytes``: JSON's escapes can double a tex
 one is skipped as ``too_large`` with the rest of it read past, never held. Lines that are not
 UTF-8 (``undecodable``) or not JSON (``malformed_json``, however deep their nesting), records
 without text, texts over ``max_article_bytes`` (``too_large``), wikitext the cleaner cannot
-handle (``unparsable``), redirects, disambiguation pages and empty texts are skipped and counted
-by reason; none of them stops the file.
+handle (``unparsable``), redirects, disambiguation pages, empty texts and ids over
+``ARTICLE_ID_CHARS`` (``id_too_long``) are skipped and counted by reason; none of them stops the
+file. A title over ``TITLE_CHARS`` is cut (see :meth:`~.base.SkipCounter.capped`).
 """
 
 from __future__ import annotations
@@ -24,12 +25,10 @@ from service.ingest.sources.base import (
     FileSource,
     Position,
     SourceError,
+    encoded_bound,
     too_large,
 )
 from service.ingest.sources.files import OUT_SIZE, DecompressedReader
-
-# Bytes of a line beyond its text's: JSON's escapes, quotes and the record's other fields.
-LINE_SLACK = 64 * 1024
 
 
 class JsonlSource(FileSource):
@@ -40,7 +39,7 @@ class JsonlSource(FileSource):
 
     def __iter__(self) -> Iterator[Article]:
         offset, number = self.start.offset, self.start.count
-        most = 2 * self.max_article_bytes + LINE_SLACK
+        most = encoded_bound(self.max_article_bytes)
         try:
             with (
                 DecompressedReader(self.path, self.start) as raw,
@@ -98,12 +97,14 @@ class JsonlSource(FileSource):
         if reason is not None:
             self.skipped.skip(reason)
             return None
+        article_id, title = self.skipped.capped(
+            str(record.get("id") or f"{self.path.name}:{number}"), title, self._where(number)
+        )
         if record.get("format") == "wikitext":
             text = (self.clean or clean_or_skip)(text)
         if not text.strip():
             self.skipped.skip("empty")
             return None
-        article_id = str(record.get("id") or f"{self.path.name}:{number}")
         return Article(id=article_id, title=title, text=text, source=self.name)
 
 
