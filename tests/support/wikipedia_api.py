@@ -16,7 +16,13 @@ Faults are queued with :meth:`FakeWikipediaAPI.inject` and consumed one per requ
 * ``"slow"``: the answer comes only after ``slow_seconds`` (beyond the client's timeout);
 * ``"malformed"``: HTTP 200 with a truncated JSON body;
 * ``"empty_revisions"``: a normal answer plus broken pages (an empty revision list, no
-  revisions, a hidden revision text, a missing page) that a client must skip.
+  revisions, a hidden revision text, a missing page) that a client must skip;
+* ``"nested"``: HTTP 200 with JSON nested ``nested_depth`` deep (a decoder's RecursionError);
+* ``"huge"``: HTTP 200 announcing and sending ``huge_bytes`` of JSON (150 MB by default);
+* ``"endless"``: HTTP 200, chunked, a JSON string that never ends (until the client hangs up);
+* ``"gzip_bomb"``: HTTP 200, ``Content-Encoding: gzip``, ``huge_bytes`` compressed to ~0.1%;
+* ``"wide"``: HTTP 200, ``wide_bytes`` of JSON holding nothing but empty lists (the most
+  objects a decoder makes of a byte).
 
 Failing answers never deal pages from the deck, so a fault loses no article. Redirect pages of
 the pool are left out (as ``grnfilterredir=nonredirects`` asks) unless ``serve_redirects``.
@@ -25,6 +31,7 @@ Every request is recorded (:class:`RequestRecord`) for assertions on timing and 
 
 from __future__ import annotations
 
+import gzip
 import json
 import random
 import re
@@ -42,7 +49,20 @@ from urllib.parse import parse_qs, urlsplit
 
 from tests.support.corpora import RawPage
 
-FAULTS = ("429", "503", "maxlag", "reset", "slow", "malformed", "empty_revisions")
+FAULTS = (
+    "429",
+    "503",
+    "maxlag",
+    "reset",
+    "slow",
+    "malformed",
+    "empty_revisions",
+    "nested",
+    "huge",
+    "endless",
+    "gzip_bomb",
+    "wide",
+)
 API_PATH = "/w/api.php"
 MAX_PAGES_WITH_CONTENT = 50  # the API's cap on pages per request with revision content
 
@@ -80,10 +100,19 @@ class FakeWikipediaAPI:
         slow_seconds: float = 2.0,
         serve_redirects: bool = False,
         disambiguation_pageprops: bool = True,
+        nested_depth: int = 100_000,
+        huge_bytes: int = 150_000_000,
+        wide_bytes: int = 8_000_000,
     ) -> None:
         self.pages = tuple(pages)
         self.retry_after = retry_after
         self.slow_seconds = slow_seconds
+        self.nested_depth = nested_depth
+        self.huge_bytes = huge_bytes
+        self.wide_bytes = wide_bytes
+        self.body_bytes_sent = 0  # bytes of hostile bodies (huge, endless) written to clients
+        self._bomb: bytes | None = None
+        self._closing = threading.Event()  # ends endless answers when the server stops
         self.serve_redirects = serve_redirects
         self.disambiguation_pageprops = disambiguation_pageprops
         self.requests: list[RequestRecord] = []
@@ -112,6 +141,7 @@ class FakeWikipediaAPI:
 
     def stop(self) -> None:
         """Stop serving and free the port."""
+        self._closing.set()
         self._server.shutdown()
         self._server.server_close()
         if self._thread is not None:
@@ -134,6 +164,8 @@ class FakeWikipediaAPI:
         for fault in faults:
             if fault not in FAULTS:
                 raise ValueError(f"unknown fault {fault!r}; known: {', '.join(FAULTS)}")
+        if "gzip_bomb" in faults:
+            self.gzip_bomb()  # made now: making it while answering would outlast a timeout
         with self._lock:
             self._faults.extend(faults)
 
@@ -141,6 +173,13 @@ class FakeWikipediaAPI:
     def faults_left(self) -> int:
         with self._lock:
             return len(self._faults)
+
+    def gzip_bomb(self) -> bytes:
+        """``huge_bytes`` of a JSON string, gzip-compressed (made once)."""
+        with self._lock:
+            if self._bomb is None:
+                self._bomb = gzip.compress(_padded_json(self.huge_bytes), compresslevel=9)
+            return self._bomb
 
     def servable(self) -> list[RawPage]:
         """Pages the random generator can return (main namespace; redirects if served)."""
@@ -266,12 +305,24 @@ def _broken_pages() -> list[dict[str, Any]]:
     ]
 
 
+def _padded_json(size: int) -> bytes:
+    """A JSON object of exactly ``size`` bytes (at least 40): a string of spaces in it."""
+    head, tail = b'{"batchcomplete": true, "padding": "', b'"}'
+    return head + b" " * (size - len(head) - len(tail)) + tail
+
+
 def _handler_class(api: FakeWikipediaAPI) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
         def log_message(self, format: str, *args: Any) -> None:
             return
+
+        def handle(self) -> None:
+            try:
+                super().handle()
+            except ConnectionError:
+                pass  # a client that hung up on a body it would not read (as it must)
 
         def do_GET(self) -> None:
             started = time.monotonic()
@@ -320,6 +371,18 @@ def _handler_class(api: FakeWikipediaAPI) -> type[BaseHTTPRequestHandler]:
                 )
             elif fault == "malformed":
                 self._send(200, {}, b'{"batchcomplete": true, "query": {"pages": [{"pageid": 1')
+            elif fault == "nested":
+                depth = api.nested_depth
+                self._send(200, {}, b'{"query": {"pages": ' + b"[" * depth + b"]" * depth + b"}}")
+            elif fault == "huge":
+                self._send_huge()
+            elif fault == "endless":
+                self._send_endless()
+            elif fault == "gzip_bomb":
+                self._send(200, {"Content-Encoding": "gzip"}, api.gzip_bomb())
+            elif fault == "wide":
+                lists = (api.wide_bytes - 30) // 3
+                self._send(200, {}, b'{"query": {"pages": [' + b"[]," * lists + b"[]]}}")
             else:
                 status, headers, body = api.answer(params, record)
                 self._send(status, headers, body)
@@ -336,6 +399,46 @@ def _handler_class(api: FakeWikipediaAPI) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(body)
             except OSError:
                 self.close_connection = True  # the client gave up (e.g. after its timeout)
+
+        def _send_huge(self) -> None:
+            """``huge_bytes`` of JSON, announced, written a MiB at a time."""
+            piece = b" " * (1 << 20)
+            body = _padded_json(64)
+            head, tail = body[:-2], body[-2:]
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json; charset=utf-8")
+                self.send_header("Content-Length", str(api.huge_bytes))
+                self.end_headers()
+                self.wfile.write(head)
+                left = api.huge_bytes - len(head) - len(tail)
+                while left > 0 and not api._closing.is_set():
+                    part = piece[:left]
+                    self.wfile.write(part)
+                    api.body_bytes_sent += len(part)
+                    left -= len(part)
+                self.wfile.write(tail)
+            except OSError:
+                pass
+            self.close_connection = True
+
+        def _send_endless(self) -> None:
+            """A chunked JSON string of spaces, a MiB a chunk, until the client hangs up."""
+            piece = b" " * (1 << 20)
+            chunk = f"{len(piece):x}\r\n".encode() + piece + b"\r\n"
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json; charset=utf-8")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                head = b'{"padding": "'
+                self.wfile.write(f"{len(head):x}\r\n".encode() + head + b"\r\n")
+                while not api._closing.is_set():
+                    self.wfile.write(chunk)
+                    api.body_bytes_sent += len(piece)
+            except OSError:
+                pass
+            self.close_connection = True
 
         def _reset(self) -> None:
             self.close_connection = True

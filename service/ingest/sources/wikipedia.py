@@ -6,15 +6,19 @@ polite by construction: a descriptive User-Agent with a contact, ``maxlag``, a t
 request, at most ``rate`` requests per second (retries included), and retries with exponential
 backoff and jitter that wait at least as long as ``Retry-After`` (429, 503, maxlag errors) asks.
 Bad pages (missing, no revision, redirect, disambiguation, not wikitext, empty, longer than
-``max_article_bytes``, or anything the cleaner cannot handle) and malformed responses are skipped
-and counted by reason; only a request that still fails after
+``max_article_bytes``, or anything the cleaner cannot handle) are skipped and counted by reason.
+A response is read as a stream and no further than :func:`response_bound` (decompressed), and
+any answer that cannot be read or decoded (cut short, over the bound, not UTF-8, not JSON, or
+nested too deep for the decoder) is a failed attempt like a 503: counted by reason, told to
+:class:`SourceHealth`, and retried with backoff. Only a request that still fails after
 ``max_retries`` retries, or an error that retrying cannot fix, raises :class:`SourceError`.
 Every wait ends as soon as the ``stop`` event is set (then :class:`SourceStopped`), so a
-scraper told to stop never sits out a long Retry-After or backoff.
+scraper told to stop never sits out a long Retry-After or backoff, nor reads on a long body.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 import threading
@@ -26,6 +30,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import requests
+import urllib3
 
 from service.ingest.cleaning import clean_or_skip, is_disambiguation, is_redirect
 from service.ingest.source_health import SourceHealth, describe_error
@@ -37,6 +42,7 @@ from service.ingest.sources.base import (
     SkipCounter,
     SourceError,
     SourceStopped,
+    encoded_bound,
     too_large,
 )
 
@@ -49,6 +55,20 @@ CLIENT_VERSION = "0.1.0"
 TRANSIENT_API_ERRORS = frozenset(
     {"maxlag", "ratelimited", "readonly", "internal_api_error_DBQueryError", "unknownerror"}
 )
+# Bytes of a response body read at a time (decompressed), between looks at the bound and stop.
+BODY_CHUNK = 64 * 1024
+# The most pages MediaWiki answers to one request (grnlimit's ceiling, for bots); an answer with
+# more is not the API's, and is not read page by page (each would be counted as skipped).
+MOST_PAGES = 500
+# Characters of an unexpected answer's body quoted in its error.
+QUOTED_CHARS = 200
+
+
+def response_bound(max_article_bytes: int) -> int:
+    """The most bytes of one API response read: what a jsonl line may take for the same
+    article bound. Wikimedia caps a result at 8 MiB (``$wgAPIMaxResultSize``), the default's
+    bound; an answer that large is rare even there, and its retry brings other random pages."""
+    return encoded_bound(max_article_bytes)
 
 
 def user_agent(contact: str) -> str:
@@ -278,36 +298,76 @@ class WikipediaSource:
     def _attempt(self, params: dict[str, str]) -> dict[str, Any] | _Failure:
         url = self.config.wikipedia_api_url
         try:
-            response = self.session.get(url, params=params, timeout=self.config.request_timeout)
+            response = self.session.get(
+                url, params=params, timeout=self.config.request_timeout, stream=True
+            )
         except requests.Timeout as exc:
             return _Failure("timeout", detail=describe_error(exc))
         except requests.ConnectionError as exc:
             return _Failure("connection", detail=describe_error(exc))
         except requests.RequestException as exc:
             raise SourceError(f"{url}: {exc}") from exc
-        retry_after = parse_retry_after(response.headers.get("Retry-After"))
-        status = response.status_code
-        if status == 429 or status >= 500:
-            return _Failure(f"http_{status}", retry_after, f"HTTP {status} {response.reason}")
-        if status != 200:
-            raise SourceError(f"{url} answered HTTP {status}: {response.text[:200]!r}")
+        with response:  # closed unread past what is taken: the connection is dropped, not reused
+            retry_after = parse_retry_after(response.headers.get("Retry-After"))
+            status = response.status_code
+            if status == 429 or status >= 500:
+                return _Failure(f"http_{status}", retry_after, f"HTTP {status} {response.reason}")
+            if status != 200:
+                head = self._body(response, QUOTED_CHARS, quote=True)
+                quoted = head.decode("utf-8", "replace") if isinstance(head, bytes) else ""
+                raise SourceError(f"{url} answered HTTP {status}: {quoted!r}")
+            body = self._body(response, response_bound(self.config.max_article_bytes))
+        if isinstance(body, _Failure):
+            body.retry_after = retry_after
+            return body
         try:
-            data = response.json()
-        except ValueError:
+            data = json.loads(body)
+        except (ValueError, RecursionError, MemoryError) as exc:  # RecursionError: too deep
             self.skipped.skip("malformed_json")
-            return _Failure("malformed_json", retry_after)
+            return _Failure("malformed_json", retry_after, f"{type(exc).__name__}: {exc}"[:200])
         if not isinstance(data, dict):
             self.skipped.skip("malformed_json")
-            return _Failure("malformed_json", retry_after)
+            return _Failure("malformed_json", retry_after, f"a JSON {type(data).__name__}")
         error = data.get("error")
         if isinstance(error, dict):
-            code = str(error.get("code", "unknown"))
+            code = str(error.get("code", "unknown"))[:QUOTED_CHARS]
+            info = str(error.get("info", ""))[:QUOTED_CHARS]
             if code in TRANSIENT_API_ERRORS:
                 if retry_after is None and code == "maxlag":
                     retry_after = float(self.config.maxlag)
-                return _Failure(f"api_{code}", retry_after, str(error.get("info", ""))[:200])
-            raise SourceError(f"{url}: API error {code}: {error.get('info', '')}")
+                return _Failure(f"api_{code}", retry_after, info)
+            raise SourceError(f"{url}: API error {code}: {info}")
+        query = data.get("query")
+        pages = query.get("pages") if isinstance(query, dict) else None
+        if isinstance(pages, list) and len(pages) > MOST_PAGES:  # never from MediaWiki: unread
+            return _Failure("too_many_pages", retry_after, f"{len(pages)}, over {MOST_PAGES}")
         return data
+
+    def _body(
+        self, response: requests.Response, most: int, quote: bool = False
+    ) -> bytes | _Failure:
+        """The body's first ``most`` bytes (decompressed) when ``quote``, else the whole body,
+        or a failure if it is longer (announced or read), or cannot be read. The stop event is
+        looked at between chunks, so a stop never waits for a long body."""
+        declared = response.headers.get("Content-Length", "")
+        if not quote and declared.isdigit() and int(declared) > most:
+            return _Failure("too_large_response", detail=f"{declared} bytes, over {most}")
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            for chunk in response.iter_content(min(most, BODY_CHUNK)):
+                self._check_stop("reading a response")
+                chunks.append(chunk)
+                size += len(chunk)
+                if size >= most:
+                    if quote:
+                        break
+                    if size > most:
+                        return _Failure("too_large_response", detail=f"over {most} bytes")
+        except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
+            # cut short, bad chunking or compression, a read timed out
+            return _Failure("broken_response", detail=describe_error(exc))
+        return b"".join(chunks)[:most] if quote else b"".join(chunks)
 
     # --- one page --------------------------------------------------------------------------
     def _article(self, page: object) -> Article | None:
@@ -334,7 +394,9 @@ class WikipediaSource:
         if page.get("missing") or page.get("invalid"):
             return "missing", None
         page_id, title = page.get("pageid"), page.get("title")
-        if not isinstance(page_id, int) or not isinstance(title, str) or not title:
+        if not isinstance(page_id, int) or isinstance(page_id, bool):
+            return "missing_fields", None
+        if not isinstance(title, str) or not title:
             return "missing_fields", None
         if page.get("ns", 0) != 0:
             return "namespace", None
@@ -356,7 +418,8 @@ class WikipediaSource:
             title, content
         ):
             return "disambiguation", None
+        article_id, title = self.skipped.capped(str(page_id), title, self._where(page))
         text = self.clean(content)
         if not text:
             return "empty", None
-        return None, Article(id=str(page_id), title=title, text=text, source=SOURCE_NAME)
+        return None, Article(id=article_id, title=title, text=text, source=SOURCE_NAME)
