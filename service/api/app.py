@@ -137,7 +137,13 @@ def create_app(settings: Settings) -> FastAPI:
         )
     )
     app.include_router(infer.router(settings.api.max_infer_texts))
-    app.include_router(search.router(settings.api.search_limit_max))
+    app.include_router(
+        search.router(
+            settings.api.search_limit_max,
+            queue=settings.api.infer_queue,
+            retry_after_s=settings.api.infer_retry_after_s,
+        )
+    )
     for module in (perplexity, stats, words, health, metrics, admin, export):
         app.include_router(module.router)
     # The last added is the outermost: the admin token is checked from the headers alone; the

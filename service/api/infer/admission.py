@@ -1,5 +1,6 @@
 """Caps the requests to some paths taken at once (/infer's, the export's): past the cap, 503 with
-Retry-After.
+Retry-After; and :class:`Slots`, the same cap on work a route decides it must do (a search
+answer not kept).
 
 Decided when the request arrives, before its body is read, so a burst of large bodies costs no
 memory; the count covers a request until its response is sent (reading its body, waiting for an
@@ -9,9 +10,10 @@ refused clients that retry at once cost the event loop little.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
 
-from fastapi import status
+from fastapi import HTTPException, status
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from service.api.http.compact_json import dumps
@@ -62,3 +64,25 @@ class ConcurrencyLimitMiddleware:
             await self.app(scope, receive, send)
         finally:
             self.in_progress -= 1
+
+
+class Slots:
+    """At most ``limit`` pieces of costly work taken at once, in an app's routes (the search
+    answers not kept): past it, 503 with Retry-After at once. Used from the event loop only."""
+
+    def __init__(self, limit: int, retry_after_s: int, taken: str) -> None:
+        self.limit = limit
+        self.in_use = 0
+        self.detail = f"busy: {taken}; retry in {retry_after_s} s"
+        self.headers = {"Retry-After": str(retry_after_s)}
+
+    @contextmanager
+    def taken(self) -> Iterator[None]:
+        """Hold a slot for the block; the 503 when none is free."""
+        if self.in_use >= self.limit:
+            raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, self.detail, self.headers)
+        self.in_use += 1
+        try:
+            yield
+        finally:
+            self.in_use -= 1

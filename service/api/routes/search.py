@@ -3,17 +3,20 @@ articles the worker keeps (its reservoir's and those listed behind the topics), 
 and by likeness of topic proportions (docs/topics.md, "Searching the kept articles").
 
 The index comes with the published model and is built once per version
-(:mod:`service.api.search.index`); a topic's pages and an article's neighbours are rendered
-once per version and kept (at most :data:`RENDERED` answers). ``/similar`` folds its text in on
-the inference threads, batched with whatever waits there (the same fixed point as ``/infer``),
-and measures its distance to every kept article there too.
+(:mod:`service.api.search.index`). A topic's first ``most`` articles and an article's ``most``
+nearest are rendered once per version and kept, bounded in bytes
+(:mod:`service.api.search.answers`); every ``limit`` and ``offset`` within them is a slice.
+Work not kept (a miss, a page past the first ``most``) takes one of ``queue`` slots, and an
+article's neighbours are measured on the inference threads, as ``/similar``'s are: past the
+slots, 503 with Retry-After. ``/similar`` folds its text in on the inference threads, batched
+with whatever waits there (the same fixed point as ``/infer``), under ``/infer``'s cap.
 
 Built per app by :func:`router`, because the bound of ``limit`` (the setting search_limit_max)
 belongs in the OpenAPI schema. (No ``from __future__ import annotations`` here: the body's
 model is built for that bound, which string annotations could not resolve.)
 """
 
-from collections import OrderedDict
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -25,13 +28,15 @@ from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, Res
 from fastapi.concurrency import run_in_threadpool
 
 from service.api.deps import ModelCacheDep, RedisDep
-from service.api.http.etags import IF_NONE_MATCH, JSON, NOT_MODIFIED, Rendered, respond
+from service.api.http.etags import IF_NONE_MATCH, JSON, NOT_MODIFIED, respond
 from service.api.http.query_params import MAX_INTEGER, TOPIC_ID, Integer, strict
+from service.api.infer.admission import Slots
 from service.api.infer.batcher import Batcher
 from service.api.infer.model_cache import LoadedModel, ModelCache
 from service.api.routes.infer import ERRORS as INFER_ERRORS
 from service.api.routes.infer import fold_in
 from service.api.schemas import INVALID, ErrorOut
+from service.api.search.answers import CACHE_BYTES, Kept, KeptAnswers, rendered_answer
 from service.api.search.index import Found, SearchIndex
 from service.api.search.schemas import (
     LIMIT,
@@ -41,7 +46,6 @@ from service.api.search.schemas import (
     similar_in,
 )
 
-RENDERED = 4096  # answers kept per model version (a topic's page, an article's neighbours)
 QUERY_TOPICS = 5  # the text's largest proportions in /similar's answer
 ARTICLE_ID_CHARS = 200
 NO_INDEX = (
@@ -80,28 +84,6 @@ def search_texts(texts: Sequence[str], most: int, **fold: Any) -> list[Searched]
     ]
 
 
-class Answers:
-    """Rendered answers of one model version, the oldest dropped past :data:`RENDERED`."""
-
-    def __init__(self) -> None:
-        self.version = ""
-        self.kept: OrderedDict[tuple[Any, ...], Rendered] = OrderedDict()
-
-    def get(self, version: str, key: tuple[Any, ...]) -> Rendered | None:
-        if version != self.version:
-            self.version, self.kept = version, OrderedDict()
-        return self.kept.get(key)
-
-    def put(self, version: str, key: tuple[Any, ...], rendered: Rendered) -> Rendered:
-        """Keep ``rendered`` if ``version`` is still the one kept (a newer model may have come
-        while it was made)."""
-        if version == self.version:
-            self.kept[key] = rendered
-            if len(self.kept) > RENDERED:
-                self.kept.popitem(last=False)
-        return rendered
-
-
 def _index(loaded: LoadedModel | None) -> SearchIndex:
     index = None if loaded is None else loaded.search.get()
     if index is None:
@@ -122,13 +104,40 @@ def _head(loaded: LoadedModel) -> dict[str, Any]:
     return {"model_version": loaded.model.version, "docs_seen": loaded.model.docs_seen}
 
 
-def router(most: int) -> APIRouter:
-    """The search routes, ``limit`` bounded by ``most`` (the setting search_limit_max)."""
+def _rendered(index: SearchIndex, found: Sequence[Found]) -> tuple[bytes, ...]:
+    return tuple(orjson.dumps(index.article(f)) for f in found)
+
+
+def _topic_kept(index: SearchIndex, topic: int, most: int) -> Kept:
+    """The topic's first ``most`` articles, rendered, and how many it lists."""
+    return Kept(_rendered(index, index.topic(topic, most)), index.listed(topic))
+
+
+def _neighbours_kept(index: SearchIndex, row: int, most: int) -> Kept:
+    """Row ``row``'s ``most`` nearest articles, rendered."""
+    found = _rendered(index, index.neighbours(row, most))
+    return Kept(found, len(found))
+
+
+def router(
+    most: int, *, queue: int, retry_after_s: int, cache_bytes: int = CACHE_BYTES
+) -> APIRouter:
+    """The search routes, ``limit`` bounded by ``most`` (the setting search_limit_max), at most
+    ``queue`` answers not kept being made at once (the setting infer_queue; more: 503 with
+    ``retry_after_s``, the setting infer_retry_after_s), answers kept up to ``cache_bytes``."""
     routes = APIRouter(tags=["search"])
-    answers = Answers()
+    answers = KeptAnswers(cache_bytes)
+    slots = Slots(
+        queue, retry_after_s, f"{queue} search answers are being made (STREAMLDA_INFER_QUEUE)"
+    )
     body_model = similar_in(most)
     limit_query = Query(ge=1, le=most, description="Articles to answer")
     paged = {"limit": Integer(1, most), "offset": Integer(0)}
+    busy = {
+        "model": ErrorOut,
+        "description": "Redis is unreachable, no kept articles yet, or "
+        "busy: too many answers being made (Retry-After)",
+    }
 
     @routes.get(
         "/topics/{topic_id}/articles",
@@ -138,7 +147,7 @@ def router(most: int) -> APIRouter:
             304: NOT_MODIFIED,
             404: {"model": ErrorOut, "description": "No topic with this id"},
             **INVALID,
-            **UNAVAILABLE,
+            503: busy,
         },
         openapi_extra=IF_NONE_MATCH,
     )
@@ -158,20 +167,21 @@ def router(most: int) -> APIRouter:
                 status.HTTP_404_NOT_FOUND,
                 f"no topic {topic_id}: topic ids are 0 to {index.n_topics - 1}",
             )
-        key: tuple[Any, ...] = ("topic", topic_id, limit, offset)
-        version = loaded.model.version
-        rendered = answers.get(version, key)
-        if rendered is None:
-            found = index.topic(topic_id, limit, offset)
-            body = {
-                "topic": topic_id,
-                **_head(loaded),
-                "total": index.listed(topic_id),
-                "offset": offset,
-                "articles": [index.article(f) for f in found],
-            }
-            rendered = answers.put(version, key, Rendered.of(orjson.dumps(body)))
-        return respond(rendered, request)
+        key, version = ("topic", topic_id), loaded.model.version
+        kept = answers.get(version, key)
+        if kept is None:
+            with slots.taken():
+                kept = await run_in_threadpool(_topic_kept, index, topic_id, most)
+            answers.put(version, key, kept)
+        if offset + limit <= len(kept.articles) or len(kept.articles) == kept.total:
+            found = kept.articles[offset : offset + limit]
+        else:  # past the first ``most``: a slice of the index, rendered and not kept
+            with slots.taken():
+                found = await run_in_threadpool(
+                    _rendered, index, index.topic(topic_id, limit, offset)
+                )
+        head = {"topic": topic_id, **_head(loaded), "total": kept.total, "offset": offset}
+        return respond(rendered_answer(head, found), request)
 
     @routes.post(
         "/similar",
@@ -204,7 +214,7 @@ def router(most: int) -> APIRouter:
             304: NOT_MODIFIED,
             404: {"model": ErrorOut, "description": "No kept article with this id"},
             **INVALID,
-            **UNAVAILABLE,
+            503: busy,
         },
         openapi_extra=IF_NONE_MATCH,
     )
@@ -228,17 +238,15 @@ def router(most: int) -> APIRouter:
         row = index.by_id.get(article_id)
         if row is None:
             raise HTTPException(status.HTTP_404_NOT_FOUND, "no kept article with this id")
-        key = ("article", article_id, limit)
-        version = loaded.model.version
-        rendered = answers.get(version, key)
-        if rendered is None:
-            found = await run_in_threadpool(index.neighbours, row, limit)
-            body = {
-                **_head(loaded),
-                "article": index.article(Found(row)),
-                "articles": [index.article(f) for f in found],
-            }
-            rendered = answers.put(version, key, Rendered.of(orjson.dumps(body)))
-        return respond(rendered, request)
+        key, version = ("article", article_id), loaded.model.version
+        kept = answers.get(version, key)
+        if kept is None:
+            with slots.taken():  # measured on the inference threads, as /similar's distances
+                pool = request.app.state.infer_pool
+                loop = asyncio.get_running_loop()
+                kept = await loop.run_in_executor(pool, _neighbours_kept, index, row, most)
+            answers.put(version, key, kept)
+        head = {**_head(loaded), "article": index.article(Found(row))}
+        return respond(rendered_answer(head, kept.articles[:limit]), request)
 
     return routes
