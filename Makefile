@@ -53,7 +53,7 @@ lint: $(DEV)
 
 bench: $(DEV)
 	$(PY) -m pip install -q -e '.[dev,bench]'
-	$(PY) benchmarks/learner.py $(ARGS)
+	$(PY) -m benchmarks.learner $(ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

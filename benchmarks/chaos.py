@@ -16,9 +16,9 @@ queued = learned (docs_seen) + held out + empty + dropped + still in the stream;
 scrapers' duplicates and re-reads (a file replayed once has neither unless a scraper read lines
 again).
 
-    .venv/bin/python benchmarks/chaos.py --minutes 2 --articles 20000   # a smoke run
-    .venv/bin/python benchmarks/chaos.py --minutes 10 --json /tmp/chaos.json
-    .venv/bin/python benchmarks/chaos.py --kinds redis --kills 10   # Redis recovery alone
+    .venv/bin/python -m benchmarks.chaos --minutes 2 --articles 20000   # a smoke run
+    .venv/bin/python -m benchmarks.chaos --minutes 10 --json /tmp/chaos.json
+    .venv/bin/python -m benchmarks.chaos --kinds redis --kills 10   # Redis recovery alone
 """
 
 from __future__ import annotations
@@ -48,16 +48,11 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # this checkout's packages, not an installed copy's
+from benchmarks.common import REPO, SHARED, all_dev, stop_up
+from service.ingest.sources.jsonl import JsonlSource
+from service.keys import SNAPSHOT_KEY
+from service.store.embedded_redis import free_port
 
-from benchmarks.dev_corpus import all_dev  # noqa: E402
-from benchmarks.up_process import stop_up  # noqa: E402
-from service.ingest.sources.jsonl import JsonlSource  # noqa: E402
-from service.keys import SNAPSHOT_KEY  # noqa: E402
-from service.store.embedded_redis import free_port  # noqa: E402
-
-SHARED = Path(os.environ.get("STREAMLDA_SHARED", REPO.parent / "shared"))
 KINDS = ("scraper", "redis", "worker", "api")
 POLL_S = 0.25
 REDIS_POLL_S = 0.05

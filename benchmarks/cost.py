@@ -7,14 +7,13 @@ first texts), ``--docs`` training documents in minibatches of the service's size
 ``--heldout`` documents scored at the end by the learner's own estimator. Gibbs and step time
 are split by timing ``gibbs_expectations`` inside ``update``.
 
-    .venv/bin/python benchmarks/cost.py --topics 50,200,1000 --words 7702,50000,100000
-    .venv/bin/python benchmarks/cost.py --topics 1000 --words 100000 --runs scir,sgrld --docs 2000
+    .venv/bin/python -m benchmarks.cost --topics 50,200,1000 --words 7702,50000,100000
+    .venv/bin/python -m benchmarks.cost --topics 1000 --words 100000 --runs scir,sgrld --docs 2000
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import resource
 import subprocess
@@ -22,23 +21,13 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numba
 import torch
 
-HERE = Path(__file__).resolve().parent
-
-
-def _sibling(name: str) -> ModuleType:
-    """``benchmarks/<name>.py`` loaded by path (this folder is not a package)."""
-    spec = importlib.util.spec_from_file_location(f"benchmark_{name}", HERE / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+from benchmarks import peers
+from benchmarks.common import CORPORA, module_env, read_corpus, stream_vocabulary
 
 
 def _peak_rss_gib() -> float:
@@ -46,9 +35,8 @@ def _peak_rss_gib() -> float:
 
 
 def _corpus(args: argparse.Namespace, n_words: int) -> tuple[Any, Any]:
-    learner = _sibling("learner")
-    vocab = learner.stream_vocabulary(args.corpus_dir, n_words, args.vocab_docs)
-    corpus = learner.read_corpus(args.corpus_dir, vocab, args.heldout, args.docs, short_ok=True)
+    vocab = stream_vocabulary(args.corpus_dir, n_words, args.vocab_docs)
+    corpus = read_corpus(args.corpus_dir, vocab, args.heldout, args.docs, short_ok=True)
     return vocab, corpus
 
 
@@ -112,7 +100,6 @@ def run_streamlda(args: argparse.Namespace, n_topics: int, n_words: int, run: st
 
 def run_tomotopy(args: argparse.Namespace, n_topics: int, n_words: int) -> dict:
     """tomotopy's collapsed Gibbs on the same documents: ns per token-iteration."""
-    peers = _sibling("peers")
     vocab, corpus = _corpus(args, n_words)
     model = peers.tomotopy_lda(corpus.train, vocab.words, n_topics, args.seed)
     peers.tomotopy_train(model, 0, args.threads)
@@ -133,7 +120,6 @@ def run_tomotopy(args: argparse.Namespace, n_topics: int, n_words: int) -> dict:
 
 def run_sklearn(args: argparse.Namespace, n_topics: int, n_words: int) -> dict:
     """scikit-learn's online VB, partial_fit per minibatch: docs/s."""
-    peers = _sibling("peers")
     vocab, corpus = _corpus(args, n_words)
     model = peers.sklearn_lda(n_topics, args.batch_size, int(args.corpus_size), args.seed, 1)
     matrices = [
@@ -171,7 +157,7 @@ def cell(args: argparse.Namespace) -> dict:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    p.add_argument("--corpus-dir", type=Path, default=HERE.parent.parent / "shared" / "corpora")
+    p.add_argument("--corpus-dir", type=Path, default=CORPORA)
     p.add_argument("--topics", default="50,200,1000", help="comma list of K")
     p.add_argument("--words", default="7702,50000,100000", help="comma list of W")
     p.add_argument("--runs", default="sgrld,scir", help="streamlda samplers[:field=value...]")
@@ -219,12 +205,15 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
             for system in systems:
                 command = [
                     sys.executable,
-                    __file__,
+                    "-m",
+                    "benchmarks.cost",
                     *base,
                     "--cell",
                     f"{n_topics},{n_words},{system}",
                 ]
-                done = subprocess.run(command, capture_output=True, text=True, check=False)
+                done = subprocess.run(
+                    command, env=module_env(), capture_output=True, text=True, check=False
+                )
                 if done.returncode != 0:
                     print(f"{system} K={n_topics} W={n_words} FAILED: {done.stderr[-400:]}")
                     continue

@@ -6,14 +6,12 @@ the kernel (50 sweeps, burn-in 25, K = 50) on the next ``--batches`` minibatches
 ``--rounds`` times, and prints ms per minibatch and ns per token-sweep. Compare two versions of
 the kernel by running this script on each in the same sitting, alternately.
 
-    .venv/bin/python benchmarks/gibbs_kernel.py --threads 2
+    .venv/bin/python -m benchmarks.gibbs_kernel --threads 2
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,22 +20,12 @@ import numba
 import numpy as np
 import torch
 
+from benchmarks.common import CORPORA, minibatches, read_corpus
 from lda.batch import Batch
 from lda.config import default_burn_in
 from lda.gibbs.dense import balanced_schedule, collapsed_gibbs
 from lda.model import LearnerConfig, StreamingLDA
 from lda.vocab import Vocabulary
-
-HERE = Path(__file__).resolve().parent
-
-
-def _learner_module():  # the corpus reader of benchmarks/learner.py, loaded by path
-    spec = importlib.util.spec_from_file_location("benchmark_learner", HERE / "learner.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def time_kernel(batch: Batch, beta_t: np.ndarray, sweeps: int, seed: int) -> float:
@@ -59,7 +47,7 @@ def time_kernel(batch: Batch, beta_t: np.ndarray, sweeps: int, seed: int) -> flo
 
 def main(argv: Sequence[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--corpus-dir", type=Path, default=HERE.parent.parent / "shared" / "corpora")
+    p.add_argument("--corpus-dir", type=Path, default=CORPORA)
     p.add_argument("--threads", type=int, default=2, help="numba threads")
     p.add_argument("--warm", type=int, default=2000, help="SGRLD training documents first")
     p.add_argument("--batches", type=int, default=20)
@@ -68,10 +56,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = p.parse_args(argv)
     numba.set_num_threads(args.threads)
     torch.set_num_threads(1)
-    learner = _learner_module()
     vocab = Vocabulary.load(args.corpus_dir / "vocab-7702.txt")
-    corpus = learner.read_corpus(args.corpus_dir, vocab, 0, args.warm + 50 * args.batches)
-    groups = learner.minibatches(corpus.train, 50)
+    corpus = read_corpus(args.corpus_dir, vocab, 0, args.warm + 50 * args.batches)
+    groups = minibatches(corpus.train, 50)
     warm, timed = groups[: args.warm // 50], groups[args.warm // 50 :]
     config = LearnerConfig(50, len(vocab), sampler="sgrld", sweeps=args.sweeps)
     model = StreamingLDA(config, seed=0)

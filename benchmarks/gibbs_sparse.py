@@ -10,17 +10,15 @@ the learner's sweeps, burn-in and method, on the next ``--batches`` minibatches 
 ``--scorer`` times the held-out scorer's calls instead (its sweeps, a start from beta, document
 sums only). Prints the median ns per token-sweep and documents per second of each.
 
-    nice -n 10 .venv/bin/python benchmarks/gibbs_sparse.py --threads 2
+    nice -n 10 .venv/bin/python -m benchmarks.gibbs_sparse --threads 2
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
-import importlib.util
 import json
 import statistics
-import sys
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
@@ -29,21 +27,11 @@ from pathlib import Path
 import numba
 import torch
 
+from benchmarks.common import CORPORA, minibatches, read_corpus
 from lda.batch import Batch
 from lda.gibbs import GibbsConfig, gibbs_expectations
 from lda.model import LearnerConfig, StreamingLDA
 from lda.vocab import Vocabulary, build_vocabulary
-
-HERE = Path(__file__).resolve().parent
-
-
-def _learner_module():  # the corpus reader of benchmarks/learner.py, loaded by path
-    spec = importlib.util.spec_from_file_location("benchmark_learner", HERE / "learner.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _texts(corpus_dir: Path, limit: int) -> Iterator[str]:
@@ -101,7 +89,7 @@ def time_call(model: StreamingLDA, batch: Batch, kernel: str, seed: int, scorer:
 
 def main(argv: Sequence[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--corpus-dir", type=Path, default=HERE.parent.parent / "shared" / "corpora")
+    p.add_argument("--corpus-dir", type=Path, default=CORPORA)
     p.add_argument("--cache-dir", type=Path, default=Path("/tmp/streamlda-bench"))
     p.add_argument("--threads", type=int, default=2, help="numba threads")
     p.add_argument("--topics", default="50,200,1000", help="K values, comma-separated")
@@ -116,19 +104,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = p.parse_args(argv)
     numba.set_num_threads(args.threads)
     torch.set_num_threads(args.threads)
-    learner = _learner_module()
     kernels = args.kernels.split(",")
     print(f"numba threads {args.threads}; beta: SGRLD after {args.warm} documents")
     for n_words in (int(w) for w in args.words.split(",")):
         vocab = vocabulary(args.corpus_dir, n_words, args.vocab_docs, args.cache_dir)
         n_docs = args.warm + args.batch_size * args.batches
-        corpus = learner.read_corpus(args.corpus_dir, vocab, 0, n_docs)
+        corpus = read_corpus(args.corpus_dir, vocab, 0, n_docs)
         warm, timed = corpus.train[: args.warm], corpus.train[args.warm :]
-        batches = [Batch.from_ids(g) for g in learner.minibatches(timed, args.batch_size)]
+        batches = [Batch.from_ids(g) for g in minibatches(timed, args.batch_size)]
         tokens = statistics.mean(b.n_tokens for b in batches)
         for n_topics in (int(k) for k in args.topics.split(",")):
             model = StreamingLDA(LearnerConfig(n_topics, len(vocab), sampler="sgrld"), seed=0)
-            for group in learner.minibatches(warm, args.batch_size):
+            for group in minibatches(warm, args.batch_size):
                 model.update(Batch.from_ids(group))
             sweeps = sweeps_of(model, args.scorer)
             for kernel in kernels:  # compile, and touch beta once

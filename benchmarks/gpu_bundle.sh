@@ -17,4 +17,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}
-exec "$PY" benchmarks/gpu_check.py bundle "$@"
+exec "$PY" -m benchmarks.gpu_check bundle "$@"

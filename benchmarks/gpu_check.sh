@@ -38,4 +38,4 @@ if [ -z "${PYTHON:-}" ]; then
     fi
   done
 fi
-exec "${PYTHON:-python3}" benchmarks/gpu_check.py run "$@"
+exec "${PYTHON:-python3}" -m benchmarks.gpu_check run "$@"

@@ -11,44 +11,30 @@ kernel with each scan and block size, and with each ``--register-caps`` limit (p
 152-158 registers per thread; a cap of 128 doubles nothing but allows 16 one-warp blocks per SM
 instead of 12: benchmarks/ptx_report.py). Needs a CUDA device: the simulator is for tests only.
 
-    .venv/bin/python benchmarks/gpu_gibbs.py --device cuda
-    .venv/bin/python benchmarks/gpu_gibbs.py --device cuda:0 --method rao-blackwell --sweeps 6
-    .venv/bin/python benchmarks/gpu_gibbs.py --topics 1000 --kernel sparse --method rao-blackwell
+    .venv/bin/python -m benchmarks.gpu_gibbs --device cuda
+    .venv/bin/python -m benchmarks.gpu_gibbs --device cuda:0 --method rao-blackwell --sweeps 6
+    .venv/bin/python -m benchmarks.gpu_gibbs --topics 1000 --kernel sparse --method rao-blackwell
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import statistics
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from types import ModuleType
 
 import numba
 import torch
 
+from benchmarks.common import CORPORA, minibatches, read_corpus
 from lda.batch import Batch
 from lda.config import Method, default_burn_in
 from lda.gibbs import GibbsConfig, gibbs_expectations
 from lda.model import LearnerConfig, StreamingLDA
 from lda.vocab import Vocabulary
-
-HERE = Path(__file__).resolve().parent
-
-
-def _sibling(name: str) -> ModuleType:
-    """``benchmarks/<name>.py`` loaded by path (the folder is not a package)."""
-    spec = importlib.util.spec_from_file_location(f"benchmark_{name}", HERE / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def require_cuda(device: str) -> torch.device:
@@ -113,14 +99,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = p.parse_args(argv)
     device = require_cuda(args.device)
     numba.set_num_threads(args.threads)
-    learner = _sibling("learner")
-    corpus_dir = args.corpus_dir or learner.DEFAULT_CORPUS
+    corpus_dir = args.corpus_dir or CORPORA
     sizes = [int(s) for s in args.sizes.split(",")]
     vocab = Vocabulary.load(corpus_dir / "vocab-7702.txt")
-    corpus = learner.read_corpus(corpus_dir, vocab, 0, args.warm + sum(sizes))
+    corpus = read_corpus(corpus_dir, vocab, 0, args.warm + sum(sizes))
     warm, rest = corpus.train[: args.warm], corpus.train[args.warm :]
     model = StreamingLDA(LearnerConfig(args.topics, len(vocab), sampler="sgrld"), seed=0)
-    for group in learner.minibatches(warm, 50):
+    for group in minibatches(warm, 50):
         model.update(Batch.from_ids(group))
     beta_cpu = model.beta.contiguous()
     beta_gpu = beta_cpu.to(device)

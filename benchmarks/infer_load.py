@@ -15,8 +15,8 @@ process, default settings) and measures, closed loop, for ``--duration`` seconds
 ``--baseline REPO`` measures another checkout's API too (e.g. a ``git archive`` of main), its
 rounds interleaved with this checkout's; ``--rounds`` rounds, medians reported with ratios.
 
-    .venv/bin/python benchmarks/infer_load.py --baseline /tmp/main      # both K, 3 rounds
-    .venv/bin/python benchmarks/infer_load.py --quick                   # a short check
+    .venv/bin/python -m benchmarks.infer_load --baseline /tmp/main      # both K, 3 rounds
+    .venv/bin/python -m benchmarks.infer_load --quick                   # a short check
 
 Also the slow clients: a fast client's /infer requests, timed alone and beside four uploads
 at 5 kB/s (100 kB bodies, as ``curl --limit-rate 5k``), for ``--duration`` seconds each.
@@ -45,15 +45,14 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from raw_http import read_response
 
+from benchmarks.api_clients import read_response
+from benchmarks.common import CORPORA, REPO
 from service.learn.checkpoint_file import load_checkpoint
 from service.store.embedded_redis import EmbeddedRedis, free_port
 from service.store.published_model import publish_model
 from service.store.redis_client import connect
 
-REPO = Path(__file__).resolve().parents[1]
-CORPORA = REPO.parent / "shared" / "corpora"
 TRAIN_SHARD = CORPORA / "dev-00.jsonl.gz"
 TEXT_SHARD = CORPORA / "dev-05.jsonl.gz"  # never trained on
 VOCAB = CORPORA / "vocab-7702.txt"

@@ -9,14 +9,15 @@ with K = ``--topics`` and W = ``--words`` and the shipped defaults otherwise. It
 ones equal the scraper's ``queued``), then stops ``up`` with SIGTERM (the worker checkpoints)
 and scores the checkpoint's ``beta_mean``, the topics served.
 
-Scoring is ``benchmarks/learner.py``'s: the same held-out estimator and settings (its
-``Scorer`` at its default document prior, sweeps and seed) and the NPMI of the top words in
-the held-out documents. The held-out set is rebuilt from the file with the worker's vocabulary,
+Scoring is the learner benchmark's: the same held-out estimator and settings (the ``Scorer`` of
+``benchmarks/scorer.py`` at ``benchmarks/learner.py``'s default document prior, sweeps and
+seed) and the NPMI of the top words in the held-out documents. The held-out set is rebuilt from
+the file with the worker's vocabulary,
 read from the checkpoint, as the worker builds it (the first ``STREAMLDA_HELDOUT`` articles with
 a vocabulary word); the counts of held-out, empty and trained articles are checked against the
 worker's, and every run must have built the same vocabulary, so every system is scored on the
-same documents and test tokens. tomotopy (``benchmarks/peers.py``, run by learner.py's
-``run_tomotopy``) learns the other articles, encoded with that vocabulary, for each
+same documents and test tokens. tomotopy (``benchmarks/peers.py``, run by
+``benchmarks/peer_runs.py``) learns the other articles, encoded with that vocabulary, for each
 ``--tomotopy-iterations`` count.
 
 Measured while ``up`` runs, over the steady part of the run (from the first time the worker
@@ -40,53 +41,40 @@ rate); tomotopy's is its ``add_doc``, initialisation and training.
 ``--quick`` is a smoke run: 600 articles, K = 20, W = 5,000, a vocabulary from the first 200
 articles, 100 held out, tomotopy 10 and 20 iterations.
 
-    .venv/bin/python benchmarks/live.py --quick
-    .venv/bin/python benchmarks/live.py --json /tmp/live.json   # 20,000 articles at 50/s, K = 200
-    .venv/bin/python benchmarks/live.py --rates 50,200 --json /tmp/live.json
+    .venv/bin/python -m benchmarks.live --quick
+    .venv/bin/python -m benchmarks.live --json /tmp/live.json   # 20,000 articles at 50/s, K = 200
+    .venv/bin/python -m benchmarks.live --rates 50,200 --json /tmp/live.json
 """
 
 from __future__ import annotations
 
 import argparse
-import bisect
 import contextlib
 import itertools
 import json
 import math
 import os
-import re
 import signal
-import statistics
-import subprocess
 import sys
 import tempfile
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # this checkout's packages, not an installed copy's
+from benchmarks import learner
+from benchmarks.common import REPO, SHARED, Corpus, all_dev, set_threads
+from benchmarks.live_measure import Row, live_row
+from benchmarks.live_up import Live, run_up
+from benchmarks.peer_runs import run_tomotopy
+from benchmarks.scorer import Scorer
+from lda.evaluation.perplexity import HeldoutSet
+from lda.vocab import Vocabulary
+from service.ingest.sources.jsonl import JsonlSource
+from service.learn.model_store import load_model
+from service.settings_learning import ModelSettings
 
-from benchmarks import learner  # noqa: E402
-from benchmarks.dev_corpus import all_dev  # noqa: E402
-from benchmarks.up_process import stop_up  # noqa: E402
-from lda.evaluation.perplexity import HeldoutSet  # noqa: E402
-from lda.vocab import Vocabulary  # noqa: E402
-from service.ingest.sources.jsonl import JsonlSource  # noqa: E402
-from service.learn.model_store import CHECKPOINT_NAME, load_model  # noqa: E402
-from service.settings_learning import ModelSettings  # noqa: E402
-from service.store.embedded_redis import free_port  # noqa: E402
-
-SHARED = Path(os.environ.get("STREAMLDA_SHARED", REPO.parent / "shared"))
-POLL_S = 0.25  # the API's refresh (api_refresh_s): no snapshot goes unseen
-STALL_S = 300.0  # neither the scraper nor the worker moved for this long: give up
-STOP_TIMEOUT_S = 300.0  # up's SIGTERM: the worker's final checkpoint of K x W
-WORKER_PID = re.compile(rb"started worker \(pid (\d+)\)")
 # --quick: a vocabulary and a held-out set that 600 articles can fill
 QUICK_ENV = {
     "STREAMLDA_HELDOUT": "100",
@@ -147,313 +135,6 @@ def split(path: Path, vocab: Vocabulary, n_heldout: int) -> Split:
     return Split(heldout, train, empty)
 
 
-# ---- one run of up ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Poll:
-    """One answer of ``/stats``: the worker's last snapshot and the scraper's counters."""
-
-    at: float  # time.time() of the poll
-    snapshot_at: float | None  # the worker snapshot's updated_at (None before its first step)
-    docs_seen: int
-    placed: int  # docs_seen + held-out + empty: articles the worker has placed
-    revisited: int  # reservoir_passes x reservoir_articles
-    passes: float
-    docs_per_s: float  # the learner's fresh docs per second of its steps (0 while idle)
-    queued: int
-    batches: int
-    scraper_at: float | None
-    cpu_s: float | None  # the worker process's user + system seconds
-    wait_s: float | None = None  # the worker's fresh_wait_s and fresh_wait_p95_s (last minute)
-    wait_p95_s: float | None = None
-
-    @classmethod
-    def of(cls, at: float, stats: dict[str, Any], cpu_s: float | None) -> Poll:
-        worker = stats.get("worker") or {}
-        scraper = stats.get("scraper") or {}
-        docs_seen = int(stats.get("docs_seen") or 0)
-        updated = stats.get("updated_at")
-        passes = float(stats.get("reservoir_passes") or 0.0)
-        return cls(
-            at=at,
-            snapshot_at=None if updated is None else _epoch(updated),
-            docs_seen=docs_seen,
-            placed=docs_seen
-            + int(worker.get("heldout_docs", 0))
-            + int(worker.get("empty_docs", 0)),
-            revisited=round(passes * int(stats.get("reservoir_articles") or 0)),
-            passes=passes,
-            docs_per_s=float(stats.get("docs_per_s") or 0.0),
-            queued=int(scraper.get("queued", 0)),
-            batches=int(scraper.get("batches", 0)),
-            scraper_at=scraper.get("updated_at"),
-            cpu_s=cpu_s,
-            wait_s=stats.get("fresh_wait_s"),
-            wait_p95_s=stats.get("fresh_wait_p95_s"),
-        )
-
-
-@dataclass
-class Live:
-    """One run of ``up``: its polls, the end of its stream, its checkpoint and its figures."""
-
-    rate: float
-    revisit: bool
-    started: float  # time.time() when up was started
-    ended: float  # time.time() of the poll that saw every article placed
-    polls: list[Poll]
-    checkpoint: Path
-    worker_starts: int  # more than 1: the worker was restarted (its CPU time is then partial)
-    counters: dict[str, int] = field(default_factory=dict)  # the worker's, at the end
-
-    @property
-    def name(self) -> str:
-        return "revisit on" if self.revisit else "revisit off"
-
-
-def command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "service", *args]
-
-
-def get(port: int, path: str) -> dict[str, Any] | None:
-    """The API's JSON answer, or None while it is not up (or not ready)."""
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as reply:
-            answer: dict[str, Any] = json.loads(reply.read())
-            return answer
-    except (urllib.error.URLError, ConnectionError, TimeoutError, ValueError):
-        return None
-
-
-def cpu_seconds(pid: int | None) -> float | None:
-    """User + system seconds of process ``pid`` so far (None: no such process)."""
-    if pid is None:
-        return None
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat[stat.rindex(")") + 2 :].split()  # after the command name: field 3 on
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def worker_pids(log: Path) -> list[int]:
-    """The worker pids ``up`` logged, in order (several: it was restarted)."""
-    try:
-        return [int(m) for m in WORKER_PID.findall(log.read_bytes())]
-    except OSError:
-        return []
-
-
-def run_up(
-    env: dict[str, str], articles: Path, expected: int, rate: float, revisit: bool, work: Path
-) -> Live:
-    """``up`` on ``articles`` at ``rate`` a second until the worker has placed all ``expected``,
-    polling ``/stats``; then SIGTERM, which leaves the final checkpoint."""
-    name = f"up-{rate:g}-{'on' if revisit else 'off'}"
-    data, log = work / name, work / f"{name}.log"
-    if data.exists():  # up would resume its checkpoint
-        raise SystemExit(f"{data} exists: name an empty --work folder")
-    port = free_port()
-    run_env = {**env, "STREAMLDA_REVISIT": "true" if revisit else "false"}
-    args = command("up", "--source", f"jsonl:{articles}", "--replay-rate", f"{rate:g}")
-    args += ["--data-dir", str(data), "--port", str(port)]
-    print(f"{name}: {expected} articles at {rate:g}/s (log {log})", file=sys.stderr, flush=True)
-    polls: list[Poll] = []
-    started = time.time()
-    with log.open("wb") as out:
-        up = subprocess.Popen(args, cwd=REPO, env=run_env, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        moved, progress = time.monotonic(), (-1, -1)
-        while True:
-            if up.poll() is not None:
-                raise failed(f"{name}: up exited with {up.returncode}", log)
-            pids = worker_pids(log)
-            stats = get(port, "/stats")
-            if stats is not None:
-                poll = Poll.of(time.time(), stats, cpu_seconds(pids[-1] if pids else None))
-                polls.append(poll)
-                if poll.placed >= expected and poll.queued >= expected:
-                    counters = {k: int(v) for k, v in (stats.get("worker") or {}).items()}
-                    break
-                if (poll.queued, poll.placed) != progress:
-                    moved, progress = time.monotonic(), (poll.queued, poll.placed)
-            if time.monotonic() - moved > STALL_S:
-                raise failed(f"{name}: no progress for {STALL_S:.0f} s at {progress}", log)
-            time.sleep(POLL_S)
-    finally:
-        stop(up)
-    if up.returncode != 0:
-        raise failed(f"{name}: up exited with {up.returncode} when stopped", log)
-    return Live(rate, revisit, started, polls[-1].at, polls, data / CHECKPOINT_NAME,
-                len(worker_pids(log)), counters)  # fmt: skip
-
-
-def failed(message: str, log: Path, lines: int = 30) -> SystemExit:
-    """The error to end with: ``message`` and the end of ``up``'s log (in a folder that is
-    removed on the way out unless ``--work`` named it)."""
-    tail = log.read_text(errors="replace").splitlines()[-lines:] if log.exists() else []
-    return SystemExit("\n".join([f"{message}; the end of {log}:", *tail]))
-
-
-def stop(up: subprocess.Popen[bytes]) -> None:
-    stop_up(up, STOP_TIMEOUT_S)
-
-
-def _epoch(iso: str) -> float:
-    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
-
-
-# ---- what a run measured ----------------------------------------------------------------------
-
-
-@dataclass
-class Waits:
-    """The fresh articles' waits (s) over the steady part of a run, and where it begins."""
-
-    seconds: list[float]
-    since: float  # time.time(): the first snapshot at which the worker had caught up
-    caught_up: bool  # False: it never did; the waits are then from its first step on
-
-
-def arrival_times(polls: Sequence[Poll], started: float) -> list[float]:
-    """When each article was queued (index j: the (j+1)-th), from the scraper's counters: a
-    batch at the time the scraper published it; batches a poll missed spread evenly between
-    the publications it saw."""
-    seen = sorted({(p.scraper_at, p.queued, p.batches) for p in polls if p.scraper_at})
-    times: list[float] = []
-    before_at, before_queued, before_batches = started, 0, 0
-    for at, queued, batches in seen:
-        added, n_batches = queued - before_queued, batches - before_batches
-        if added <= 0 or n_batches <= 0:
-            continue
-        per_batch = added / n_batches
-        for j in range(added):
-            batch = math.ceil((j + 1) / per_batch)  # 1 ... n_batches
-            times.append(before_at + (at - before_at) * batch / n_batches)
-        before_at, before_queued, before_batches = at, queued, batches
-    return times
-
-
-def snapshots(polls: Sequence[Poll]) -> list[Poll]:
-    """The distinct worker snapshots the polls saw, in order."""
-    out: dict[float, Poll] = {}
-    for p in polls:
-        if p.snapshot_at is not None and p.docs_seen > 0:
-            out.setdefault(p.snapshot_at, p)
-    return [out[at] for at in sorted(out)]
-
-
-def waits(polls: Sequence[Poll], started: float, expected: int) -> Waits:
-    """Each article's time from queued to the first snapshot counting it placed, for the
-    articles queued once the worker first caught up with the stream (a snapshot counting every
-    article queued by its time): before, it builds its vocabulary and catches up a backlog."""
-    arrived = arrival_times(polls, started)
-    shots = snapshots(polls)
-    if not shots or len(arrived) < expected:
-        return Waits([], math.nan, False)
-    caught = next(
-        (s for s in shots if s.placed >= bisect.bisect_right(arrived, s.snapshot_at or 0.0)),
-        None,
-    )
-    since = (caught or shots[0]).snapshot_at or 0.0
-    placed = [s.placed for s in shots]
-    seconds = []
-    for j, at in enumerate(arrived[:expected]):
-        if at < since:
-            continue
-        shot = shots[min(bisect.bisect_left(placed, j + 1), len(shots) - 1)]
-        seconds.append(max((shot.snapshot_at or at) - at, 0.0))
-    return Waits(seconds, since, caught is not None)
-
-
-@dataclass
-class Row:
-    """One line of the table: a system at one pace."""
-
-    rate: float
-    system: str
-    perplexity: float
-    npmi: float | None
-    over_off: float | None = None  # perplexity / revisit off's at this pace
-    fresh_per_s: float | None = None
-    revisit_per_s: float | None = None
-    passes: float | None = None
-    wait_median_s: float | None = None
-    wait_p95_s: float | None = None
-    step_bound_s: float | None = None
-    cpu_share: float | None = None
-    wall_s: float | None = None
-    detail: dict[str, Any] = field(default_factory=dict)
-
-
-def live_row(live: Live, expected: int, batch_size: int) -> Row:
-    """The run's figures over its steady part (see the module docstring); perplexity later."""
-    shots = snapshots(live.polls)
-    measured = waits(live.polls, live.started, expected)
-    first = next((s for s in shots if (s.snapshot_at or 0.0) >= measured.since), shots[0])
-    last = shots[-1]
-    span = max((last.snapshot_at or 0.0) - (first.snapshot_at or 0.0), 1e-9)
-    cpu = [p for p in live.polls if p.cpu_s is not None and p.at >= measured.since]
-    cpu_share = None
-    if len(cpu) >= 2 and live.worker_starts == 1:
-        assert cpu[-1].cpu_s is not None and cpu[0].cpu_s is not None
-        cpu_share = (cpu[-1].cpu_s - cpu[0].cpu_s) / max(cpu[-1].at - cpu[0].at, 1e-9)
-    speed = next((p.docs_per_s for p in reversed(live.polls) if p.docs_per_s > 0), 0.0)
-    seconds = sorted(measured.seconds)
-    # The worker's own measure, entry id to the step's end: the median of its last-minute
-    # figures over the steady part (snapshot times resolve seconds, not a step's time).
-    steady = [p for p in live.polls if p.at >= measured.since and p.wait_s is not None]
-    return Row(
-        rate=live.rate,
-        system=live.name,
-        perplexity=math.nan,
-        npmi=None,
-        fresh_per_s=(last.docs_seen - first.docs_seen) / span,
-        revisit_per_s=(last.revisited - first.revisited) / span,
-        passes=last.passes,
-        wait_median_s=statistics.median(p.wait_s for p in steady) if steady else None,  # type: ignore[type-var]
-        wait_p95_s=statistics.median(p.wait_p95_s for p in steady) if steady else None,  # type: ignore[type-var]
-        step_bound_s=batch_size / speed if speed > 0 else None,
-        cpu_share=cpu_share,
-        wall_s=live.ended - live.started,
-        detail={
-            "snapshot_wait_median_s": statistics.median(seconds) if seconds else None,
-            "snapshot_wait_p95_s": _quantile(seconds, 0.95) if seconds else None,
-            "waits_measured": len(seconds),
-            "caught_up": measured.caught_up,
-            "steady_from_s": measured.since - live.started,
-            "steady_s": span,
-            "learner_docs_per_s": speed,
-            "snapshot_gap_median_s": _gap(shots),
-            "worker_starts": live.worker_starts,
-            "counters": live.counters,
-            "snapshots": [_series(s, live.started) for s in shots],
-        },
-    )
-
-
-def _series(shot: Poll, started: float) -> list[float]:
-    """A snapshot in the JSON: seconds since up started, docs_seen, revisited, placed, queued."""
-    at = round((shot.snapshot_at or started) - started, 3)
-    return [at, shot.docs_seen, shot.revisited, shot.placed, shot.queued]
-
-
-def _quantile(ordered: Sequence[float], q: float) -> float:
-    """The q-quantile of sorted values (linear between order statistics)."""
-    position = q * (len(ordered) - 1)
-    low = math.floor(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
-
-
-def _gap(shots: Sequence[Poll]) -> float | None:
-    times = [s.snapshot_at for s in shots if s.snapshot_at is not None]
-    gaps = [b - a for a, b in itertools.pairwise(times)]
-    return statistics.median(gaps) if gaps else None
-
-
 # ---- scoring ----------------------------------------------------------------------------------
 
 
@@ -464,17 +145,17 @@ class Scoring:
     vocab: Vocabulary
     articles: Split
     heldout: HeldoutSet
-    scorer: learner.Scorer
+    scorer: Scorer
 
 
 def scoring(
     vocab: Vocabulary, articles: Path, n_heldout: int, defaults: argparse.Namespace
 ) -> Scoring:
-    """learner.py's Scorer at its defaults (document prior, sweeps, exact Gibbs, seed) on the
-    held-out articles, NPMI counted in them, as learner.py scores every system."""
+    """The learner benchmark's Scorer at its defaults (document prior, sweeps, exact Gibbs,
+    seed) on the held-out articles, NPMI counted in them, as learner.py scores every system."""
     placed = split(articles, vocab, n_heldout)
     heldout = HeldoutSet.from_documents(placed.heldout)
-    scorer = learner.Scorer(
+    scorer = Scorer(
         heldout,
         defaults.eval_gamma,
         defaults.eval_sweeps,
@@ -519,8 +200,8 @@ def learner_defaults() -> argparse.Namespace:
 
 
 def tomotopy_rows(args: argparse.Namespace, common: Scoring) -> list[Row]:
-    """learner.py's tomotopy runs (peers.py's adapters) on the trained articles, scored by the
-    common scorer: one model, scored after each iteration count."""
+    """The learner benchmark's tomotopy runs (peers.py's adapters) on the trained articles,
+    scored by the common scorer: one model, scored after each iteration count."""
     defaults = learner_defaults()
     settings = argparse.Namespace(
         tomotopy_iter_list=args.tomotopy_iteration_list,
@@ -531,8 +212,8 @@ def tomotopy_rows(args: argparse.Namespace, common: Scoring) -> list[Row]:
         seed=defaults.seed,
     )
     placed = common.articles
-    corpus = learner.Corpus(placed.heldout, placed.train, placed.empty, [])
-    runs = learner.run_tomotopy(settings, corpus, [len(placed.train)], common.vocab, common.scorer)
+    corpus = Corpus(placed.heldout, placed.train, placed.empty, [])
+    runs = run_tomotopy(settings, corpus, [len(placed.train)], common.vocab, common.scorer)
     rows = []
     for run in runs:
         (point,) = run.points
@@ -638,7 +319,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> list[Row]:
     args = parse_args(argv)
-    learner.set_threads(args.threads)
+    set_threads(args.threads)
     env = {
         **os.environ,
         "STREAMLDA_TOPICS": str(args.topics),

@@ -27,9 +27,9 @@ S (the same test tokens for all); NPMI of the top 10 words in the held-out docum
 each. Cost: the wall seconds of each session's whole loop (encoding, counting, refreshes and
 steps) and docs/s, the refreshes and the seconds inside ``session.refresh()``.
 
-    .venv/bin/python benchmarks/open_vocab.py                 # W = 50,000, K = 200, 29k
-    .venv/bin/python benchmarks/open_vocab.py --changing      # older then recent articles
-    .venv/bin/python benchmarks/open_vocab.py --docs 3000 --heldout 200 --vocab-size 5000 \\
+    .venv/bin/python -m benchmarks.open_vocab                 # W = 50,000, K = 200, 29k
+    .venv/bin/python -m benchmarks.open_vocab --changing      # older then recent articles
+    .venv/bin/python -m benchmarks.open_vocab --docs 3000 --heldout 200 --vocab-size 5000 \\
         --topics 20 --refresh 2500                            # smoke run, under a minute
 """
 
@@ -47,9 +47,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import learner  # benchmarks/ is on sys.path: this script is run directly
 import torch
 
+from benchmarks import peers
+from benchmarks.common import CORPORA, read_texts, set_threads
+from benchmarks.scorer import Scorer
 from lda.batch import Batch
 from lda.evaluation.perplexity import HeldoutSet
 from lda.model import StreamingLDA, resolve_device
@@ -66,9 +68,6 @@ WATCHED = ("josé", "łódź", "kraków")  # non-ASCII words the open vocabulary
 GOAL_COVERAGE = {"dev": 1.02, "changing": 1.03}
 GOAL_SHARED_PPL = 1.02
 GOAL_NPMI = -0.01
-
-
-peers = learner.peers  # the peers' adapters, as learner.py loaded them
 
 
 @dataclass
@@ -103,7 +102,7 @@ class System:
 
 
 def page_ids(files: Sequence[Path]) -> Iterator[int]:
-    """The page id of each article, in :func:`learner.read_texts`' order (-1 where none)."""
+    """The page id of each article, in :func:`read_texts`' order (-1 where none)."""
     for path in files:
         with gzip.open(path, "rt", encoding="utf-8") as lines:
             for line in lines:
@@ -117,7 +116,7 @@ def page_ids(files: Sequence[Path]) -> Iterator[int]:
 
 def dev_stream(args: argparse.Namespace) -> Stream:
     """The first ``--heldout`` articles held out, the next ``--docs`` trained on."""
-    _, texts = learner.read_texts(args.corpus_dir)
+    _, texts = read_texts(args.corpus_dir)
     heldout = list(itertools.islice(texts, args.heldout))
     train = list(itertools.islice(texts, args.docs))
     notes = [f"DEV: {len(heldout)} held-out articles, then {len(train)} training articles"]
@@ -129,7 +128,7 @@ def dev_stream(args: argparse.Namespace) -> Stream:
 def changing_stream(args: argparse.Namespace) -> Stream:
     """``--older`` older articles then recent ones, ``--docs`` in all; held-out = the first
     ``--heldout`` recent articles (never trained on)."""
-    files, texts = learner.read_texts(args.corpus_dir)
+    files, texts = read_texts(args.corpus_dir)
     older: list[str] = []
     recent: list[str] = []
     for page, text in zip(page_ids(files), texts, strict=True):
@@ -303,11 +302,11 @@ class Scores:
 
 
 def _scorer(args: argparse.Namespace, vocabulary: Vocabulary, texts: Sequence[str]) -> Any:
-    """learner.py's Scorer on ``texts`` encoded in ``vocabulary`` (those with no word of it
-    left out), NPMI counted in the same documents."""
+    """The learner benchmark's Scorer on ``texts`` encoded in ``vocabulary`` (those with no
+    word of it left out), NPMI counted in the same documents."""
     documents = [ids for ids in map(vocabulary.encode, texts) if ids]
     heldout = HeldoutSet.from_documents(documents)
-    return learner.Scorer(
+    return Scorer(
         heldout, args.eval_gamma, args.eval_sweeps, "exact", args.seed, reference=documents
     )
 
@@ -452,7 +451,7 @@ def format_goals(summary: dict[str, Any]) -> str:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    p.add_argument("--corpus-dir", type=Path, default=learner.DEFAULT_CORPUS)
+    p.add_argument("--corpus-dir", type=Path, default=CORPORA)
     p.add_argument("--changing", action="store_true", help="older articles, then recent ones")
     p.add_argument("--older", type=int, default=10_000, help="--changing: older articles first")
     p.add_argument("--docs", type=int, default=29_000, help="training articles (the stream)")
@@ -491,7 +490,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
-    learner.set_threads(args.threads)
+    set_threads(args.threads)
     start = time.perf_counter()
     stream = changing_stream(args) if args.changing else dev_stream(args)
     for note in stream.notes:

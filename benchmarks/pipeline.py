@@ -8,8 +8,8 @@ trained minibatch to the last, so it includes reading, checkpoints and publishin
 their ratio and the goal (>= 0.8). Settings come from STREAMLDA_* variables as usual;
 ``--quick`` is a smoke run on a few hundred documents.
 
-    .venv/bin/python benchmarks/pipeline.py --quick
-    .venv/bin/python benchmarks/pipeline.py --docs 19000
+    .venv/bin/python -m benchmarks.pipeline --quick
+    .venv/bin/python -m benchmarks.pipeline --docs 19000
 """
 
 from __future__ import annotations
@@ -27,12 +27,9 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from dev_corpus import all_dev
-
+from benchmarks.common import CORPORA, REPO, all_dev
 from service.store.embedded_redis import free_port
 
-REPO = Path(__file__).resolve().parents[1]
-CORPORA = REPO.parent / "shared" / "corpora"
 GOAL = 0.8
 POLL_S = 0.5
 STOP_TIMEOUT_S = 120.0

@@ -7,8 +7,8 @@ register cap, printing registers per thread, spill bytes, the blocks per SM the 
 at ``--threads`` and the shared memory per block at ``--topics``. Costs no device time: what
 BENCHMARKS.md's "Read from the compiler" reports.
 
-    .venv/bin/python benchmarks/ptx_report.py
-    .venv/bin/python benchmarks/ptx_report.py --cc 8.0 --caps 128,64 --topics 200 --threads 128
+    .venv/bin/python -m benchmarks.ptx_report
+    .venv/bin/python -m benchmarks.ptx_report --cc 8.0 --caps 128,64 --topics 200 --threads 128
 """
 
 from __future__ import annotations

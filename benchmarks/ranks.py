@@ -7,7 +7,7 @@ times its learning loop (after a barrier) and the all-reduce inside it; docs/s i
 over the slowest rank's seconds. Then, on paper, the all-reduce volume per step (K x W float64)
 against the measured Gibbs time per minibatch, for K = 50 and 1,000 and W = 7,702 and 100,000.
 
-    .venv/bin/python benchmarks/ranks.py            # K = 50 and 200, 6,000 documents, 3 runs
+    .venv/bin/python -m benchmarks.ranks            # K = 50 and 200, 6,000 documents, 3 runs
 """
 
 from __future__ import annotations
@@ -16,16 +16,12 @@ import argparse
 import os
 import socket
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import torch
 import torch.multiprocessing as mp
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from benchmarks.dev_corpus import CORPORA
+from benchmarks.common import CORPORA
 from lda.batch import Batch
 from lda.model import LearnerConfig, StreamingLDA
 from lda.vocab import Vocabulary

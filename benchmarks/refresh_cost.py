@@ -7,7 +7,7 @@ the held-out set and the minibatch in hand moved). Prints the words that entered
 the refresh took, and the process's peak resident memory before and after it (the learner's
 K x W matrices are most of it), beside the worker's 3 GB.
 
-    .venv/bin/python benchmarks/refresh_cost.py --topics 1000 --vocab-size 100000
+    .venv/bin/python -m benchmarks.refresh_cost --topics 1000 --vocab-size 100000
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ from pathlib import Path
 
 import torch
 
+from benchmarks.common import CORPORA, read_texts
 from lda.batch import Batch
 from lda.vocab import build_vocabulary
 from service.learn.session import LearningSession
 from service.settings import Settings
 
-DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 WORKER_GB = 3.0
 
 
@@ -37,15 +37,13 @@ def peak_gb() -> float:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--corpus-dir", type=Path, default=DEFAULT_CORPUS)
+    p.add_argument("--corpus-dir", type=Path, default=CORPORA)
     p.add_argument("--topics", type=int, default=1000)
     p.add_argument("--vocab-size", type=int, default=100_000)
     p.add_argument("--vocab-docs", type=int, default=2000)
     p.add_argument("--heldout", type=int, default=1000)
     p.add_argument("--dtype", default="float32")
     args = p.parse_args()
-
-    from learner import read_texts  # benchmarks/ is on sys.path when run as a script
 
     _, texts = read_texts(args.corpus_dir)
     stream = list(texts)

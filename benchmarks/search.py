@@ -25,8 +25,8 @@ and a snapshot; one API process serves them while ``--clients`` dashboards poll
 ``/topics`` and ``/perplexity`` (benchmarks/api_load.py's random open loop), and one client asks
 each search route (and ``/infer``) in turn for ``--duration`` seconds: p50 / p95 of each.
 
-    .venv/bin/python benchmarks/search.py --topics 50 200 --latency
-    .venv/bin/python benchmarks/search.py --docs 5000 --kept 5000 --queries 200   # quick
+    .venv/bin/python -m benchmarks.search --topics 50 200 --latency
+    .venv/bin/python -m benchmarks.search --docs 5000 --kept 5000 --queries 200   # quick
 
 Goals: found in the top 10 for >= 85% at K = 50 among 50,000 kept; p95 < 50 ms for
 /topics/{id}/articles and /similar at K = 200 beside 200 pollers.
@@ -50,31 +50,29 @@ from pathlib import Path
 import numpy as np
 import torch
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # this checkout's packages, not an installed copy's
+from benchmarks.api_clients import Results, dashboard, percentiles
+from benchmarks.api_load import start_api
+from benchmarks.common import CORPORA, REPO
+from benchmarks.infer_load import stop_api
+from lda.batch import Batch
+from lda.model import StreamingLDA
+from lda.search import SHARES_KEPT, SparseRows, top_shares
+from lda.tokens import WordIndex
+from lda.vocab import Vocabulary, build_vocabulary
+from service.api.infer.proportions import proportions, word_columns
+from service.api.search.index import SearchIndex
+from service.learn.entry_ref import EntryRef
+from service.learn.reservoir import Reservoir
+from service.learn.search.index import ArticleIndex
+from service.learn.search.refold import ShareRefresh
+from service.settings import Settings
+from service.store.article_index import IndexRows
+from service.store.embedded_redis import EmbeddedRedis
+from service.store.perplexity import PerplexityPoint, append_perplexity
+from service.store.published_model import publish_model
+from service.store.redis_client import connect
+from service.store.snapshot import Snapshot, publish_snapshot, top_words
 
-from benchmarks.api_load import Results, dashboard, percentiles, start_api  # noqa: E402
-from benchmarks.infer_load import stop_api  # noqa: E402
-from lda.batch import Batch  # noqa: E402
-from lda.model import StreamingLDA  # noqa: E402
-from lda.search import SHARES_KEPT, SparseRows, top_shares  # noqa: E402
-from lda.tokens import WordIndex  # noqa: E402
-from lda.vocab import Vocabulary, build_vocabulary  # noqa: E402
-from service.api.infer.proportions import proportions, word_columns  # noqa: E402
-from service.api.search.index import SearchIndex  # noqa: E402
-from service.learn.entry_ref import EntryRef  # noqa: E402
-from service.learn.reservoir import Reservoir  # noqa: E402
-from service.learn.search.index import ArticleIndex  # noqa: E402
-from service.learn.search.refold import ShareRefresh  # noqa: E402
-from service.settings import Settings  # noqa: E402
-from service.store.article_index import IndexRows  # noqa: E402
-from service.store.embedded_redis import EmbeddedRedis  # noqa: E402
-from service.store.perplexity import PerplexityPoint, append_perplexity  # noqa: E402
-from service.store.published_model import publish_model  # noqa: E402
-from service.store.redis_client import connect  # noqa: E402
-from service.store.snapshot import Snapshot, publish_snapshot, top_words  # noqa: E402
-
-CORPORA = REPO.parent / "shared" / "corpora"
 VOCAB_DOCS = 2_000
 SETTLE_S = 600.0  # the longest wait for the thread to catch up after the replay
 AGES = {"1,000": (0, 2_000), "10,000": (8_000, 12_000), "50,000": (40_000, 10**12)}

@@ -13,9 +13,9 @@ peer, and is scored by :mod:`benchmarks.learner`'s estimator (held-out perplexit
 * mid-stream (``--mid-at``): seeds set after that many articles at the first strength, and how
   many words each topic holds every ``--every`` articles after (bar: >= 4 of 5 within 6,000).
 
-    .venv/bin/python benchmarks/seeds.py                     # 10,000 articles, a few minutes
-    .venv/bin/python benchmarks/seeds.py --strengths 0.3,1,3 --no-mid
-    .venv/bin/python benchmarks/seeds.py --quick             # ~20 second smoke run
+    .venv/bin/python -m benchmarks.seeds                     # 10,000 articles, a few minutes
+    .venv/bin/python -m benchmarks.seeds --strengths 0.3,1,3 --no-mid
+    .venv/bin/python -m benchmarks.seeds --quick             # ~20 second smoke run
 """
 
 from __future__ import annotations
@@ -30,6 +30,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common import CORPORA, minibatches, read_corpus, set_threads, stream_vocabulary
+from benchmarks.scorer import Scorer
+from benchmarks.streamlda_runs import parse_run_spec, run_streamlda
 from lda.batch import Batch
 from lda.config import SEED_STRENGTH
 from lda.evaluation.perplexity import HeldoutSet
@@ -38,7 +41,6 @@ from lda.sgmcmc.seeds import SeedPrior, pseudo_counts
 from lda.vocab import Vocabulary
 from service.settings import ModelSettings
 
-HERE = Path(__file__).resolve().parent
 TOP = 20  # a seed holds when it is among its topic's top 20 words
 HOLD = 4  # the bar: at least 4 of a theme's 5 words in the top 20
 
@@ -50,10 +52,6 @@ THEMES: dict[str, tuple[str, ...]] = {
     "species": ("species", "genus", "family", "described", "moth"),
     "elections": ("election", "party", "votes", "elected", "candidate"),
 }
-
-
-sys.path.insert(0, str(HERE))  # its siblings, whether it is run or loaded by path
-import learner  # noqa: E402
 
 
 @dataclass
@@ -132,8 +130,8 @@ def run(
                     for theme, (k, _) in now.items()
                 }
 
-    spec = learner.parse_run_spec(args.sampler)
-    timed = learner.run_streamlda(spec, args, batches, [n_docs], vocabulary, scorer, observe)
+    spec = parse_run_spec(args.sampler)
+    timed = run_streamlda(spec, args, batches, [n_docs], vocabulary, scorer, observe)
     if timed.error is not None:
         raise SystemExit(f"error: {name}: {timed.error}")
     last = timed.points[-1]
@@ -183,7 +181,7 @@ def report(results: list[Result], args: argparse.Namespace) -> str:
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """Command-line settings; ``--quick`` shrinks the unset sizes for a smoke run."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    p.add_argument("--corpus-dir", type=Path, default=learner.DEFAULT_CORPUS)
+    p.add_argument("--corpus-dir", type=Path, default=CORPORA)
     p.add_argument(
         "--vocab-size",
         type=int,
@@ -231,7 +229,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         p.error(f"--topics must be at least {len(THEMES)}, a topic per theme")
     if args.corpus_size is None:
         args.corpus_size = float(ModelSettings.model_fields["wikipedia_articles"].default)
-    # What learner.make_config and run_streamlda read: the service's SCIR, unchanged.
+    # What make_config and run_streamlda read: the service's SCIR, unchanged.
     args.sampler = "scir"
     args.step_size = args.alpha = args.sweeps = args.gibbs = None
     args.corpus_growth, args.friction, args.dtype, args.device = False, 1.0, "float64", "cpu"
@@ -242,16 +240,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Run the unseeded, seeded and mid-stream runs; print the table; return the results."""
     args = parse_args(argv)
-    learner.set_threads(args.threads)
+    set_threads(args.threads)
     start = time.perf_counter()
-    vocab = learner.stream_vocabulary(args.corpus_dir, args.vocab_size, args.vocab_docs)
+    vocab = stream_vocabulary(args.corpus_dir, args.vocab_size, args.vocab_docs)
     themes = theme_ids(vocab)
-    corpus = learner.read_corpus(args.corpus_dir, vocab, args.heldout, args.docs)
+    corpus = read_corpus(args.corpus_dir, vocab, args.heldout, args.docs)
     n_docs = len(corpus.train)
     size = args.streamlda_batch_size
-    batches = [Batch.from_ids(g) for g in learner.minibatches(corpus.train, size)]
+    batches = [Batch.from_ids(g) for g in minibatches(corpus.train, size)]
     tokens_per_doc = corpus.train_tokens / n_docs
-    scorer = learner.Scorer(
+    scorer = Scorer(
         HeldoutSet.from_documents(corpus.heldout),
         args.eval_gamma,
         args.eval_sweeps,

@@ -7,9 +7,9 @@ prints quantiles of the ensemble as it runs (start at the target or at theta = 1
 beta ~ Dirichlet(alpha + statistics), theta_k. ~ Gamma(3 alpha); prints averages over the second
 half of the run.
 
-    .venv/bin/python benchmarks/sgrhmc_integrator.py gamma --alpha 0.1 --eps 0.02 --steps 2000
-    .venv/bin/python benchmarks/sgrhmc_integrator.py row --alpha 0.3 --eps 0.01 --steps 8000
-    .venv/bin/python benchmarks/sgrhmc_integrator.py row --alpha 1 --friction 1000 --steps 3000
+    .venv/bin/python -m benchmarks.sgrhmc_integrator gamma --alpha 0.1 --eps 0.02 --steps 2000
+    .venv/bin/python -m benchmarks.sgrhmc_integrator row --alpha 0.3 --eps 0.01 --steps 8000
+    .venv/bin/python -m benchmarks.sgrhmc_integrator row --alpha 1 --friction 1000 --steps 3000
 """
 
 from __future__ import annotations

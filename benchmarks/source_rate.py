@@ -5,8 +5,8 @@ Reads the source whole ``--rounds`` times each way, interleaved, and prints the 
 articles a second of each and their ratio. The child is started once and reused, as a
 scraper's is, so its start is not counted.
 
-    .venv/bin/python benchmarks/source_rate.py                  # the wikitext dump sample
-    .venv/bin/python benchmarks/source_rate.py --source jsonl:../shared/corpora/dev-00.jsonl.gz
+    .venv/bin/python -m benchmarks.source_rate                  # the wikitext dump sample
+    .venv/bin/python -m benchmarks.source_rate --source jsonl:../shared/corpora/dev-00.jsonl.gz
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ held-out scorer run per article), ``tokenize`` (building a vocabulary) and ``/in
 interleaved, old and new in turn, and the median of ``--rounds`` is reported as MB/s of UTF-8
 text, with new/old.
 
-    .venv/bin/python benchmarks/tokens.py                     # 3,000 articles, 7 rounds
-    .venv/bin/python benchmarks/tokens.py --docs 500 --rounds 3
+    .venv/bin/python -m benchmarks.tokens                     # 3,000 articles, 7 rounds
+    .venv/bin/python -m benchmarks.tokens --docs 500 --rounds 3
 """
 
 from __future__ import annotations

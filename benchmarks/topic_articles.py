@@ -11,8 +11,8 @@ share of the topic it was listed under: the median over topics, and the fraction
 articles whose topic is among their top 3; and the listed articles' lengths in words against
 the stream's (median, and the share under 100 words).
 
-    .venv/bin/python benchmarks/topic_articles.py --topics 200 --vocab-size 50000 --docs 20000
-    .venv/bin/python benchmarks/topic_articles.py --docs 5000          # shipped K = 50
+    .venv/bin/python -m benchmarks.topic_articles --topics 200 --vocab-size 50000 --docs 20000
+    .venv/bin/python -m benchmarks.topic_articles --docs 5000          # shipped K = 50
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ posts three `/infer` requests at the end, stops `up` with SIGINT and prints ever
 RSS: the kernel's own peak (VmHWM of /proc/PID/status, read at each poll: every transient up to
 the last poll counts) and the largest RSS `ps` showed at a poll.
 
-    .venv/bin/python benchmarks/up_size.py --topics 1000 --words 100000 --seconds 240
+    .venv/bin/python -m benchmarks.up_size --topics 1000 --words 100000 --seconds 240
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from dev_corpus import CORPORA, all_dev
+from benchmarks.common import CORPORA, all_dev
 
 
 def _children(root: int) -> list[tuple[int, int, str]]:

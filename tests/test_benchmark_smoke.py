@@ -3,31 +3,35 @@
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import itertools
 import json
 import math
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 import torch
 
+from benchmarks import (
+    common,
+    cost,
+    gibbs_kernel,
+    learner,
+    peers,
+    ptx_report,
+    seeds,
+    sgrhmc_integrator,
+    streamlda_runs,
+)
+from benchmarks.live_measure import arrival_times, waits
+from benchmarks.live_up import Poll
+from lda.batch import Batch
+from service.learn.reservoir import Reservoir
 from tests.support.corpora import CORPORA
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "learner.py"
-CORPUS = SCRIPT.parent.parent.parent / "shared" / "corpora"
-
-
-def _load_benchmark(script: Path = SCRIPT) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"benchmark_{script.stem}", script)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+REPO = Path(__file__).resolve().parent.parent
+CORPUS = REPO.parent / "shared" / "corpora"
 
 
 @pytest.mark.slow
@@ -35,7 +39,7 @@ def _load_benchmark(script: Path = SCRIPT) -> ModuleType:
 def test_benchmark_runs_end_to_end(tmp_path: Path) -> None:
     """100 documents, K=5, 4 sweeps, two samplers, no peers: table, targets and JSON."""
     out = tmp_path / "bench.json"
-    result = _load_benchmark().main(
+    result = learner.main(
         [
             "--corpus-dir", str(CORPUS),
             "--docs", "100", "--heldout", "20", "--topics", "5", "--batch-size", "25",
@@ -67,7 +71,7 @@ def test_benchmark_runs_peers_variants_and_plot(
     pytest.importorskip("tomotopy", reason="tomotopy is in the dev extra")
     pytest.importorskip("matplotlib", reason="matplotlib is in the dev extra")
     plot = tmp_path / "bench.png"
-    result = _load_benchmark().main(
+    result = learner.main(
         [
             "--corpus-dir", str(CORPUS),
             "--docs", "100", "--heldout", "20", "--topics", "5", "--batch-size", "25",
@@ -104,7 +108,6 @@ def test_tomotopy_beta_covers_every_word_in_our_order() -> None:
     """tomotopy's topics over all W of our words: rows sum to 1, unseen words get
     eta / (n_k + W eta), seen words keep tomotopy's own distribution (renormalised)."""
     pytest.importorskip("tomotopy", reason="tomotopy is in the dev extra")
-    peers = _load_benchmark(SCRIPT.parent / "peers.py")
     words = [f"word{i}" for i in range(12)]
     generator = torch.Generator().manual_seed(0)
     documents = [torch.randint(0, 8, (30,), generator=generator).tolist() for _ in range(20)]
@@ -129,15 +132,13 @@ def test_tomotopy_beta_covers_every_word_in_our_order() -> None:
 
 @pytest.mark.parametrize("check", ["gamma", "row"])
 def test_sgrhmc_integrator_checks_run(check: str, capsys: pytest.CaptureFixture[str]) -> None:
-    script = SCRIPT.parent / "sgrhmc_integrator.py"
-    _load_benchmark(script).main([check, "--chains", "200", "--steps", "40", "--alpha", "0.3"])
+    sgrhmc_integrator.main([check, "--chains", "200", "--steps", "40", "--alpha", "0.3"])
     assert "truth" in capsys.readouterr().out
 
 
 @pytest.mark.skipif(not (CORPUS / "vocab-7702.txt").is_file(), reason="DEV corpus not present")
 def test_gibbs_kernel_timing_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    script = SCRIPT.parent / "gibbs_kernel.py"
-    _load_benchmark(script).main(
+    gibbs_kernel.main(
         ["--corpus-dir", str(CORPUS), "--threads", "1", "--warm", "50", "--batches", "1",
          "--rounds", "1", "--sweeps", "4"]
     )  # fmt: skip
@@ -150,11 +151,11 @@ def test_run_configs_are_the_services_and_ignore_the_environment(
     """make_config maps the command line through the service's learner_config: a spec's fields
     win over the command line's (dtype too), --step-size is a constant eps, and STREAMLDA_*
     variables meant for the service do not leak into a benchmark run."""
-    bench = _load_benchmark()
     monkeypatch.setenv("STREAMLDA_MEAN_DECAY", "0.5")
     monkeypatch.setenv("STREAMLDA_BURN_IN", "999")
-    args = bench.parse_args(["--quick", "--step-size", "0.01"])
-    config = bench.make_config(args, bench.parse_run_spec("sgrld:dtype=float32:sweeps=8"), 30)
+    args = learner.parse_args(["--quick", "--step-size", "0.01"])
+    spec = streamlda_runs.parse_run_spec("sgrld:dtype=float32:sweeps=8")
+    config = streamlda_runs.make_config(args, spec, 30)
     assert config.dtype == "float32" and config.sweeps == 8 and config.burn_in == 4
     assert config.mean_decay == 0.97  # the learner's default, not the environment's
     assert config.schedule is not None and config.schedule(0) == config.schedule(10_000) == 0.01
@@ -167,7 +168,6 @@ def test_benchmark_repeats_the_stream_and_runs_on_the_named_device(
     """--repeat cycles a stream longer than the corpus (here one capped by a tiny corpus folder),
     a run spec's device is where its learner runs (the CPU here; a GPU run is named so and
     reports its peak memory), and a CUDA run asked for without a GPU fails before any work."""
-    bench = _load_benchmark()
     folder = tmp_path / "corpus"
     folder.mkdir()
     (folder / "vocab-7702.txt").write_text((CORPUS / "vocab-7702.txt").read_text())
@@ -183,38 +183,37 @@ def test_benchmark_repeats_the_stream_and_runs_on_the_named_device(
         "--checkpoints", "50,100", "--no-gensim", "--no-sklearn", "--no-tomotopy",
         "--threads", "1", "--max-tokens", "100", "--runs", "sgrld:device=cpu",
     ]  # fmt: skip
-    result = bench.main([*argv, "--repeat"])
+    result = learner.main([*argv, "--repeat"])
     assert result["corpus"]["train_docs"] == 100  # 30 distinct documents, cycled
-    assert bench.repeated([[1], [2, 3]], 5) == [[1], [2, 3], [1], [2, 3], [1]]
+    assert common.repeated([[1], [2, 3]], 5) == [[1], [2, 3], [1], [2, 3], [1]]
     (run,) = result["runs"]
     assert run["device"] == "cpu" and run["gpu_peak_mib"] is None
     assert [p["docs"] for p in run["points"]] == [50, 100]
-    assert bench.main(argv)["corpus"]["train_docs"] == 30  # without --repeat: what there is
+    assert learner.main(argv)["corpus"]["train_docs"] == 30  # without --repeat: what there is
     capsys.readouterr()
     if not torch.cuda.is_available():
         with pytest.raises(SystemExit):
-            bench.parse_args([*argv[:-1], "sgrld", "--device", "cuda"])
+            learner.parse_args([*argv[:-1], "sgrld", "--device", "cuda"])
         assert "no CUDA device" in capsys.readouterr().err
         with pytest.raises(SystemExit):
-            bench.parse_args([*argv[:-1], "sgrld", "--device", "cuda:1"])
+            learner.parse_args([*argv[:-1], "sgrld", "--device", "cuda:1"])
         assert "device cuda:1 was asked for" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        bench.parse_args([*argv[:-1], "sgrld:device=gpu"])
+        learner.parse_args([*argv[:-1], "sgrld:device=gpu"])
 
 
 def test_a_run_spec_revisits_as_the_worker_does() -> None:
     """``revisit=R`` and ``revisit_step=S`` are the run's revisits, not LearnerConfig fields;
     documents go through the worker's reservoir and come back as they went in."""
-    bench = _load_benchmark()
-    spec = bench.parse_run_spec("scir:revisit=6:revisit_step=0.5:sweeps=3")
+    spec = streamlda_runs.parse_run_spec("scir:revisit=6:revisit_step=0.5:sweeps=3")
     assert (spec.revisit, spec.revisit_step, spec.overrides) == (6.0, 0.5, {"sweeps": 3})
-    assert bench.parse_run_spec("scir").revisit == 0.0
+    assert streamlda_runs.parse_run_spec("scir").revisit == 0.0
     with pytest.raises(ValueError, match="revisit must not be negative"):
-        bench.parse_run_spec("scir:revisit=-1")
-    reservoir = bench.Reservoir(None, "test", 10, seed=0)
+        streamlda_runs.parse_run_spec("scir:revisit=-1")
+    reservoir = Reservoir(None, "test", 10, seed=0)
     documents = [[3, 1, 4], [1, 5], [9, 2, 6, 5]]
-    bench._offer(reservoir, bench.Batch.from_ids(documents))
-    drawn = bench._draw(reservoir, 3)
+    streamlda_runs.offer(reservoir, Batch.from_ids(documents))
+    drawn = streamlda_runs.draw(reservoir, 3)
     ids = drawn.words.tolist()
     offsets = drawn.offsets.tolist()
     again = sorted(ids[a:b] for a, b in itertools.pairwise(offsets))
@@ -226,7 +225,7 @@ def test_seeds_benchmark_runs_seeded_unseeded_and_mid_stream(tmp_path: Path) -> 
     """300 documents: an unseeded run, a seeded one and one seeded mid-stream, each scored, with
     each theme's words counted in its topic's top words (the mid-stream one after its seeds)."""
     out = tmp_path / "seeds.json"
-    result = _load_benchmark(SCRIPT.parent / "seeds.py").main(
+    result = seeds.main(
         [
             "--corpus-dir", str(CORPUS), "--docs", "300", "--heldout", "20", "--topics", "5",
             "--eval-sweeps", "4", "--strengths", "1", "--mid-at", "100", "--every", "100",
@@ -256,7 +255,7 @@ def test_ptx_report_reads_the_kernels_registers(
 
     # the report names a compute capability for numba's device functions: undo it afterwards
     monkeypatch.setattr(dispatcher, "get_current_device", dispatcher.get_current_device)
-    _load_benchmark(SCRIPT.parent / "ptx_report.py").main(["--caps", "64"])
+    ptx_report.main(["--caps", "64"])
     rows = [line.split() for line in capsys.readouterr().out.splitlines()[2:]]
     expected = [(scan, cap) for scan in ("shared", "warp") for cap in ("-", "64")]
     assert [(r[0], r[1]) for r in rows] == expected
@@ -271,7 +270,6 @@ def test_ptx_report_reads_the_kernels_registers(
 def test_cost_grid_runs_each_cell_in_its_own_process(tmp_path):
     """benchmarks/cost.py: a row per system and cell, each with docs/s and its peak memory."""
     pytest.importorskip("tomotopy", reason="tomotopy is in the dev extra")
-    cost = _load_benchmark(SCRIPT.parent / "cost.py")
     rows = cost.main(
         [
             "--corpus-dir", str(CORPUS), "--topics", "4", "--words", "300", "--runs", "scir",
@@ -295,11 +293,10 @@ def test_live_benchmark_runs_up_with_and_without_revisits(tmp_path: Path) -> Non
     row of the table with a finite held-out perplexity, off's ratio to itself 1."""
     pytest.importorskip("tomotopy", reason="tomotopy is in the dev extra")
     out = tmp_path / "live.json"
-    script = SCRIPT.parent / "live.py"
     run = subprocess.run(
-        [sys.executable, str(script), "--quick", "--corpus-dir", str(CORPORA),
+        [sys.executable, "-m", "benchmarks.live", "--quick", "--corpus-dir", str(CORPORA),
          "--json", str(out)],
-        cwd=SCRIPT.parent.parent, capture_output=True, text=True, timeout=600,
+        cwd=REPO, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
     lines = run.stdout.splitlines()
@@ -319,15 +316,14 @@ def test_live_benchmark_runs_up_with_and_without_revisits(tmp_path: Path) -> Non
 def test_live_benchmark_times_each_article_from_queued_to_placed() -> None:
     """Arrivals from the scraper's counters (a missed publication's batches spread evenly) and
     waits to the first snapshot counting each article, once the worker has caught up."""
-    live = _load_benchmark(SCRIPT.parent / "live.py")
 
     def poll(at: float, snapshot: float | None, placed: int, queued: int) -> object:
         batches = queued // 2  # published at t = batches
-        return live.Poll(at, snapshot, placed, placed, 0, 0.0, 0.0, queued, batches, batches, None)
+        return Poll(at, snapshot, placed, placed, 0, 0.0, 0.0, queued, batches, batches, None)
 
     # batches of 2 articles queued at t = 1, 2, 3, 4; the poll at 3 missed the batch at t = 2
     polls = [poll(1.0, 1.5, 2, 2), poll(3.0, 3.5, 6, 6), poll(4.0, 4.5, 8, 8)]
-    assert live.arrival_times(polls, started=0.0) == [1.0, 1.0, 2.0, 2.0, 3.0, 3.0, 4.0, 4.0]
-    measured = live.waits(polls, started=0.0, expected=8)
+    assert arrival_times(polls, started=0.0) == [1.0, 1.0, 2.0, 2.0, 3.0, 3.0, 4.0, 4.0]
+    measured = waits(polls, started=0.0, expected=8)
     assert measured.caught_up and measured.since == 1.5  # every article queued by then placed
     assert measured.seconds == [1.5, 1.5, 0.5, 0.5, 0.5, 0.5]

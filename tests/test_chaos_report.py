@@ -2,27 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
-
 import pytest
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "chaos.py"
-
-
-def _chaos() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("benchmark_chaos", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+from benchmarks import chaos
 
 
 def test_kinds_and_kills_are_chosen_and_unknown_kinds_refused() -> None:
-    chaos = _chaos()
     args = chaos.parse_args(["--kinds", "redis", "--kills", "10"])
     assert (args.kinds, args.kills) == (["redis"], 10)
     assert chaos.parse_args([]).kinds == list(chaos.KINDS)
@@ -31,7 +16,6 @@ def test_kinds_and_kills_are_chosen_and_unknown_kinds_refused() -> None:
 
 
 def test_the_report_gives_median_and_max_per_kind_and_the_reconciliation() -> None:
-    chaos = _chaos()
     kills = [
         chaos.Kill("redis", 0.0, api_s=0.0, docs_s=3.0, queued_s=2.0, redis_s=1.5, learn_s=1.0),
         chaos.Kill("redis", 30.0, api_s=0.0, docs_s=5.0, queued_s=4.0, redis_s=2.0, learn_s=4.0),
