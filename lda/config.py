@@ -140,7 +140,10 @@ class LearnerConfig:
     n_words: int
     sampler: str = "sgrld"
     alpha: float | None = None
-    gamma: float | None = None
+    gamma: float | None = None  # the document-topic prior's (symmetric) start
+    # Learn an asymmetric gamma_k from the stream (lda.prior; docs/model.md, "The learned
+    # document-topic prior"); False keeps the symmetric gamma (--fixed-gamma).
+    learn_gamma: bool = False
     schedule: StepSchedule | None = None
     friction: float = 1.0
     corpus_size: float = 10_000.0

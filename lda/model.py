@@ -26,8 +26,10 @@ from lda.config import (  # their home: lda.config (no torch); imported from her
 from lda.evaluation.perplexity import HeldoutSet, PosteriorAverage
 from lda.evaluation.perplexity import test_token_probabilities as _test_token_probabilities
 from lda.evaluation.scorer import HeldoutScorer, ScorerConfig
+from lda.gamma import Gamma
 from lda.gibbs import GibbsConfig, GibbsExpectations, gibbs_expectations
 from lda.parallel import Layout, Reducer, layout
+from lda.prior import LearnedPrior, minka_sums
 from lda.sgmcmc.chain import new_chain, restore_chain
 from lda.sgmcmc.columns import ColumnMap
 from lda.sgmcmc.minibatch import Chain, Minibatch
@@ -87,6 +89,16 @@ class StreamingLDA:
         self.tokens_seen = 0
         self.revisit_steps = 0  # steps taken on documents seen before (docs/samplers.md)
         self.revisited_docs = 0
+        assert config.gamma is not None
+        # gamma_k (K,), learned from the stream or held at the symmetric start (lda.prior)
+        self.prior = LearnedPrior(config.gamma, config.n_topics, config.learn_gamma)
+        self._prior_sums: tuple[torch.Tensor, float, int] | None = None
+
+    @property
+    def gamma(self) -> Gamma:
+        """The document-topic prior every consumer takes: the scalar while symmetric, else
+        gamma_k as a tuple (lda.gamma)."""
+        return self.prior.value
 
     @property
     def state(self) -> SamplerState:
@@ -160,7 +172,9 @@ class StreamingLDA:
             group=_group(reducer),
             scale=self.corpus_size(0 if revisit else where.documents) / where.documents,
         )
+        self._prior_sums = None
         info = self.chain.update(minibatch, self.step_size * step_scale, self.generator)
+        self._learn_prior(reducer, fresh=not revisit)
         if revisit:
             self.revisit_steps += 1
             self.revisited_docs += where.documents
@@ -178,13 +192,37 @@ class StreamingLDA:
     ) -> GibbsExpectations:
         """This rank's Gibbs expectations of ``batch`` on ``beta`` (the learner's sweeps), the
         document sums too when ``documents`` wants them."""
-        sweeps = GibbsConfig.from_learner(self.config)
-        if documents is not None:
+        sweeps = dataclasses.replace(GibbsConfig.from_learner(self.config), gamma=self.gamma)
+        learning = self.prior.learn
+        if documents is not None or learning:
             sweeps = dataclasses.replace(sweeps, need_document_topic=True)
         result = gibbs_expectations(beta, batch, sweeps, self.generator, where.shard)
-        if documents is not None:
-            documents(result.document_topic().to(torch.float64))
+        if documents is not None or learning:
+            counts = result.document_topic().to(torch.float64)
+            if documents is not None:
+                documents(counts)
+            if learning and self._prior_sums is None:  # the step's first call's sweeps
+                self._prior_sums = minka_sums(counts.cpu(), self.prior.gamma)
         return result
+
+    def _learn_prior(self, reducer: Reducer | None, fresh: bool) -> None:
+        """One stochastic fixed-point step of gamma from this minibatch's document sums,
+        summed over the group's ranks (fresh documents only: a revisit would count them
+        again)."""
+        sums, self._prior_sums = self._prior_sums, None
+        if not self.prior.learn:
+            return
+        K = self.config.n_topics
+        num, den, n = sums if sums is not None else (torch.zeros(K, dtype=torch.float64), 0.0, 0)
+        group = _group(reducer)
+        if group is not None:  # every rank calls this, so the collective lines up
+            packed = torch.cat([num, torch.tensor([den, float(n)], dtype=torch.float64)])
+            packed = packed.to(self.device)
+            group.sum_(packed)
+            packed = packed.cpu()
+            num, den, n = packed[:K], float(packed[K]), round(float(packed[K + 1]))
+        if fresh:
+            self.prior.observe(num, den, n)
 
     def test_token_probabilities(self, heldout: HeldoutSet) -> torch.Tensor:
         """p(w | d) of the held-out test tokens under the current sample."""
@@ -195,8 +233,7 @@ class StreamingLDA:
     def scorer_config(self) -> ScorerConfig:
         """The held-out estimator of this learner's configuration."""
         cfg = self.config
-        assert cfg.gamma is not None
-        return ScorerConfig(gamma=cfg.gamma, sweeps=cfg.eval_sweeps, method=cfg.eval_gibbs)
+        return ScorerConfig(gamma=self.gamma, sweeps=cfg.eval_sweeps, method=cfg.eval_gibbs)
 
     def scorer(self) -> HeldoutScorer:
         """A scorer over this learner's evaluation generator and posterior average (shared)."""
@@ -269,6 +306,7 @@ class StreamingLDA:
             "mean": chain["mean"],
             "lazy": chain["lazy"],
             "seeds": self.chain.seeds.state_dict(),
+            "prior": self.prior.state_dict(),  # absent from older checkpoints: symmetric gamma
         }
 
     @classmethod
@@ -286,6 +324,10 @@ class StreamingLDA:
         model.tokens_seen = int(state["tokens_seen"])
         model.revisit_steps = int(state.get("revisit_steps", 0))
         model.revisited_docs = int(state.get("revisited_docs", 0))
+        assert config.gamma is not None
+        model.prior = LearnedPrior.from_state_dict(
+            state.get("prior"), config.gamma, config.n_topics, config.learn_gamma
+        )
         model.generator.set_state(state["generator"])
         model.eval_generator.set_state(state["eval_generator"])
         average = dict(state["posterior_average"])

@@ -2,7 +2,7 @@
 
 Every 10th token of a held-out document is the test part; Gibbs sampling on the other 90% with
 beta fixed (each chain started from p(k | w) ∝ beta_kw, so a few sweeps of burn-in do) estimates
-pi_hat_dk = (E[n_dk] + gamma) / (n_d + K gamma); then perplexity = exp(-mean over test tokens
+pi_hat_dk = (E[n_dk] + gamma_k) / (n_d + gamma_0); then perplexity = exp(-mean over test tokens
 of log sum_k pi_hat_dk beta_kw). The functions take any K x W topic matrix and a
 :class:`~lda.gibbs.GibbsConfig` for the sweeps, so peers are scored with the same estimator.
 """
@@ -17,6 +17,7 @@ import torch
 
 from lda.batch import Batch
 from lda.config import default_burn_in
+from lda.gamma import Gamma, gamma_total, gamma_vector, symmetric_value
 from lda.gibbs import GibbsConfig, gibbs_expectations
 
 TEST_EVERY = 10  # every 10th token is held out for testing (docs/heldout.md)
@@ -74,11 +75,17 @@ def _chunks(batch: Batch, n_topics: int) -> list[tuple[int, int]]:
 def document_topic_proportions(
     beta: torch.Tensor, batch: Batch, config: GibbsConfig, generator: torch.Generator
 ) -> torch.Tensor:
-    """(n, K) pi_hat_dk = (E[n_dk] + gamma) / (n_d + K gamma) by Gibbs with beta fixed, swept
+    """(n, K) pi_hat_dk = (E[n_dk] + gamma_k) / (n_d + gamma_0) by Gibbs with beta fixed, swept
     as ``config`` says (the document sums only: no word sums are kept)."""
     config = replace(config, need_topic_word=False)
-    gamma = config.gamma
     n_topics = beta.shape[0]
+    value = symmetric_value(config.gamma)
+    gamma: float | torch.Tensor = (
+        value
+        if value is not None
+        else (torch.from_numpy(gamma_vector(config.gamma, n_topics)).to(beta.device, beta.dtype))
+    )
+    total = n_topics * value if value is not None else gamma_total(config.gamma, n_topics)
     parts = []
     for a, b in _chunks(batch, n_topics):
         offsets = batch.offsets[a : b + 1]
@@ -87,7 +94,7 @@ def document_topic_proportions(
         parts.append(gibbs_expectations(beta, chunk, config, generator).document_topic())
     counts = torch.cat(parts) if parts else beta.new_zeros(0, n_topics)
     lengths = batch.lengths.to(beta.device, beta.dtype)[:, None]
-    return (counts.to(beta.dtype) + gamma) / (lengths + n_topics * gamma)
+    return (counts.to(beta.dtype) + gamma) / (lengths + total)
 
 
 def test_token_probabilities(
@@ -115,7 +122,7 @@ def perplexity_from_probabilities(probabilities: torch.Tensor) -> float:
 def perplexity(
     beta: torch.Tensor,
     heldout: HeldoutSet,
-    gamma: float,
+    gamma: Gamma,
     sweeps: int = 50,
     burn_in: int | None = None,
     generator: torch.Generator | None = None,

@@ -20,6 +20,7 @@ from lda.evaluation.perplexity import (
     perplexity_from_probabilities,
     test_token_probabilities,
 )
+from lda.gamma import Gamma
 from lda.gibbs import GibbsConfig
 
 # Burn-in is 1/BURN_IN_SHARE of the held-out sweeps: with chains started from beta the
@@ -33,7 +34,7 @@ BURN_IN_SHARE = 5
 class ScorerConfig:
     """The held-out estimator's knobs (docs/heldout.md): the prior, the sweeps and the sampler."""
 
-    gamma: float
+    gamma: Gamma  # a scalar or one value per topic (lda.gamma)
     sweeps: int
     method: Method = "exact"
 

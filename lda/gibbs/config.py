@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import get_args
 
 from lda.config import Backend, Init, Kernel, LearnerConfig, Method
+from lda.gamma import Gamma
 
 
 @dataclass(frozen=True)
@@ -15,7 +16,7 @@ class GibbsConfig:
     where they run (``backend``, ``kernel``: see :data:`lda.config.Backend` and
     :data:`lda.config.Kernel`), the start, and which sums the caller will read."""
 
-    gamma: float
+    gamma: Gamma  # a scalar (symmetric) or one value per topic (lda.gamma)
     sweeps: int
     burn_in: int
     method: Method = "exact"

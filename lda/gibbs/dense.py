@@ -26,7 +26,7 @@ def collapsed_gibbs(
     schedule: np.ndarray,  # (n,) int64: documents grouped by thread (see balanced_schedule)
     bounds: np.ndarray,  # (threads+1,) int64: thread b runs schedule[bounds[b]:bounds[b+1]]
     beta_t: np.ndarray,  # (W, K) float64, beta transposed for contiguous rows
-    gamma: float,
+    gamma: np.ndarray,  # (K,) float64 gamma_k (lda.gamma.gamma_vector)
     z: np.ndarray,  # (T,) int64 initial assignments, updated in place
     uniforms: np.ndarray,  # (sweeps, T) float32
     burn_in: int,
@@ -75,7 +75,7 @@ def _sample_document(
     offsets: np.ndarray,
     d: int,
     beta_t: np.ndarray,
-    gamma: float,
+    gamma: np.ndarray,
     z: np.ndarray,
     uniforms: np.ndarray,
     burn_in: int,
@@ -98,7 +98,7 @@ def _sample_document(
             k_old = z[j]
             counts[k_old] -= 1.0
             for k in range(n_topics):
-                weights[k] = (gamma + counts[k]) * row[k]
+                weights[k] = (gamma[k] + counts[k]) * row[k]
             total = _total(weights)
             u = uniforms[s, j] * total
             # Inverse CDF with the current topic first: most tokens keep their topic, and then

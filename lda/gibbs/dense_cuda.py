@@ -38,6 +38,8 @@ from numba import cuda as numba_cuda
 from numba import float64, int64
 from numba.core import config
 
+from lda.gamma import Gamma, gamma_vector
+
 # Kernel code is typed by numba, not mypy (numba's stubs make cuda.threadIdx.x a method). The
 # object is the module itself: the simulator swaps globals that are numba.cuda for its own.
 cuda: Any = numba_cuda
@@ -194,7 +196,7 @@ def _build(scan: Any, max_registers: int | None = None) -> Any:
         offsets,  # (n+1,) int64
         order,  # (n,) int64: the documents, longest first
         beta_t,  # (W, K) float64
-        gamma,  # float
+        gamma,  # (K,) float64 gamma_k
         z,  # (T,) int64 initial assignments, updated in place
         key,  # (2,) int64: the Philox key's two 32-bit words
         base,  # int: global index of token 0 (a shard's start)
@@ -261,7 +263,7 @@ def _build(scan: Any, max_registers: int | None = None) -> Any:
                         c = counts[k]
                         if k == k_old:
                             c -= 1.0  # n_dk^{-j}: the token's own assignment left out
-                        weight = (gamma + c) * beta_t[w, k]
+                        weight = (gamma[k] + c) * beta_t[w, k]
                         weights[k] = weight
                         local += weight
                     lower, upper, total = scan(local, t, threads, sums, scratch)
@@ -318,7 +320,7 @@ def kernel_signature() -> tuple[Any, ...]:
 
     i64, f64 = types.int64[::1], types.float64[:, ::1]
     return (
-        i64, i64, i64, f64, types.float64, i64, i64, types.int64, types.int64, types.int64,
+        i64, i64, i64, f64, types.float64[::1], i64, i64, types.int64, types.int64, types.int64,
         types.boolean, types.boolean, f64, f64,
     )  # fmt: skip
 
@@ -365,7 +367,7 @@ def collapsed_gibbs_cuda(
     beta: torch.Tensor,
     words: torch.Tensor,
     offsets: torch.Tensor,
-    gamma: float,
+    gamma: Gamma,
     z: torch.Tensor,
     key: torch.Tensor,
     token_base: int,
@@ -414,14 +416,15 @@ def collapsed_gibbs_cuda(
         (n_words, n_topics) if word_sums else (1, n_topics), dtype=torch.float64, device=run
     )
     document_topic = torch.zeros(n_docs, n_topics, dtype=torch.float64, device=run)
-    args = (words_r, offsets_r, order, beta_t, z_r, key_r, word_topic, document_topic)
+    gamma_r = torch.from_numpy(gamma_vector(gamma, n_topics)).to(run)
+    args = (words_r, offsets_r, order, beta_t, gamma_r, z_r, key_r, word_topic, document_topic)
     if n_docs > 0 and words_r.numel() > 0:
         kernel = _kernel(scan, max_registers)
-        scalars = (float(gamma), int(token_base), int(sweeps), int(burn_in))
+        scalars = (int(token_base), int(sweeps), int(burn_in))
         if simulated():
-            w, o, r, b, zz, k, wt, dt = (a.numpy() for a in args)
+            w, o, r, b, g, zz, k, wt, dt = (a.numpy() for a in args)
             kernel[n_docs, threads, 0, shared](
-                w, o, r, b, scalars[0], zz, k, *scalars[1:], bool(rao_blackwell),
+                w, o, r, b, g, zz, k, *scalars, bool(rao_blackwell),
                 bool(word_sums), wt, dt,
             )  # fmt: skip
         else:
@@ -429,9 +432,9 @@ def collapsed_gibbs_cuda(
                 stream = cuda.external_stream(torch.cuda.current_stream(run).cuda_stream)
                 # sync=False: the launch is on torch's current stream, which orders it after
                 # the tensors' producers; a stream sync per array would stall the host.
-                w, o, r, b, zz, k, wt, dt = (cuda.as_cuda_array(a, sync=False) for a in args)
+                w, o, r, b, g, zz, k, wt, dt = (cuda.as_cuda_array(a, sync=False) for a in args)
                 kernel[n_docs, threads, stream, shared](
-                    w, o, r, b, scalars[0], zz, k, *scalars[1:], bool(rao_blackwell),
+                    w, o, r, b, g, zz, k, *scalars, bool(rao_blackwell),
                     bool(word_sums), wt, dt,
                 )  # fmt: skip
     topic_word = word_topic.T.to(device) if word_sums else None

@@ -38,6 +38,7 @@ import numpy as np
 import torch
 
 from lda.batch import Batch
+from lda.gamma import gamma_vector
 from lda.gibbs.config import GibbsConfig
 from lda.gibbs.reference import run_reference
 from lda.gibbs.result import GibbsExpectations
@@ -150,7 +151,7 @@ def _run_dense(
         schedule,
         bounds,
         beta_t,
-        float(config.gamma),
+        gamma_vector(config.gamma, beta.shape[0]),
         z_np,
         uniforms.to("cpu").numpy(),
         config.burn_in,

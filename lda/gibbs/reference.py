@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 
 from lda.batch import Batch
+from lda.gamma import gamma_vector, symmetric_value
 from lda.gibbs.config import GibbsConfig
 from lda.gibbs.result import GibbsExpectations
 from lda.gibbs.start import start_topics, sweep_uniforms
@@ -40,6 +41,14 @@ def run_reference(
     )
 
 
+def prior_of(config: GibbsConfig, n_topics: int, device: torch.device) -> float | torch.Tensor:
+    """gamma as a float when symmetric (the old arithmetic), else a (K,) float64 tensor."""
+    value = symmetric_value(config.gamma)
+    if value is not None:
+        return value
+    return torch.from_numpy(gamma_vector(config.gamma, n_topics)).to(device)
+
+
 def _collapsed(
     beta: torch.Tensor,
     words: torch.Tensor,
@@ -49,9 +58,10 @@ def _collapsed(
     uniforms: torch.Tensor,
 ) -> torch.Tensor:
     """All documents advance together, one token position per step."""
-    gamma, burn_in, rao_blackwell = config.gamma, config.burn_in, config.rao_blackwell
+    burn_in, rao_blackwell = config.burn_in, config.rao_blackwell
     device = beta.device
     n_topics = beta.shape[0]
+    gamma = prior_of(config, n_topics, device)
     lengths = (offsets[1:] - offsets[:-1]).to(device)
     n_docs = int(lengths.numel())
     width = int(lengths.max()) if n_docs else 0
@@ -115,7 +125,8 @@ def _uncollapsed(
     out = torch.zeros_like(rows)
     for s in range(config.sweeps):
         counts = torch.bincount(doc * n_topics + z, minlength=n_docs * n_topics)
-        concentration = config.gamma + counts.view(n_docs, n_topics).to(rows.dtype)
+        counts_dk = counts.view(n_docs, n_topics).to(rows.dtype)
+        concentration = prior_of(config, n_topics, beta.device) + counts_dk
         pi = torch._sample_dirichlet(concentration, generator=generator)
         weights = pi[doc] * rows
         total = weights.sum(dim=1, keepdim=True)

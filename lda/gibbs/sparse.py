@@ -13,6 +13,7 @@ import numba
 import numpy as np
 import torch
 
+from lda.gamma import Gamma, gamma_vector, symmetric_value
 from lda.gibbs.dense import balanced_schedule, draw_by_word_unnormalised
 from lda.gibbs.sparse_kernel import gather_columns as gather_kernel
 from lda.gibbs.sparse_kernel import (
@@ -81,10 +82,22 @@ def topics_from_columns(columns: Columns, uniforms: torch.Tensor) -> torch.Tenso
     return torch.from_numpy(z)
 
 
+def dense_part(
+    beta_t: np.ndarray, cdf: np.ndarray, gamma: Gamma, vector: np.ndarray
+) -> tuple[np.ndarray, float]:
+    """The dense part gamma_k beta_kw as the kernel draws it: beta's running sums times the
+    scalar when gamma is symmetric (the exact old arithmetic), else the running sums of
+    gamma_k beta_kw themselves, times 1."""
+    value = symmetric_value(gamma)
+    if value is not None:
+        return cdf, value
+    return np.cumsum(beta_t * vector[None, :], axis=1), 1.0
+
+
 def sparse_collapsed_gibbs(
     columns: Columns,
     offsets: torch.Tensor,
-    gamma: float,
+    gamma: Gamma,
     z: torch.Tensor,
     uniforms: torch.Tensor,
     burn_in: int,
@@ -111,15 +124,17 @@ def sparse_collapsed_gibbs(
     inv = np.zeros(rows, dtype=np.float64)
     document_topic = np.zeros((n_docs if document_sums else 0, n_topics), dtype=np.float64)
     beta_t = columns.beta_t.numpy()
+    vector = gamma_vector(gamma, n_topics)
+    dense_cdf, dense_scale = dense_part(beta_t, columns.cdf.numpy(), gamma, vector)
     sparse_gibbs(
-        local, offsets_np, schedule, bounds, beta_t, columns.cdf.numpy(), float(gamma),
+        local, offsets_np, schedule, bounds, beta_t, dense_cdf, dense_scale, vector,
         z.to("cpu", torch.int64).numpy().copy(), uniforms.to("cpu").numpy(), burn_in,
         rao_blackwell, by_topic_from(n_topics), slot, slot_start, acc, inv, document_topic,
     )  # fmt: skip
     topic_word = None
     if word_sums:
         by_word = np.zeros((n_local, n_topics), dtype=np.float64)
-        reduce_by_word(slot, slot_start, acc, inv, beta_t, float(gamma), rao_blackwell, by_word)
+        reduce_by_word(slot, slot_start, acc, inv, beta_t, vector, rao_blackwell, by_word)
         topic_word = torch.from_numpy(by_word)
     return topic_word, torch.from_numpy(document_topic) if document_sums else None
 

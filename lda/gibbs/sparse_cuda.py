@@ -2,7 +2,7 @@
 
 One thread per document (grid-stride over documents), each with its own slices of global
 scratch: the document's counts, its compact list of topics in use and their weights. Per token
-the sparse part n_dk^{-j} beta_kw is walked over the list (O(K_d)), the dense part gamma beta_kw
+the sparse part n_dk^{-j} beta_kw is walked over the list (O(K_d)), the dense part gamma_k beta_kw
 by binary search in the word's prefix sums, one uniform choosing; the uniforms are the CUDA
 kernel's Philox stream (lda.gibbs.dense_cuda.uniform: counter = global token index, sweep), so
 the draws are those of the CPU sparse kernel, walking lists only, fed the same uniforms.
@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from lda.gamma import Gamma, gamma_vector, symmetric_value
 from lda.gibbs.dense_cuda import available, cuda, simulated, uniform
 from lda.gibbs.sparse import Columns
 
@@ -30,8 +31,9 @@ def _build() -> Any:
         local,  # (T,) int64 local word ids
         offsets,  # (n+1,) int64
         beta_t,  # (W_b, K) float64
-        cdf,  # (W_b, K) float64
-        gamma,  # float
+        cdf,  # (W_b, K) float64: running sums of the dense part's weights
+        dense_scale,  # float: the dense part's weights are dense_scale x cdf's steps
+        gamma,  # (K,) float64 gamma_k
         z,  # (T,) int64 start, updated in place
         key,  # (2,) int64 Philox key
         base,  # int: global index of token 0
@@ -78,7 +80,7 @@ def _build() -> Any:
                         weight = counts[d, k] * beta_t[w, k]
                         weights[d, i] = weight
                         sparse += weight
-                    total = sparse + gamma * cdf[w, n_topics - 1]
+                    total = sparse + dense_scale * cdf[w, n_topics - 1]
                     u = uniform(k0, k1, base + j, s) * total
                     k_new = k_old
                     if not total > 0.0:
@@ -97,7 +99,7 @@ def _build() -> Any:
                                     if running > u:
                                         break
                     else:
-                        target = (u - sparse) / gamma
+                        target = (u - sparse) / dense_scale
                         lo = 0
                         hi = n_topics - 1
                         while lo < hi:
@@ -130,12 +132,12 @@ def _build() -> Any:
                                 if word_sums:
                                     cuda.atomic.add(word_topic, (w, k), p)
                             inv_z[j] += scale
-            if rao_blackwell:  # the dense part, gamma beta_kw / Z, once per token
+            if rao_blackwell:  # the dense part, gamma_k beta_kw / Z, once per token
                 for j in range(start, end):
                     w = local[j]
-                    c = gamma * inv_z[j]
+                    c = inv_z[j]
                     for k in range(n_topics):
-                        p = c * beta_t[w, k]
+                        p = gamma[k] * c * beta_t[w, k]
                         document_topic[d, k] += p
                         if word_sums:
                             cuda.atomic.add(word_topic, (w, k), p)
@@ -160,7 +162,7 @@ def _kernel() -> Any:
 def sparse_collapsed_gibbs_cuda(
     columns: Columns,
     offsets: torch.Tensor,
-    gamma: float,
+    gamma: Gamma,
     z: torch.Tensor,
     key: torch.Tensor,
     token_base: int,
@@ -185,9 +187,16 @@ def sparse_collapsed_gibbs_cuda(
 
     word_topic = zeros(n_local if word_sums else 1, n_topics)
     document_topic = zeros(n_docs, n_topics)
+    vector = torch.from_numpy(gamma_vector(gamma, n_topics)).to(run)
+    value = symmetric_value(gamma)
+    beta_run = columns.beta_t.to(run)
+    if value is None:  # the dense part's own running sums (lda.gibbs.sparse.dense_part)
+        dense_cdf, dense_scale = torch.cumsum(beta_run * vector[None, :], dim=1), 1.0
+    else:
+        dense_cdf, dense_scale = columns.cdf.to(run), value
     args = [
-        columns.local.to(run), offsets.to(run, torch.int64), columns.beta_t.to(run),
-        columns.cdf.to(run), float(gamma), z.to(run, torch.int64, copy=True),
+        columns.local.to(run), offsets.to(run, torch.int64), beta_run,
+        dense_cdf, dense_scale, vector, z.to(run, torch.int64, copy=True),
         key.to(run, torch.int64), int(token_base), int(sweeps), int(burn_in),
         bool(rao_blackwell), bool(word_sums), zeros(n_docs, n_topics),
         zeros(n_docs, n_topics, dtype=torch.int64), zeros(n_docs, n_topics, dtype=torch.int64),

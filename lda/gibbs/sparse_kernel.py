@@ -183,8 +183,9 @@ def sparse_gibbs(
     schedule: np.ndarray,  # (n,) int64
     bounds: np.ndarray,  # (threads+1,) int64
     beta_t: np.ndarray,  # (W_b, K) float64: the minibatch's columns of beta, transposed
-    cdf: np.ndarray,  # (W_b, K) float64: running sums of beta_t's rows (the dense part)
-    gamma: float,
+    dense_cdf: np.ndarray,  # (W_b, K) float64: running sums of the dense part's weights
+    dense_scale: float,  # the dense part's weights are dense_scale x dense_cdf's steps
+    gamma: np.ndarray,  # (K,) float64 gamma_k
     z: np.ndarray,  # (T,) int64 initial assignments, updated in place
     uniforms: np.ndarray,  # (sweeps, T) float32
     burn_in: int,
@@ -254,7 +255,7 @@ def sparse_gibbs(
                             weights[i_k] = weight
                             sparse += weight
                     n_sparse = n_used  # the list's first n_sparse entries own weights[]
-                    dense = gamma * cdf[w, n_topics - 1]
+                    dense = dense_scale * dense_cdf[w, n_topics - 1]
                     total = sparse + dense
                     u = uniforms[s, j] * total
                     k_new = k_old
@@ -267,11 +268,12 @@ def sparse_gibbs(
                         else:
                             k_new = _draw_sparse(u, w_old, k_old, weights, topics, n_used)
                     else:
-                        # The first k whose running sum of beta exceeds (u - sparse) / gamma,
-                        # as torch.searchsorted(right=True); rounding past the end falls back
-                        # to the last topic with mass.
-                        target = (u - sparse) / gamma
-                        c_row = cdf[w]
+                        # The first k whose running sum of gamma_k beta_kw exceeds u - sparse
+                        # (symmetric: of beta, past (u - sparse) / gamma), as
+                        # torch.searchsorted(right=True); rounding past the end falls back to
+                        # the last topic with mass.
+                        target = (u - sparse) / dense_scale
+                        c_row = dense_cdf[w]
                         lo = 0
                         hi = n_topics - 1
                         while lo < hi:
@@ -320,7 +322,7 @@ def sparse_gibbs(
                 c = inv_z[w]
                 if document_sums:
                     for k in range(n_topics):
-                        document_topic[d, k] += gamma * c * beta_t[w, k]
+                        document_topic[d, k] += gamma[k] * c * beta_t[w, k]
                 if word_sums:
                     inv[base + slot[b, w]] += c
                 inv_z[w] = 0.0
@@ -335,12 +337,12 @@ def reduce_by_word(
     acc: np.ndarray,  # (slot_start[-1], K) float64
     inv: np.ndarray,  # (slot_start[-1],) float64
     beta_t: np.ndarray,  # (W_b, K) float64
-    gamma: float,
+    gamma: np.ndarray,  # (K,) float64 gamma_k
     rao_blackwell: bool,
     out: np.ndarray,  # (W_b, K) float64 zeros: kept-sweep sums by word
 ) -> None:
     """out[w] = the threads' rows of w summed in thread order, plus (Rao-Blackwell) the dense
-    part gamma * beta_kw * sum 1/Z, applied once per word."""
+    part gamma_k * beta_kw * sum 1/Z, applied once per word."""
     threads = slot.shape[0]
     n_topics = out.shape[1]
     for w in numba.prange(out.shape[0]):
@@ -354,7 +356,7 @@ def reduce_by_word(
                 c += inv[r]
         if rao_blackwell:
             for k in range(n_topics):
-                out[w, k] += gamma * c * beta_t[w, k]
+                out[w, k] += gamma[k] * c * beta_t[w, k]
 
 
 @numba.njit(parallel=True, cache=True)
