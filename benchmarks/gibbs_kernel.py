@@ -23,6 +23,7 @@ import torch
 from benchmarks.common import CORPORA, minibatches, read_corpus
 from lda.batch import Batch
 from lda.config import default_burn_in
+from lda.gamma import gamma_vector
 from lda.gibbs.dense import balanced_schedule, collapsed_gibbs
 from lda.model import LearnerConfig, StreamingLDA
 from lda.vocab import Vocabulary
@@ -37,9 +38,10 @@ def time_kernel(batch: Batch, beta_t: np.ndarray, sweeps: int, seed: int) -> flo
     out = np.zeros((batch.n_tokens, n_topics), dtype=np.uint16)
     offsets = batch.offsets.numpy()
     schedule, bounds = balanced_schedule(np.diff(offsets), numba.get_num_threads())
+    gamma = gamma_vector(0.01, n_topics)  # the kernel takes gamma_k; symmetric here
     start = time.perf_counter()
     collapsed_gibbs(
-        batch.words.numpy(), offsets, schedule, bounds, beta_t, 0.01, z, uniforms,
+        batch.words.numpy(), offsets, schedule, bounds, beta_t, gamma, z, uniforms,
         default_burn_in(sweeps), False, out,
     )  # fmt: skip
     return time.perf_counter() - start
