@@ -29,7 +29,7 @@ from lda.evaluation.scorer import HeldoutScorer, ScorerConfig
 from lda.gamma import Gamma
 from lda.gibbs import GibbsConfig, GibbsExpectations, gibbs_expectations
 from lda.parallel import Layout, Reducer, layout
-from lda.prior import LearnedPrior, minka_sums
+from lda.prior import LearnedPrior
 from lda.sgmcmc.chain import new_chain, restore_chain
 from lda.sgmcmc.columns import ColumnMap
 from lda.sgmcmc.minibatch import Chain, Minibatch
@@ -202,7 +202,7 @@ class StreamingLDA:
             if documents is not None:
                 documents(counts)
             if learning and self._prior_sums is None:  # the step's first call's sweeps
-                self._prior_sums = minka_sums(counts.cpu(), self.prior.gamma)
+                self._prior_sums = self.prior.sums(counts.cpu())
         return result
 
     def _learn_prior(self, reducer: Reducer | None, fresh: bool) -> None:

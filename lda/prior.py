@@ -39,9 +39,8 @@ class PriorSchedule:
     floor: float = GAMMA_FLOOR
     max_log_step: float = 1.0
     # False: only the shape gamma / gamma_0 is learned, the total gamma_0 stays at the start's
-    # K gamma (the Gibbs averages behind E[n_dk] spread a document over more topics than any
-    # one sample does, which pushes a learned total up: docs/model.md).
-    learn_total: bool = False
+    # K gamma. True (the default, Minka's estimator): the total is learned too.
+    learn_total: bool = True
 
     def rho(self, t: int) -> float:
         """The step of the t-th update after the burn-in (t = 0, 1, ...)."""
@@ -135,10 +134,17 @@ class LearnedPrior:
             gamma = gamma * (self.total / gamma.sum())
         self.gamma = gamma.clamp_min(self.schedule.floor)
 
+    def sums(self, counts: torch.Tensor) -> tuple[torch.Tensor, float, int]:
+        """The fixed point's sums of one (n, K) block of expected counts E[n_dk], rounded to
+        whole counts first: an average over sweeps spreads a document over more topics than
+        any one sample does, and psi(E[n] + g) > E[psi(n + g)] would push gamma up (with the
+        averages themselves the learned total came out 16 times the symmetric one)."""
+        return minka_sums(counts.to(torch.float64).round(), self.gamma)
+
     def observe_counts(self, counts: torch.Tensor) -> None:
         """:meth:`observe` on one (n, K) block of expected counts (a single learner)."""
         if self.learn:
-            self.observe(*minka_sums(counts, self.gamma))
+            self.observe(*self.sums(counts))
 
     def state_dict(self) -> dict[str, Any]:
         return {

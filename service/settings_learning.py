@@ -117,6 +117,14 @@ class ModelSettings(Group):
     gamma: Annotated[float | None, Flag("--gamma", "document-topic Dirichlet prior")] = Field(
         default=None, gt=0, description="Dirichlet prior on documents (default: sampler's)"
     )
+    fixed_gamma: Annotated[
+        bool, Flag("--fixed-gamma", "keep the symmetric document-topic prior")
+    ] = Field(
+        default=True,
+        description="Keep the symmetric document-topic prior gamma (false: learn gamma_k per "
+        'topic from the stream; docs/model.md, "The learned document-topic prior"; why fixed '
+        "is the default: docs/defaults.md)",
+    )
     step_size: Annotated[float | None, Flag("--step-size", "step size: the schedule's a")] = Field(
         default=None, gt=0, description="Step size: the schedule's a (default: sampler's)"
     )
@@ -258,6 +266,7 @@ class ModelSettings(Group):
             "schedule": schedule,
             "corpus_size": self.corpus_size or self.wikipedia_articles,
             "mean_decay": mean_decay if self.mean_decay is None else self.mean_decay,
+            "learn_gamma": not self.fixed_gamma,
         }
         return LearnerConfig(**{**same, **resolved, **overrides})
 

@@ -34,7 +34,7 @@ def test_batch_fixed_point_recovers_the_asymmetric_prior() -> None:
 
 
 def test_stochastic_fixed_point_recovers_it_from_a_stream() -> None:
-    prior = LearnedPrior(0.5, 5, learn=True, schedule=PriorSchedule(burn_in=5, learn_total=True))
+    prior = LearnedPrior(0.5, 5, learn=True, schedule=PriorSchedule(burn_in=5))
     for step in range(150):
         prior.observe_counts(draw_counts(100, 40, seed=100 + step))
     assert relative_error(prior.gamma) < 0.15
@@ -55,7 +55,7 @@ def test_a_wrong_digamma_term_fails() -> None:
 
 
 def test_an_unused_topic_falls_to_the_floor_not_zero() -> None:
-    schedule = PriorSchedule(burn_in=0, floor=1e-3, learn_total=True)
+    schedule = PriorSchedule(burn_in=0, floor=1e-3)
     prior = LearnedPrior(0.1, 3, learn=True, schedule=schedule)
     counts = torch.tensor([[10.0, 5.0, 0.0], [3.0, 12.0, 0.0]] * 20, dtype=torch.float64)
     for _ in range(200):
@@ -97,7 +97,8 @@ def test_gamma_helpers() -> None:
 
 
 def test_shape_only_keeps_the_total_and_orders_the_topics() -> None:
-    prior = LearnedPrior(0.5, 5, learn=True, schedule=PriorSchedule(burn_in=0))
+    schedule = PriorSchedule(burn_in=0, learn_total=False)
+    prior = LearnedPrior(0.5, 5, learn=True, schedule=schedule)
     for step in range(100):
         prior.observe_counts(draw_counts(100, 40, seed=300 + step))
     assert abs(float(prior.gamma.sum()) - 2.5) < 1e-9
