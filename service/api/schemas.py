@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated
 
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictStr, create_model
 
 from lda.config import Estimate
 
@@ -175,6 +175,44 @@ class TopicHistoryOut(BaseModel):
 class TopicNameOut(BaseModel):
     id: int
     name: str | None = Field(description="The topic's name now (null: none)")
+
+
+class SeedsIn(BaseModel):
+    """A topic's seeds as an operator gives them: unknown fields refused, the strength a JSON
+    number (not text, not a boolean) and finite; the bounds come from the settings
+    (:func:`seeds_in`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    words: list[StrictStr]
+    strength: StrictFloat | None = None
+
+
+def seeds_in(most: int, word_chars: int, weakest: float, strongest: float) -> type[SeedsIn]:
+    """SeedsIn with 1 to ``most`` words of at most ``word_chars`` characters each and a strength
+    of ``weakest`` to ``strongest``, in the schema: built per app, as the settings are."""
+    word = Annotated[StrictStr, Field(max_length=word_chars)]
+    words = Field(
+        min_length=1,
+        max_length=most,
+        description=f"1 to {most} words (the setting seed_words_max) of at most {word_chars} "
+        "characters, before and after they are tokenised as the learner's words are",
+    )
+    strength = Field(
+        None,
+        ge=weakest,
+        le=strongest,
+        allow_inf_nan=False,
+        description=f"The percent of an average topic's tokens each seed word's pseudo-counts "
+        f"stand for, a finite number from {weakest:g} to {strongest:g} (the setting "
+        "seed_strength_max); default: the setting seed_strength",
+    )
+    return create_model(
+        "SeedsIn",
+        __base__=SeedsIn,
+        words=(list[word], words),
+        strength=(StrictFloat | None, strength),
+    )
 
 
 class TopicSeedsOut(BaseModel):

@@ -35,9 +35,11 @@ BOUNDS: dict[str, Any] = {"most": 5, "default": 5.0, "strongest": 1000.0}
         ([], None, "no word"),
         (["--", " "], None, "no word"),
         (["a b c", "d e f"], None, "6 words: the most is 5"),
-        (["film"], 0.0, "above 0"),
+        (["film"], 0.0, "at least 0.001"),
+        (["film"], 1e-320, "at least 0.001"),
         (["film"], 1001.0, "at most 1000"),
-        (["film"], float("nan"), "above 0"),
+        (["film"], float("nan"), "must be a finite number"),
+        (["\u3316" * 100], None, "characters once tokenised: the most is 100"),
     ],
 )
 def test_invalid_seeds_say_why(words: list[str], strength: float | None, says: str) -> None:
@@ -70,9 +72,16 @@ def test_seeds_are_written_to_redis_bumping_the_sequence_and_removed(
         ("/admin/topics/0/seeds", {"words": ["..."]}, "no word"),
         ("/admin/topics/0/seeds", {"words": ["w"] * 21}, "at most 20"),
         ("/admin/topics/0/seeds", {"words": [f"w{i}" for i in range(20)] + ["a b"]}, "at most"),
-        ("/admin/topics/0/seeds", {"words": ["apple"], "strength": 0}, "greater than 0"),
+        ("/admin/topics/0/seeds", {"words": ["apple"], "strength": 0}, "greater than or equal"),
         ("/admin/topics/0/seeds", {"words": ["apple"], "strength": 1e12}, "less than or equal"),
         ("/admin/topics/0/seeds", {"strength": 3}, "words"),
+        ("/admin/topics/0/seeds", {"words": ["apple"], "strength": "5"}, "a valid number"),
+        ("/admin/topics/0/seeds", {"words": ["apple"], "strength": True}, "a valid number"),
+        ("/admin/topics/0/seeds", {"words": ["apple"], "strength": 1e-320}, "0.001"),
+        ("/admin/topics/0/seeds", {"words": ["apple"], "weight": 5}, "Extra inputs"),
+        ("/admin/topics/0/seeds", {"words": [5]}, "a valid string"),
+        ("/admin/topics/0/seeds", {"words": ["\u3316" * 100]}, "the most is 100"),
+        ("/admin/topics/0/seeds", {"words": ["a" * 101]}, "at most 100 characters"),
     ],
 )
 def test_invalid_seeds_are_a_422(
@@ -84,6 +93,25 @@ def test_invalid_seeds_are_a_422(
     says: str,
 ) -> None:
     response = api.put(path, json=body, headers=AUTH)
+    assert response.status_code == 422, response.text
+    assert says in response.text
+    assert read_topic_seeds(redis_client) == (0, {})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        (b'{"words": ["apple"], "strength": NaN}', "finite"),
+        (b'{"words": ["apple"], "strength": Infinity}', "finite"),
+        (b'{"words": ["apple"], "words": ["pear"]}', "'words' is given twice"),
+    ],
+)
+def test_what_json_parsers_let_through_is_a_422(
+    api: TestClient, published: Published, redis_client: redis.Redis, body: bytes, says: str
+) -> None:
+    headers = {**AUTH, "Content-Type": "application/json"}
+    response = api.put("/admin/topics/0/seeds", content=body, headers=headers)
     assert response.status_code == 422, response.text
     assert says in response.text
     assert read_topic_seeds(redis_client) == (0, {})
