@@ -1,6 +1,6 @@
 """The /infer fixed point compiled (numba), one document after another, without the GIL.
 
-For each document, pi_k <- (pi_k sum_j w_j beta_kj / (pi . beta_j) + gamma) / (n + K gamma)
+For each document, pi_k <- (pi_k sum_j w_j beta_kj / (pi . beta_j) + gamma_k) / (n + gamma_0)
 over its distinct words j (counts w_j), from the uniform pi, until no pi_k moves by
 ``tolerance`` or after ``iterations`` (``lda.inference.infer_topics``' iteration). A document
 of L distinct words costs 2 L K multiply-adds an iteration and no allocation, where a batch of
@@ -23,7 +23,8 @@ TINY = float(np.finfo(np.float64).tiny)
 def _document(
     columns: np.ndarray,
     ids: np.ndarray,
-    gamma: float,
+    gamma: np.ndarray,
+    gamma_total: float,
     iterations: int,
     tolerance: float,
     rows: np.ndarray,
@@ -56,7 +57,7 @@ def _document(
             weights[distinct] = count
             n += count
             distinct += 1
-    scale = 1.0 / (n + k * gamma)
+    scale = 1.0 / (n + gamma_total)
     pi, new, sums = scratch[0], scratch[1], scratch[2]
     pi[:] = 1.0 / k
     for _ in range(iterations):
@@ -76,7 +77,7 @@ def _document(
                 sums[t] += ratio * rows[j, t]
         moved = 0.0
         for t in range(k):
-            value = (sums[t] * pi[t] + gamma) * scale
+            value = (sums[t] * pi[t] + gamma[t]) * scale
             moved = max(moved, abs(value - pi[t]))
             new[t] = value
         pi, new = new, pi
@@ -92,13 +93,15 @@ def fixed_points(
     columns: np.ndarray,
     ids: np.ndarray,
     starts: np.ndarray,
-    gamma: float,
+    gamma: np.ndarray,
+    gamma_total: float,
     iterations: int,
     tolerance: float,
     out: np.ndarray,
 ) -> None:
     """pi (each row sums to 1) of documents ``ids[starts[d]:starts[d + 1]]`` into ``out``
-    (D x K float64), under ``columns`` (W x K: a word's column a row)."""
+    (D x K float64), under ``columns`` (W x K: a word's column a row) and the prior ``gamma``
+    ((K,) float64; ``gamma_total`` its sum, K gamma exactly when symmetric: lda.gamma)."""
     k = columns.shape[1]
     longest = 0
     for d in range(starts.shape[0] - 1):
@@ -109,5 +112,6 @@ def fixed_points(
     for d in range(starts.shape[0] - 1):
         document = np.sort(ids[starts[d] : starts[d + 1]])
         _document(
-            columns, document, gamma, iterations, tolerance, rows, words, lengths, scratch, out[d]
-        )
+            columns, document, gamma, gamma_total, iterations, tolerance, rows, words, lengths,
+            scratch, out[d],
+        )  # fmt: skip

@@ -14,6 +14,7 @@ again from the committed state.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import multiprocessing
 import os
@@ -25,6 +26,7 @@ import numpy as np
 import torch
 
 from lda.evaluation.scorer import ScorerConfig
+from lda.gamma import Gamma
 from service.learn.scoring_channel import Receiver, Sender
 from service.learn.scoring_messages import pack_state, unpack_state
 
@@ -142,10 +144,17 @@ class Evaluator:
         a K x W matrix, waits in the worker and in its checkpoint)."""
         return max(1, min(self.backlog, PENDING_BYTES // max(1, beta_bytes)))
 
-    def submit(self, docs_seen: int, beta: torch.Tensor, pinned: tuple[int, ...] = ()) -> bool:
+    def submit(
+        self,
+        docs_seen: int,
+        beta: torch.Tensor,
+        pinned: tuple[int, ...] = (),
+        gamma: Gamma | None = None,
+    ) -> bool:
         """Queue ``beta`` for scoring, kept as it is (StreamingLDA.beta_mean is a tensor of its
         own that later steps do not change: a copy would be one more K x W matrix), the topics
-        ``pinned`` matched to themselves; False (nothing queued) when the backlog is full."""
+        ``pinned`` matched to themselves, under the learner's ``gamma`` of now when given (a
+        learned prior moves); False (nothing queued) when the backlog is full."""
         beta_bytes = beta.numel() * beta.element_size()
         if self._heldout is None or len(self.pending) >= self.room(beta_bytes):
             return False
@@ -153,6 +162,9 @@ class Evaluator:
         self.pending.append((docs_seen, kept))
         assert self._inbox is not None
         self.pinned = pinned
+        if gamma is not None and gamma != self.config.gamma:
+            self.config = dataclasses.replace(self.config, gamma=gamma)
+            self._inbox.put(("gamma", self._epoch, gamma))
         self._inbox.put(("score", self._epoch, docs_seen, kept, pinned))
         return True
 

@@ -127,8 +127,7 @@ class Publisher:
         """beta_mean (``beta``: as a float32 copy already made), the vocabulary and gamma, for
         /infer (with the ``stream``'s figures, for relevance and export, and the kept articles'
         shares, for search)."""
-        gamma = model.config.gamma
-        assert gamma is not None
+        gamma = model.gamma  # the learned gamma_k, or the symmetric scalar
         self.redis(
             "publishing the model",
             lambda: publish_model(

@@ -181,7 +181,7 @@ class Scoring(Part):
         model, evaluator = self.model, self.evaluator
         if model is None or evaluator is None or not heldout:
             return False
-        if not evaluator.submit(model.docs_seen, model.beta_mean, pinned):
+        if not evaluator.submit(model.docs_seen, model.beta_mean, pinned, model.gamma):
             # By design (scoring must not stall the learner): counted, and said without alarm.
             self.counters["evals_skipped"] += 1
             log.info(

@@ -13,6 +13,7 @@ publishes and checkpoints.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import queue
 import signal
@@ -86,6 +87,10 @@ def serve(
             scorer.load_state_dict(unpack_state(state))
             heldout = HeldoutSet.from_documents(documents, device)
             previous = None
+            continue
+        if message[0] == "gamma":  # a learned prior moved: later betas are scored under it
+            if message[1] == epoch and scorer is not None:
+                scorer.config = dataclasses.replace(scorer.config, gamma=message[2])
             continue
         _, at_epoch, docs_seen, beta, pinned = message
         if at_epoch != epoch or scorer is None or heldout is None:

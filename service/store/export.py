@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import orjson
 
+from lda.gamma import gamma_vector, symmetric_value
 from service.store.published_model import PublishedModel, StreamFigures
 from service.store.topic_seeds import TopicSeeds
 
@@ -132,6 +133,9 @@ class Export:
             "topics": model.n_topics,
             "vocab_size": len(model.vocab),
             "vocab_version": model.vocab_version,
+            # the document-topic prior, one value per topic (learned, or the symmetric one)
+            "gamma": [float(g) for g in gamma_vector(model.gamma, model.n_topics)],
+            "gamma_learned": symmetric_value(model.gamma) is None,
             "doc_sample": len(self.docs),
             "pyldavis": {
                 "documents": int(self.docs.sum()),

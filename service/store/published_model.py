@@ -1,7 +1,9 @@
 """The model for ``/infer`` and export: beta_mean, its vocabulary and the stream's figures,
 published by the worker in one hash and loaded by the API only when ``version`` changes.
 
-The hash: ``version``, ``docs_seen``, ``topics``, ``vocab_size``, ``vocab_version``, ``gamma``,
+The hash: ``version``, ``docs_seen``, ``topics``, ``vocab_size``, ``vocab_version``, ``gamma``
+(a learned, per-topic prior: their mean, the vector itself as K float64 little-endian bytes in
+``gamma_topics``; a model without that field, as older workers wrote, is symmetric),
 ``published_at``, beta as W×K float32 little-endian bytes (``layout`` "words": a word's column is
 contiguous) in ``beta_parts`` fields ``beta:0``, ``beta:1``, ... of whole words, the vocabulary
 joined by newlines, and :class:`StreamFigures`' fields. What older workers wrote instead is read
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import redis
 
+from lda.gamma import Gamma, gamma_vector, symmetric_value
 from service.keys import MODEL_KEY
 from service.store import compat
 from service.store.article_index import FIELDS as INDEX_FIELDS
@@ -36,7 +39,7 @@ class PublishedModel:
 
     version: str
     docs_seen: int
-    gamma: float
+    gamma: Gamma  # a scalar, or one value per topic (lda.gamma)
     beta: np.ndarray  # (K, W) float32, a view of the word-major values read
     vocab: list[str]
     published_at: float
@@ -103,7 +106,7 @@ def publish_model(
     vocab: Sequence[str],
     *,
     docs_seen: int,
-    gamma: float,
+    gamma: Gamma,
     at: float | None = None,
     stream: StreamFigures | None = None,
     vocab_version: int = 0,
@@ -143,7 +146,7 @@ def publish_model(
         "vocab_size": array.shape[0],
         "vocab_version": int(vocab_version),
         "layout": "words",
-        "gamma": repr(finite(gamma, "gamma")),
+        **_gamma_fields(gamma, int(array.shape[1])),
         "published_at": repr(time.time() if at is None else at),
         "beta_parts": len(parts),
         **parts,
@@ -229,8 +232,32 @@ def read_model(client: redis.Redis) -> PublishedModel | None:
 # The model's fields but beta and the vocabulary, read first.
 _MODEL_HEAD = (
     "version", "docs_seen", "topics", "vocab_size", "vocab_version", "layout", "gamma",
-    "published_at", "beta_parts",
+    "gamma_topics", "published_at", "beta_parts",
 )  # fmt: skip
+
+
+def _gamma_fields(gamma: Gamma, n_topics: int) -> dict[str, Any]:
+    """``gamma`` (the scalar; for a per-topic prior their mean, which an older reader takes
+    for a symmetric one) and, for a per-topic prior, ``gamma_topics``."""
+    vector = gamma_vector(gamma, n_topics)  # finite and positive, or a ValueError
+    value = symmetric_value(gamma)
+    if value is not None:
+        return {"gamma": repr(finite(value, "gamma"))}
+    return {
+        "gamma": repr(float(vector.mean())),
+        "gamma_topics": np.asarray(vector, dtype="<f8").tobytes(),
+    }
+
+
+def _read_gamma(fields: Mapping[str, Any], n_topics: int) -> Gamma:
+    """The published prior: the per-topic vector when there is one, else the scalar."""
+    raw = fields.get("gamma_topics")
+    if raw is None:
+        return float(text(fields["gamma"]))
+    vector = np.frombuffer(raw_bytes(raw), dtype="<f8")
+    if vector.shape[0] != n_topics:
+        raise ValueError(f"gamma_topics holds {vector.shape[0]} values for {n_topics} topics")
+    return tuple(float(g) for g in vector)
 
 
 def _read_parts(client: redis.Redis, parts: int, into: np.ndarray) -> bool:
@@ -252,7 +279,7 @@ def _published(fields: Mapping[str, Any], flat: np.ndarray) -> PublishedModel:
     return PublishedModel(
         version=text(fields["version"]),
         docs_seen=int(text(fields["docs_seen"])),
-        gamma=float(text(fields["gamma"])),
+        gamma=_read_gamma(fields, k),
         beta=compat.model_beta(flat, fields, k, w),
         vocab=text(fields["vocab"]).split("\n"),
         published_at=float(text(fields["published_at"])),

@@ -1,7 +1,7 @@
 """Topic proportions of many texts at once: ``lda.inference.infer_topics``' fixed point, batched.
 
 Each document's iteration is the one it has alone, pi_k <- (pi_k sum_j w_j beta_kj / (pi . beta_j)
-+ gamma) / (n + K gamma), run by a compiled kernel (:mod:`lda.inference_kernel`) document
++ gamma_k) / (n + gamma_0), run by a compiled kernel (:mod:`lda.inference_kernel`) document
 after document: a batch costs its documents' arithmetic and one call, and a document's answer
 is the same bit for bit in any batch (it stops at its own first move below the tolerance).
 """
@@ -15,6 +15,7 @@ from itertools import chain, pairwise
 import numpy as np
 from numpy.typing import ArrayLike
 
+from lda.gamma import Gamma, gamma_total, gamma_vector
 from lda.inference_kernel import fixed_points
 from lda.tokens import WordIndex
 
@@ -31,7 +32,7 @@ def proportions(
     columns: ArrayLike,
     ids: np.ndarray,
     starts: np.ndarray,
-    gamma: float,
+    gamma: Gamma,
     *,
     iterations: int = 100,
     tolerance: float = 1e-6,
@@ -47,11 +48,14 @@ def proportions(
         raise IndexError(f"word ids must lie in [0, {matrix.shape[0]})")
     out = np.empty((len(starts) - 1, int(matrix.shape[1])), dtype=np.float64)
     runs = list(pairwise(_split(starts, parts if helpers is not None else 1)))
+    k = int(matrix.shape[1])
+    vector, total = gamma_vector(gamma, k), gamma_total(gamma, k)
 
     def run(first: int, last: int) -> None:
         fixed_points(
-            matrix, ids, starts[first : last + 1], gamma, iterations, tolerance, out[first:last]
-        )
+            matrix, ids, starts[first : last + 1], vector, total, iterations, tolerance,
+            out[first:last],
+        )  # fmt: skip
 
     others = [helpers.submit(run, *bounds) for bounds in runs[1:]] if helpers is not None else []
     run(*runs[0])
@@ -92,7 +96,7 @@ def warm_up() -> None:
 def infer_batch(
     columns: ArrayLike,
     docs: Sequence[Sequence[int]],
-    gamma: float,
+    gamma: Gamma,
     *,
     iterations: int = 100,
     tolerance: float = 1e-6,

@@ -90,9 +90,7 @@ class Search(Part):
         if self.now is None:
             return {}
         if self.refresh is not None:
-            gamma = model.config.gamma
-            assert gamma is not None
-            self.refresh.model(beta, vocab, gamma, model.docs_seen)
+            self.refresh.model(beta, vocab, model.gamma, model.docs_seen)
             self.refresh.start()
         return {"rows": self.now.rows()}
 

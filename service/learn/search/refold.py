@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from lda.gamma import Gamma, gamma_total, gamma_vector
 from lda.inference_kernel import fixed_points
 from lda.search import FOLD_ITERATIONS, FOLD_TOLERANCE
 from lda.tokens import WordIndex
@@ -44,7 +45,7 @@ class Model:
 
     columns: np.ndarray
     words: WordIndex
-    gamma: float
+    gamma: Gamma  # a scalar or one value per topic (lda.gamma)
     docs_seen: int
 
 
@@ -68,7 +69,7 @@ class ShareRefresh:
         self.refolded = 0  # rows written so far
 
     def model(
-        self, beta_mean: torch.Tensor, vocab: Vocabulary, gamma: float, docs_seen: int
+        self, beta_mean: torch.Tensor, vocab: Vocabulary, gamma: Gamma, docs_seen: int
     ) -> None:
         """A model was published: rows are refolded under it from now on. ``beta_mean`` (K x W)
         is the thread's to keep: nothing may write it after."""
@@ -101,7 +102,9 @@ class ShareRefresh:
         # A text gone from the reservoir folds as an empty one: its row waits, marked done.
         ids, starts, _ = model.words.encode([texts.get(slot, "") for slot, _ in due])
         pi = np.empty((len(due), model.columns.shape[1]), dtype=np.float64)
-        fixed_points(model.columns, ids, starts, model.gamma, FOLD_ITERATIONS, FOLD_TOLERANCE, pi)
+        k = model.columns.shape[1]
+        vector, total = gamma_vector(model.gamma, k), gamma_total(model.gamma, k)
+        fixed_points(model.columns, ids, starts, vector, total, FOLD_ITERATIONS, FOLD_TOLERANCE, pi)
         self.refolded += self.index.refolded(due, pi, np.diff(starts), model.docs_seen)
         return len(due)
 

@@ -135,6 +135,8 @@ def test_the_manifest_says_what_the_export_is_of_and_what_pyldavis_json_left_out
         "topics": K,
         "vocab_size": W,
         "vocab_version": 2,
+        "gamma": [0.1] * K,
+        "gamma_learned": False,
         "doc_sample": N,
         "pyldavis": {
             "documents": N - 1,
@@ -145,6 +147,12 @@ def test_the_manifest_says_what_the_export_is_of_and_what_pyldavis_json_left_out
         "files": list(FILES),
         "seeds": {},
     }
+
+
+def test_the_manifest_carries_a_learned_gamma() -> None:
+    learned = tuple(0.01 * (k + 1) for k in range(K))
+    manifest = json.loads(files(Export.of(replace(model(), gamma=learned)))["manifest.json"])
+    assert manifest["gamma"] == list(learned) and manifest["gamma_learned"] is True
 
 
 def test_the_manifest_lists_the_seeded_topics() -> None:
