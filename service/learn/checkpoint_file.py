@@ -2,31 +2,37 @@
 
 A checkpoint is loaded with torch's ``weights_only`` unpickler, which builds tensors, containers
 and plain values only, plus the numpy arrays the topics' record keeps: whoever can write the
-data volume cannot make the worker run code by planting a checkpoint.
+data volume cannot make the worker run code by planting a checkpoint. Nor can a planted file
+ask for more memory than it holds: nothing in a checkpoint is larger than the file itself, so
+before anything is allocated each record of the archive (a tensor's bytes, the pickle) is held
+to the file's size, and so are the bytes values and numpy arrays the pickle asks to build
+(``bytes(n)``, ``_reconstruct``'s shape). torch already refuses a tensor whose storage is not
+its record's size before allocating it.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import pickle
 import tempfile
+import zipfile
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
 from numpy._core.multiarray import _reconstruct
 from torch.serialization import get_unsafe_globals_in_checkpoint
 
-# What a checkpoint may hold beyond torch's own safe types: bytes, and numpy arrays (their
-# rebuild function, class, dtype and its concrete classes); nothing that runs code.
-SAFE_GLOBALS: list[Any] = [
-    bytes,  # an empty bytes value pickles as a call of bytes()
-    _reconstruct,
-    np.ndarray,
-    np.dtype,
-    *(getattr(np.dtypes, name) for name in np.dtypes.__all__),
-]
+NDARRAY = "numpy.ndarray"
+RECONSTRUCT = "numpy._core.multiarray._reconstruct"
+DTYPES: list[Any] = [np.dtype, *(getattr(np.dtypes, name) for name in np.dtypes.__all__)]
+
+
+class _ArrayClass:
+    """What a checkpoint's ``numpy.ndarray`` names: :data:`RECONSTRUCT`'s first argument, never a
+    class it may build itself (an array of any shape) with NEWOBJ."""
 
 
 class CheckpointRefused(ValueError):
@@ -54,18 +60,77 @@ def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> None:
         os.close(directory)
 
 
+def _refused(path: str | Path, why: str) -> CheckpointRefused:
+    return CheckpointRefused(
+        f"refusing to load the checkpoint {path}: {why}; move it away to start afresh"
+    )
+
+
+def _file_bound(path: str | Path) -> int:
+    """The file's size, once each record of the archive is found to fit in it (a record that
+    inflates past it is asking for memory the file does not hold)."""
+    size = os.path.getsize(path)
+    try:
+        with zipfile.ZipFile(path) as archive:
+            records = archive.infolist()
+    except zipfile.BadZipFile as exc:
+        raise _refused(path, "it is not the zip archive torch.save writes") from exc
+    for record in records:
+        if record.file_size > size:
+            why = f"its record {record.filename} inflates to {record.file_size:,} bytes"
+            raise _refused(path, f"{why}, more than the file's {size:,}")
+    return size
+
+
+def safe_globals(path: str | Path, bound: int) -> list[Any]:
+    """What a checkpoint may name beyond torch's own safe types: bytes and numpy arrays (their
+    rebuild function, class, dtype and its concrete classes), each held to ``bound`` bytes
+    before it is allocated; nothing that runs code."""
+
+    def bounded_bytes(*args: Any) -> bytes:
+        # bytes(n) allocates n bytes; a checkpoint's empty bytes pickles as bytes()
+        if args and isinstance(args[0], int) and args[0] > bound:
+            raise _refused(path, f"it asks for bytes({args[0]:,}), more than the file holds")
+        return bytes(*args)
+
+    def bounded_reconstruct(subtype: Any, shape: Any, dtype: Any) -> np.ndarray:
+        if subtype is not _ArrayClass:
+            raise _refused(path, f"it asks to build a {subtype!r} as an array")
+        dims = shape if isinstance(shape, tuple | list) else (shape,)
+        nbytes = math.prod(int(n) for n in dims) * np.dtype(dtype).itemsize
+        if nbytes > bound:
+            raise _refused(path, f"it asks for an array of {nbytes:,} bytes, more than it holds")
+        return cast(np.ndarray, _reconstruct(np.ndarray, shape, dtype))
+
+    named: list[Any] = [(bounded_bytes, "builtins.bytes"), (bounded_reconstruct, RECONSTRUCT)]
+    # The class arrays are: allowed for their state (BUILD), under a name no GLOBAL can give
+    # (every GLOBAL's name holds a dot), so the pickle names _ArrayClass instead.
+    named += [
+        (_ArrayClass, NDARRAY),
+        (np.ndarray, "arrays built by " + RECONSTRUCT.replace(".", " ")),
+    ]
+    return named + DTYPES
+
+
+def _allowed_names() -> set[str]:
+    return {NDARRAY, RECONSTRUCT, "builtins.bytes"} | {
+        f"{g.__module__}.{g.__qualname__}" for g in DTYPES
+    }
+
+
 def load_checkpoint(path: str | Path, device: torch.device | str = "cpu") -> dict[str, Any]:
     """Load a checkpoint saved by :func:`save_checkpoint` onto ``device``, refusing one that
-    would build anything but tensors, numpy arrays and plain values."""
+    would build anything but tensors, numpy arrays and plain values, or anything larger than
+    the file."""
+    allowed = safe_globals(path, _file_bound(path))
     try:
-        with torch.serialization.safe_globals(SAFE_GLOBALS):
+        with torch.serialization.safe_globals(allowed):
             payload: dict[str, Any] = torch.load(Path(path), map_location=device, weights_only=True)
     except pickle.UnpicklingError as exc:
-        allowed = {f"{g.__module__}.{g.__qualname__}" for g in SAFE_GLOBALS}
-        named = sorted(set(get_unsafe_globals_in_checkpoint(path)) - allowed)
-        raise CheckpointRefused(
-            f"refusing to load the checkpoint {path}: it names {', '.join(named) or 'code'}, "
-            "and a streamlda checkpoint holds only tensors, arrays and plain values; move it "
-            "away to start afresh"
+        named = sorted(set(get_unsafe_globals_in_checkpoint(path)) - _allowed_names())
+        raise _refused(
+            path,
+            f"it names {', '.join(named) or 'code'}, and a streamlda checkpoint holds only "
+            "tensors, arrays and plain values",
         ) from exc
     return payload
