@@ -11,9 +11,11 @@ import redis
 from fastapi.testclient import TestClient
 
 from lda.search import share_bound
+from service.api.app import create_app
+from service.settings import Settings
 from service.store.article_index import IndexRows
 from service.store.published_model import publish_model
-from tests.service.conftest import VOCAB, Published
+from tests.service.conftest import VOCAB, FreshClient, Published
 
 pytestmark = pytest.mark.slow
 
@@ -134,3 +136,25 @@ def test_the_routes_refuse_what_the_schema_does_not_allow(
 def test_without_kept_articles_search_is_unavailable(api: TestClient, published: Published) -> None:
     assert api.get("/topics/0/articles").status_code == 503
     assert api.post("/similar", json={"text": "opera"}).status_code == 503
+
+
+def test_pages_within_and_past_the_kept_ones_are_one_ranking(
+    api: TestClient, settings: Settings, with_index: IndexRows
+) -> None:
+    """With search_limit_max = 5, a topic's first 5 articles are kept and sliced, the pages past
+    them rendered each time: every page, and pages that straddle the two, read as one list, the
+    one the default bound keeps whole."""
+    expected = api.get("/topics/1/articles?limit=100").json()
+    with FreshClient(create_app(settings.updated(search_limit_max=5))) as small:
+        whole = []
+        for offset in range(0, expected["total"] + 5, 5):
+            page = small.get(f"/topics/1/articles?limit=5&offset={offset}").json()
+            assert page["total"] == expected["total"]
+            whole += ids_of(page)
+        assert whole == ids_of(expected)
+        for limit, offset in [(3, 0), (3, 4), (5, 2), (1, 5), (4, 17)]:
+            page = small.get(f"/topics/1/articles?limit={limit}&offset={offset}").json()
+            assert ids_of(page) == whole[offset : offset + limit], (limit, offset)
+        nearest = ids_of(small.get("/articles/3/similar?limit=5").json())
+        assert nearest == ids_of(api.get("/articles/3/similar?limit=5").json())
+        assert ids_of(small.get("/articles/3/similar?limit=2").json()) == nearest[:2]
