@@ -45,9 +45,9 @@ from service.api.search.schemas import (
     TopicArticlesOut,
     similar_in,
 )
+from service.store.article_limits import ARTICLE_ID_CHARS  # what every source queues at most
 
 QUERY_TOPICS = 5  # the text's largest proportions in /similar's answer
-ARTICLE_ID_CHARS = 200
 NO_INDEX = (
     "no kept articles: the worker publishes them with its model (search off, or a worker "
     "before search)"
