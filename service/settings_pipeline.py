@@ -257,7 +257,8 @@ class ApiSettings(Group):
         default=64,
         ge=1,
         description="/infer requests taken at once (sending their body, waiting or running; "
-        "each holds at most max_infer_bytes); more get 503 with Retry-After at once",
+        "each holds at most max_infer_bytes); more get 503 with Retry-After at once. Also the "
+        "search answers being made at once (those not kept: docs/api.md, 'Search')",
     )
     infer_retry_after_s: int = Field(
         default=1,
