@@ -61,4 +61,6 @@ def test_two_ranks_learn_the_gamma_of_one_learner(tmp_path: Path) -> None:
     assert torch.equal(ranks[0]["gamma"], ranks[1]["gamma"])
     torch.testing.assert_close(ranks[0]["gamma"], single.prior.gamma, rtol=1e-10, atol=1e-12)
     torch.testing.assert_close(ranks[0]["theta"], single.state.theta, rtol=1e-10, atol=1e-12)
-    assert not bool((single.prior.gamma == single.config.gamma).all())  # it moved
+    start = single.config.gamma
+    assert start is not None
+    assert not torch.equal(single.prior.gamma, torch.full_like(single.prior.gamma, start))

@@ -67,7 +67,7 @@ def _simulate() -> None:
             threads=2,
         )  # fmt: skip
         for name, (word_topic, document_topic) in (("cpu", cpu), ("cuda", gpu)):
-            assert word_topic is not None
+            assert word_topic is not None and document_topic is not None
             out[f"{method}/{name}"] = [word_topic.tolist(), document_topic.tolist()]
     config = GibbsConfig(DENSE_GAMMA, DENSE_SWEEPS, 20, "exact", "cuda")
     dense = gibbs_expectations(
