@@ -60,11 +60,12 @@ def error(beta: torch.Tensor, got: torch.Tensor, gamma: tuple[float, ...]) -> fl
 @pytest.mark.parametrize(("method", "backend", "kernel"), PATHS)
 def test_every_cpu_path_matches_enumeration_under_asymmetric_gamma(method, backend, kernel):
     beta = beta_of()
-    sweeps = 1000 if method == "rao-blackwell" and backend == "torch" else 4000
+    sweeps = 300 if method == "rao-blackwell" and backend == "torch" else 4000
     config = GibbsConfig(GAMMA, sweeps, 50, method, backend, kernel=kernel)
     got = gibbs_expectations(beta, Batch.from_ids(DOCS), config, torch.Generator().manual_seed(1))
-    # The largest error of any E[n_dk] here: 0.01-0.05 for the collapsed paths, 0.21 for the
-    # slow-mixing uncollapsed one; against the symmetric prior of the same total, above 1.0.
+    # The largest error of any E[n_dk] here: 0.01-0.05 for the compiled collapsed paths, 0.17
+    # for the torch twin (fewer sweeps: it is slow), 0.21 for the slow-mixing uncollapsed one;
+    # against the symmetric prior of the same total, above 1.0.
     assert error(beta, got.document_topic(), GAMMA) < 0.25
     mean = sum(GAMMA) / len(GAMMA)
     assert error(beta, got.document_topic(), (mean, mean, mean)) > 0.6
