@@ -205,6 +205,7 @@ class Scraper:
         counts = self.totals.counts
         skipped_before = sum(self.totals.skipped.values())
         self.totals.skipped = Counter(self.source.skipped.counts)
+        counts["titles_truncated"] = self.source.skipped.truncated["title"]
         counts["batches"] += 1
         counts["fetched"] += len(batch)
         counts["queued"] += result.queued

@@ -34,6 +34,7 @@ SCRAPER_TOTALS = (
     "duplicates",
     "rereads",
     "skipped",
+    "titles_truncated",  # articles kept with their title cut to its bound
     "requests",
     "retries",
     "failures",

@@ -119,7 +119,9 @@ def test_no_stream_entry_holds_a_long_title_or_id(
     assert sorted(titles) == sorted([str(n) for n in range(1, GOOD + 1)] + ["100"])
     assert max(len(t) for t in titles.values()) <= MOST_TITLE
     assert len(titles["100"]) == TITLE_CHARS and titles["100"].startswith("TTTT")
-    skipped = _queue(redis_server.url).counters()["skipped:id_too_long"]
+    counters = _queue(redis_server.url).counters()
+    skipped, cut = counters["skipped:id_too_long"], counters["titles_truncated"]
     assert skipped == 1 or (kind == "wikipedia" and skipped >= 1)  # the live source repeats
+    assert cut == 1 or (kind == "wikipedia" and cut >= 1)  # counted where /stats shows it
     # The dump reader keeps one character past the cap, so its log cannot say the length.
     assert "title of 8000000 characters cut to 512" in log or kind == "dump"
