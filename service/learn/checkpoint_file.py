@@ -15,6 +15,8 @@ from __future__ import annotations
 import math
 import os
 import pickle
+import pickletools
+import re
 import tempfile
 import zipfile
 from pathlib import Path
@@ -23,8 +25,14 @@ from typing import Any, cast
 import numpy as np
 import torch
 from numpy._core.multiarray import _reconstruct
+from torch._utils import IMPORT_MAPPING, NAME_MAPPING
 from torch.serialization import get_unsafe_globals_in_checkpoint
 
+# torch's own safe types that build an object of any size from a number (bytearray(n) fills n
+# bytes; the typed tensor classes allocate n elements, on the GPU for torch.cuda's): never in
+# a checkpoint torch.save writes, so refused before the pickle is read. (torch.Tensor stays:
+# it names the class of a tensor with attributes, and allocates without touching the memory.)
+ALLOCATORS = re.compile(r"builtins\.bytearray|torch(\.cuda)?(\.sparse)?\.[A-Za-z0-9]+Tensor")
 NDARRAY = "numpy.ndarray"
 RECONSTRUCT = "numpy._core.multiarray._reconstruct"
 DTYPES: list[Any] = [np.dtype, *(getattr(np.dtypes, name) for name in np.dtypes.__all__)]
@@ -68,18 +76,41 @@ def _refused(path: str | Path, why: str) -> CheckpointRefused:
 
 def _file_bound(path: str | Path) -> int:
     """The file's size, once each record of the archive is found to fit in it (a record that
-    inflates past it is asking for memory the file does not hold)."""
+    inflates past it is asking for memory the file does not hold) and its pickle to name none
+    of the :data:`ALLOCATORS`."""
     size = os.path.getsize(path)
     try:
         with zipfile.ZipFile(path) as archive:
             records = archive.infolist()
+            for record in records:
+                if record.file_size > size:
+                    why = f"its record {record.filename} inflates to {record.file_size:,} bytes"
+                    raise _refused(path, f"{why}, more than the file's {size:,}")
+            pickles = [r for r in records if r.filename.endswith("/data.pkl")]
+            named = _globals(archive.read(pickles[0])) if len(pickles) == 1 else set()
     except zipfile.BadZipFile as exc:
         raise _refused(path, "it is not the zip archive torch.save writes") from exc
-    for record in records:
-        if record.file_size > size:
-            why = f"its record {record.filename} inflates to {record.file_size:,} bytes"
-            raise _refused(path, f"{why}, more than the file's {size:,}")
+    allocators = sorted(name for name in named if ALLOCATORS.fullmatch(name))
+    if allocators:
+        raise _refused(path, f"it names {', '.join(allocators)}, which no checkpoint holds")
     return size
+
+
+def _globals(data: bytes) -> set[str]:
+    """The names a pickle's GLOBAL instructions give, as torch's unpickler reads them (an
+    unreadable pickle: none, torch says why)."""
+    named = set()
+    try:
+        for opcode, arg, _ in pickletools.genops(data):
+            if opcode.name == "GLOBAL" and isinstance(arg, str):
+                module, _, name = arg.partition(" ")
+                module, name = NAME_MAPPING.get(
+                    (module, name), (IMPORT_MAPPING.get(module, module), name)
+                )
+                named.add(f"{module}.{name}")
+    except ValueError:
+        return named
+    return named
 
 
 def safe_globals(path: str | Path, bound: int) -> list[Any]:

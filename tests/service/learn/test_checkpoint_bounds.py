@@ -67,6 +67,18 @@ def test_arrays_and_bytes_cannot_be_built_past_the_bound_with_newobj(
         load_checkpoint(_planted(tmp_path, pickle=pickle))
 
 
+@pytest.mark.parametrize(
+    "name", ["builtins\nbytearray", "torch\nFloatTensor", "torch.cuda\nLongTensor"]
+)
+def test_torchs_own_types_that_allocate_from_a_number_are_refused(
+    tmp_path: Path, name: str
+) -> None:
+    pickle = b"\x80\x02c" + name.encode() + b"\n" + _long(HUGE) + b"\x85R."
+    shown = name.replace("\n", ".")
+    with pytest.raises(CheckpointRefused, match=f"it names {shown}, which no checkpoint holds"):
+        load_checkpoint(_planted(tmp_path, pickle=pickle))
+
+
 def test_a_record_inflating_past_the_file_is_refused_unread(tmp_path: Path) -> None:
     path = _planted(tmp_path, record=bytes(50_000_000))
     assert path.stat().st_size < 100_000
