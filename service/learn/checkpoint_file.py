@@ -6,7 +6,8 @@ data volume cannot make the worker run code by planting a checkpoint. Nor can a 
 ask for more memory than it holds: nothing in a checkpoint is larger than the file itself, so
 before anything is allocated each record of the archive (a tensor's bytes, the pickle) is held
 to the file's size, and so are the bytes values and numpy arrays the pickle asks to build
-(``bytes(n)``, ``_reconstruct``'s shape). torch already refuses a tensor whose storage is not
+(``bytes(n)``, ``_reconstruct``'s shape); torch's own types that allocate from a count
+(:data:`ALLOCATORS`) are refused by name. torch already refuses a tensor whose storage is not
 its record's size before allocating it.
 """
 
