@@ -53,7 +53,14 @@ LDA_FORBIDDEN = {
     "evaluation": {"model"},
 }
 # lda's modules that the API process imports: a fresh interpreter loads no torch with them.
-TORCH_FREE = ("lda.config", "lda.tokens", "lda.inference_kernel", "lda.relevance", "lda.search")
+TORCH_FREE = (
+    "lda.config",
+    "lda.gamma",
+    "lda.tokens",
+    "lda.inference_kernel",
+    "lda.relevance",
+    "lda.search",
+)
 
 
 def modules(package: Path = SERVICE) -> dict[str, Path]:

@@ -37,6 +37,7 @@ from service.learn.session import LearningSession
 from service.store.redis_retry import RedisRetry
 from service.store.topic_seeds import (
     TopicSeeds,
+    checked,
     read_topic_seeds,
     replace_topic_seeds,
     seed_words,
@@ -50,14 +51,18 @@ class SeedsError(ValueError):
 
 
 def tokenised(given: Mapping[int, Sequence[str]], strength: float) -> dict[int, TopicSeeds]:
-    """Each topic's words as the learner tokenises them, at ``strength``; SeedsError for a
-    topic left with no word."""
+    """Each topic's words as the learner tokenises them, at ``strength``, checked as the API
+    checks an operator's seeds; SeedsError for a bad word or strength, or a topic left with no
+    word."""
     seeds: dict[int, TopicSeeds] = {}
     for k, words in given.items():
         tokens = seed_words(words)
         if not tokens:
             raise SeedsError(f"topic {k}'s seeds {list(words)!r} hold no word")
-        seeds[k] = TopicSeeds(tokens, strength)
+        try:
+            seeds[k] = checked(list(tokens), strength)
+        except ValueError as exc:
+            raise SeedsError(f"topic {k}'s seeds: {exc}") from None
     return seeds
 
 

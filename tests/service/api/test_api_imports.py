@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+from tests.test_layers import TORCH_FREE
+
 pytestmark = pytest.mark.slow
 
 
@@ -23,6 +25,5 @@ def test_the_api_process_imports_no_torch_and_no_learner() -> None:
     )
     loaded = json.loads(done.stdout.strip().splitlines()[-1])
     assert "torch" not in loaded
-    torch_free = {"lda.config", "lda.tokens", "lda.inference_kernel", "lda.relevance", "lda.search"}
-    torch_free |= {"lda", "lda.sgmcmc", "lda.sgmcmc.hyper", "lda.sgmcmc.schedules"}
+    torch_free = {"lda", "lda.sgmcmc", "lda.sgmcmc.hyper", "lda.sgmcmc.schedules", *TORCH_FREE}
     assert set(loaded) <= torch_free, loaded

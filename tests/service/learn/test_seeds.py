@@ -16,7 +16,7 @@ from lda.evaluation.drift import topic_drift
 from lda.model import LearnerConfig, StreamingLDA
 from lda.vocab import Vocabulary
 from service.learn.scoring_process import pinned_drift
-from service.learn.seeds import Seeds, seed_prior, tokenised
+from service.learn.seeds import Seeds, SeedsError, seed_prior, tokenised
 from service.store.topic_seeds import TopicSeeds
 
 
@@ -53,6 +53,13 @@ def test_seeds_move_with_their_label_as_names_do() -> None:
         assert seeds.move([1, 0, 2])
     assert seeds.topics == {0: TopicSeeds(("film",), 10.0)} and seeds.seq == 7
     assert written.call_args.args[1] == seeds.topics
+
+
+def test_a_seeds_files_words_and_strength_are_checked_as_the_apis_are() -> None:
+    with pytest.raises(SeedsError, match="600 characters: the most is 100"):
+        tokenised({1: ["\u3316" * 100]}, 5.0)  # 100 characters, far more once normalised
+    with pytest.raises(SeedsError, match="topic 1"):
+        tokenised({1: ["film"]}, 1e-320)  # would round the pseudo-counts to nothing
 
 
 def test_the_prior_holds_the_words_in_the_vocabulary_and_waits_for_the_others() -> None:
