@@ -66,11 +66,11 @@ from service.learn.reservoir import Reservoir
 from service.learn.search.index import ArticleIndex
 from service.learn.search.refold import ShareRefresh
 from service.settings import Settings
-from service.store.article_index import IndexRows
 from service.store.embedded_redis import EmbeddedRedis
 from service.store.perplexity import PerplexityPoint, append_perplexity
 from service.store.published_model import publish_model
 from service.store.redis_client import connect
+from service.store.search import IndexRows
 from service.store.snapshot import Snapshot, publish_snapshot, top_words
 
 VOCAB_DOCS = 2_000

@@ -19,7 +19,7 @@ Redis under other names); their defaults are the ``DEFAULT_*`` constants, which
 | ``streamlda:snapshot:version`` | string | worker | API | a token replaced with the snapshot, so a reader sees change from one small GET |
 | ``streamlda:heartbeat`` | string | worker | API | Unix time the worker was last alive; see :mod:`service.store.heartbeat` |
 | ``streamlda:perplexity`` | sorted set | worker | API | JSON perplexity points scored by docs_seen; see :mod:`service.store.perplexity` |
-| ``streamlda:model`` | hash | worker | API (``/infer``, search) | beta, its vocabulary and their version, and the kept articles' topic shares (``index:*``); see :mod:`service.store.published_model` and :mod:`service.store.article_index` |
+| ``streamlda:model`` | hash | worker | API (``/infer``, search) | beta, its vocabulary and their version, and the kept articles' topic shares (``index:*``); see :mod:`service.store.published_model` and :mod:`service.store.search` |
 | ``streamlda:control`` | hash | API (admin); worker (seeds) | worker | ``paused``, ``checkpoint_seq`` and ``seeds_seq``; see :mod:`service.store.control` |
 | ``streamlda:topic:history`` | sorted set | worker | API | JSON points of every topic's size, coherence, drift and top words, scored by docs_seen; see :mod:`service.store.topic_history` |
 | ``streamlda:topic:names`` | hash | API (admin); worker (moves them with their topics) | API | topic id -> JSON of the name an operator gave it; see :mod:`service.store.topic_names` |

@@ -25,11 +25,11 @@ from lda.relevance import SUGGESTED_LAMBDA, rerank, stream_marginal, suggested_n
 from lda.vocab import Vocabulary
 from service.learn.evaluator import Scored
 from service.learn.topic_watch import TopicWatch
-from service.store.article_index import IndexRows
 from service.store.heartbeat import beat
 from service.store.perplexity import PerplexityPoint, append_perplexity
 from service.store.published_model import StreamFigures, publish_model
 from service.store.redis_retry import RedisRetry
+from service.store.search import IndexRows
 from service.store.snapshot import Snapshot, publish_snapshot, ranked_words
 from service.store.topic_history import HistoryPoint, append_topic_history
 from service.store.topic_names import move_topic_names

@@ -25,9 +25,9 @@ import redis
 from lda.gamma import Gamma, gamma_vector, symmetric_value
 from service.keys import MODEL_KEY
 from service.store import compat
-from service.store.article_index import FIELDS as INDEX_FIELDS
-from service.store.article_index import IndexRows
 from service.store.redis_values import finite, raw_bytes, text
+from service.store.search import FIELDS as INDEX_FIELDS
+from service.store.search import IndexRows
 
 if TYPE_CHECKING:  # the worker hands a torch tensor; the API reads without torch
     import torch
@@ -48,7 +48,7 @@ class PublishedModel:
     # The version of ``vocab`` (0 from a worker before vocabularies changed).
     vocab_version: int = 0
     # The kept articles' shares published with it, as the hash's fields, parsed by the first
-    # search that needs them (:func:`service.store.article_index.index_rows`; None: none).
+    # search that needs them (:func:`service.store.search.index_rows`; None: none).
     index_fields: Mapping[str, Any] | None = None
 
     @property

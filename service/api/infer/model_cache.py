@@ -16,8 +16,8 @@ from service.api.infer.proportions import word_columns
 from service.api.reads.relevance import Rankings
 from service.api.reads.word_topics import Ranked
 from service.api.search.index import SearchIndex
-from service.store.article_index import index_rows
 from service.store.published_model import PublishedModel, read_model, read_model_version
+from service.store.search import index_rows
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
 """The kept articles as the API searches them, built once per published model version from the
-rows the worker published with it (:mod:`service.store.article_index`).
+rows the worker published with it (:mod:`service.store.search`).
 
 Built on load: one row per article id (a redelivered article kept twice keeps its newest
 shares), each topic's rows ordered by how sure the model is that they are about it
@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from lda.search import SparseRows, hellinger, nearest, share_bound
-from service.store.article_index import IndexRows
+from service.store.search import IndexRows
 from service.store.topic_article import article_url
 
 TOPICS_SHOWN = 3  # each found article's largest shares, in an answer

@@ -7,7 +7,7 @@ and each time a revisit draws it; then a thread refolds them, stalest first, wit
 fixed point under the model the worker published last (:mod:`service.learn.search.refold`), so
 that rows and queries are measured alike and stay current. Labels that move take the rows' topic
 ids along; a change of vocabulary needs nothing here (the text is kept, and encoded in the words
-of the day). The worker publishes the rows with the model (:mod:`service.store.article_index`).
+of the day). The worker publishes the rows with the model (:mod:`service.store.search`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import torch
 
 from lda.search import SHARES_KEPT, top_shares
 from service.learn.entry_ref import ArticleRef, EntryRef
-from service.store.article_index import IndexRows
+from service.store.search import IndexRows
 
 Row = tuple[ArticleRef, np.ndarray, np.ndarray, float, int]  # ref, topics, shares, tokens, at
 Due = list[tuple[int, ArticleRef]]  # (slot, the article in it) to refold

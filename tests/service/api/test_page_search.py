@@ -26,8 +26,8 @@ from fastapi import Request, Response
 
 from service.api.app import create_app
 from service.settings import Settings
-from service.store.article_index import IndexRows
 from service.store.published_model import publish_model
+from service.store.search import IndexRows
 from service.store.snapshot import publish_snapshot
 from service.store.topic_names import set_topic_name
 from tests.service.api.test_page import (

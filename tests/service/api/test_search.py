@@ -13,8 +13,8 @@ from fastapi.testclient import TestClient
 from lda.search import share_bound
 from service.api.app import create_app
 from service.settings import Settings
-from service.store.article_index import IndexRows
 from service.store.published_model import publish_model
+from service.store.search import IndexRows
 from tests.service.conftest import VOCAB, FreshClient, Published
 
 pytestmark = pytest.mark.slow

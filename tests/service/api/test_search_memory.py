@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 import redis
 
-from service.store.article_index import IndexRows
 from service.store.published_model import publish_model
+from service.store.search import IndexRows
 from tests.service.api.test_hostile_bodies import status_kib
 from tests.service.conftest import VOCAB, Published
 from tests.service.learn.helpers import REPO, wait_until

@@ -14,9 +14,9 @@ from service.learn import events
 from service.learn.command import build_worker
 from service.learn.search.part import Search
 from service.learn.topic_record import Record
-from service.store.article_index import IndexRows, index_rows
 from service.store.published_model import read_model
 from service.store.redis_client import connect
+from service.store.search import IndexRows, index_rows
 from service.store.snapshot import read_snapshot
 from service.store.topic_names import read_topic_names, set_topic_name
 from service.store.topic_seeds import TopicSeeds, read_topic_seeds, set_topic_seeds

@@ -13,9 +13,9 @@ from service.api.app import create_app
 from service.learn.heldout_store import HeldoutStore
 from service.learn.search.part import Search
 from service.learn.worker import Worker
-from service.store.article_index import index_rows
 from service.store.published_model import read_model
 from service.store.redis_client import connect
+from service.store.search import index_rows
 from tests.service.learn.helpers import (
     articles,
     drained,
