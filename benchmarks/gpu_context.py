@@ -88,7 +88,7 @@ DRY = Sizes(
         LearnerCell(4, 300, "float64", 12, 6, 20.0, 20.0),
         LearnerCell(6, 300, "float32", 6, 3, 20.0, 20.0),
     ),
-    up_seconds=12.0,
+    up_seconds=4.0,
     up_env={
         "STREAMLDA_TOPICS": "5",
         "STREAMLDA_VOCAB_SIZE": "2000",

@@ -294,8 +294,8 @@ def test_live_benchmark_runs_up_with_and_without_revisits(tmp_path: Path) -> Non
     pytest.importorskip("tomotopy", reason="tomotopy is in the dev extra")
     out = tmp_path / "live.json"
     run = subprocess.run(
-        [sys.executable, "-m", "benchmarks.live", "--quick", "--corpus-dir", str(CORPORA),
-         "--json", str(out)],
+        [sys.executable, "-m", "benchmarks.live", "--quick", "--rates", "200",
+         "--corpus-dir", str(CORPORA), "--json", str(out)],
         cwd=REPO, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
