@@ -55,10 +55,10 @@ from lda.parallel import Shard
 # SPARSE_MIN_CELLS entries of beta, on. Below both, the dense kernel's O(K) per token-sweep costs
 # no more than the sparse kernel's O(K_d) and its bookkeeping; past either, the sparse kernel is
 # faster, and more so as K and W grow. The thresholds come from timing the learner's and the
-# held-out scorer's calls with benchmarks/gibbs_sparse.py (docs/defaults.md, "The sparse
+# held-out scorer's calls with `python -m benchmarks.gibbs_sparse` (docs/defaults.md, "The sparse
 # kernel's thresholds", has the figures). On a CUDA device "auto" keeps the dense CUDA kernel:
 # the sparse one runs when asked for until a GPU has measured where it pays
-# (benchmarks/gpu_gibbs.py --kernels dense,sparse).
+# (`python -m benchmarks.gpu_gibbs --kernel sparse`, against its default dense).
 SPARSE_MIN_TOPICS = 64
 SPARSE_MIN_CELLS = 2_000_000
 

@@ -1,6 +1,7 @@
 """Where the CUDA kernels' tests run their child process: numba's CUDA simulator by default, or
-the GPU itself when ``STREAMLDA_CUDA_TESTS=device`` (benchmarks/gpu_check.py sets it on a GPU
-machine), so the same tests judge the kernels on a real device.
+the GPU itself when ``STREAMLDA_CUDA_TESTS=device`` (the GPU check's tests part,
+benchmarks/gpu_setup.py, sets it on a GPU machine), so the same tests judge the kernels on a
+real device.
 
 numba reads NUMBA_ENABLE_CUDASIM once, when it is first imported, so the choice is made in the
 child's environment, not in the pytest process.
