@@ -17,6 +17,7 @@ from benchmarks import (
     common,
     cost,
     gibbs_kernel,
+    hostile_input,
     learner,
     peers,
     ptx_report,
@@ -327,3 +328,12 @@ def test_live_benchmark_times_each_article_from_queued_to_placed() -> None:
     measured = waits(polls, started=0.0, expected=8)
     assert measured.caught_up and measured.since == 1.5  # every article queued by then placed
     assert measured.seconds == [1.5, 1.5, 0.5, 0.5, 0.5, 0.5]
+
+
+@pytest.mark.slow
+def test_hostile_input_benchmark_sweeps_search_reads(capsys: pytest.CaptureFixture[str]) -> None:
+    """benchmarks/hostile_input.py --only search: a real API process, 5,000 distinct pages,
+    every answer a 200 and the growth of its resident set printed against its goal."""
+    assert hostile_input.main(["--only", "search"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("search:"))
+    assert "(0 not 200)" in line and "resident set grew" in line, line
