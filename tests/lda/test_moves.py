@@ -1,0 +1,253 @@
+"""Topic moves (docs/model.md, "Topic moves"): each undone bit for bit on every sampler, a merge
+that adds the rows, a retired row drawn from the prior, births where their counts are, K kept
+and a learner that goes on learning."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+import torch
+from scipy import stats
+
+from lda.batch import Batch
+from lda.model import LearnerConfig, StreamingLDA
+from lda.moves import Undo, birth, merge, retire, split
+from lda.prior import GAMMA_FLOOR
+from lda.sgmcmc.averaging import ExponentialMean
+from lda.sgmcmc.chain import DenseChain, all_finite
+from lda.sgmcmc.samplers import init_state
+from lda.sgmcmc.scir.chain import LazySCIRChain
+from lda.sgmcmc.seeds import SeedPrior
+
+K, W = 5, 30
+# Every sampler; SCIR both ways: lazy (the CPU's chain) and dense (the GPU's, built here).
+CHAINS = ["sgld", "sghmc", "sgrld", "sgrhmc", "scir", "scir-dense"]
+BATCHES = [
+    [[0, 1, 2, 2, 5], [3, 4, 29], [10, 11, 12, 12]],
+    [[20, 21, 0], [5, 5, 6, 7], [8, 9]],
+    [[15, 16, 17], [0, 3], [22, 23, 23]],
+]
+KS_BOUND = 1.95  # x 1/sqrt(n): the two-sided KS critical value at p = 0.001
+
+
+def _learner(name: str, n_words: int = W, alpha: float | None = None) -> StreamingLDA:
+    sampler = "scir" if name == "scir-dense" else name
+    config = LearnerConfig(
+        K, n_words, sampler=sampler, sweeps=4, corpus_size=50.0, alpha=alpha, learn_gamma=True
+    )
+    chain = None
+    if name == "scir-dense":
+        state = init_state("scir", K, n_words, torch.Generator().manual_seed(3), torch.float64)
+        assert config.mean_decay is not None
+        chain = DenseChain(config, state, ExponentialMean(config.mean_decay))
+    model = StreamingLDA(config, seed=3, chain=chain)
+    assert isinstance(model.chain, LazySCIRChain) == (name == "scir")
+    return model
+
+
+def _trained(name: str, n_words: int = W, alpha: float | None = None) -> StreamingLDA:
+    model = _learner(name, n_words, alpha)
+    for ids in BATCHES:
+        model.update(Batch.from_ids(ids))
+    # an asymmetric gamma, so the moves' gamma rules show
+    model.prior.gamma = torch.linspace(0.05, 0.25, K, dtype=torch.float64)
+    return model
+
+
+def _counts(words: list[int], n_words: int = W, value: float = 200.0) -> torch.Tensor:
+    counts = torch.zeros(n_words, dtype=torch.float64)
+    counts[words] = value
+    return counts
+
+
+def _same(a: Any, b: Any, where: str = "state") -> None:
+    """Every tensor bitwise equal (torch.equal), everything else ==, recursively."""
+    if isinstance(a, torch.Tensor):
+        assert isinstance(b, torch.Tensor) and a.dtype == b.dtype, where
+        assert torch.equal(a, b), where
+    elif isinstance(a, dict):
+        assert isinstance(b, dict) and a.keys() == b.keys(), where
+        for key in a:
+            _same(a[key], b[key], f"{where}.{key}")
+    elif isinstance(a, list | tuple):
+        assert len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _same(x, y, f"{where}[{i}]")
+    else:
+        assert a == b, where
+
+
+MOVES = {
+    "merge": lambda m, g: merge(m, 1, 3, g),
+    "retire": lambda m, g: retire(m, 2, g),
+    "birth": lambda m, g: birth(m, 4, _counts([6, 7, 8]), g),
+    "split": lambda m, g: split(m, 0, _counts([0, 1]), _counts([2, 3]), 4, g),
+}
+
+
+@pytest.mark.parametrize("move", sorted(MOVES))
+@pytest.mark.parametrize("name", CHAINS)
+def test_every_move_is_undone_bit_for_bit(name: str, move: str) -> None:
+    model = _trained(name)
+    before = copy.deepcopy(model.state_dict())
+    mean_before = model.beta_mean.clone()
+    undo = MOVES[move](model, torch.Generator().manual_seed(11))
+    assert isinstance(undo, Undo)
+    assert not torch.equal(model.beta_mean, mean_before)  # the move changed what is served
+    undo.restore(model)
+    _same(before, model.state_dict())
+    assert torch.equal(model.beta_mean, mean_before)  # no read left over from the move
+    model.update(Batch.from_ids(BATCHES[0]))  # and it learns on from there
+    assert all_finite(model.state.theta)
+
+
+@pytest.mark.parametrize("name", ["scir", "sghmc"])
+def test_an_undo_is_refused_once_the_chain_has_stepped(name: str) -> None:
+    model = _trained(name)
+    undo = retire(model, 0, torch.Generator().manual_seed(1))
+    model.update(Batch.from_ids(BATCHES[1]))
+    with pytest.raises(ValueError, match="stepped since"):
+        undo.restore(model)
+
+
+@pytest.mark.parametrize("name", CHAINS)
+def test_a_merge_adds_the_rows_and_their_gammas(name: str) -> None:
+    model = _trained(name)
+    theta = model.state.theta.clone()
+    gamma = model.prior.gamma.clone()
+    merge(model, 1, 3, torch.Generator().manual_seed(5))
+    after = model.state.theta
+    # theta_kw estimates alpha + n_kw: the merged row is the two rows' counts added, at each
+    # column's clock for the lazy chain; its beta their sum normalised.
+    assert torch.equal(after[1], theta[1] + theta[3])
+    if not isinstance(model.chain, LazySCIRChain):  # the lazy chain's beta draws stale columns
+        summed = theta[1] + theta[3]
+        torch.testing.assert_close(model.beta[1], summed / summed.sum())
+    torch.testing.assert_close(model.beta_mean.sum(dim=1), torch.ones(K, dtype=torch.float64))
+    assert float(model.prior.gamma[1]) == pytest.approx(float(gamma[1] + gamma[3]))
+    assert float(model.prior.gamma[3]) == GAMMA_FLOOR
+    assert model.state.theta.shape == (K, W)  # K unchanged: slot 3 is free, not gone
+
+
+@pytest.mark.parametrize("name", ["scir", "scir-dense", "sgrld", "sghmc"])
+def test_a_retired_row_is_drawn_from_the_prior(name: str) -> None:
+    """theta_kw ~ Gamma(alpha, 1) over many words: a KS test that Gamma(1, 1) (the chain's
+    start) and the row left as it was both fail."""
+    alpha, n_words = 0.3, 4000
+    model = _learner(name, n_words, alpha)
+    model.update(Batch.from_ids([[0, 0, 1, 2], [0, 3, 3]]))
+    old = model.state.theta[2].clone()
+    retire(model, 2, torch.Generator().manual_seed(9))
+    row = model.state.theta[2].numpy()
+    bound = KS_BOUND / n_words**0.5
+    assert stats.kstest(row, stats.gamma(alpha).cdf).statistic < bound
+    assert stats.kstest(row, stats.gamma(1.0).cdf).statistic > bound  # the test has power
+    assert stats.kstest(old.numpy(), stats.gamma(alpha).cdf).statistic > bound
+    assert abs(row.mean() - alpha) < 4 * (alpha / n_words) ** 0.5
+    assert float(model.prior.gamma[2]) == GAMMA_FLOOR
+    # its average restarted at the new row (the lazy chain's stale columns: from it, along
+    # their conditional mean path, so there only the up-to-date columns hold it exactly)
+    chain = model.chain
+    if isinstance(chain, LazySCIRChain):
+        now = chain.lazy.column_step == chain.lazy.steps
+        mean = chain.lazy.mean_theta()[2]
+        torch.testing.assert_close(mean[now], model.state.theta[2][now])
+    else:
+        theta = model.state.theta[2]
+        torch.testing.assert_close(model.beta_mean[2], theta / theta.sum())
+
+
+@pytest.mark.parametrize("name", CHAINS)
+def test_a_birth_puts_its_mass_where_the_counts_are(name: str) -> None:
+    model = _trained(name)
+    gamma_mean = float(model.prior.gamma.mean())
+    words = [6, 7, 8, 9]
+    birth(model, 4, _counts(words), torch.Generator().manual_seed(2))
+    row = model.state.theta[4]
+    assert float(row[words].sum() / row.sum()) > 0.9
+    assert float(model.beta_mean[4, words].sum()) > 0.9  # the served mean restarted there
+    assert float(model.prior.gamma[4]) == pytest.approx(gamma_mean)
+    if name in ("scir", "scir-dense"):  # SCIR's theta holds the counts: about 200 each
+        assert bool((row[words] > 150).all()) and bool((row[words] < 260).all())
+
+
+@pytest.mark.parametrize("name", CHAINS)
+def test_a_split_gives_each_half_its_words_and_shares_gamma(name: str) -> None:
+    model = _trained(name)
+    gamma = model.prior.gamma.clone()
+    a, b = _counts([0, 1, 2], value=1000.0), _counts([3], value=1000.0)
+    split(model, 0, a, b, 4, torch.Generator().manual_seed(4))
+    beta = model.state.theta / model.state.theta.sum(dim=1, keepdim=True)
+    assert float(beta[0, [0, 1, 2]].sum()) > 0.9 and float(beta[4, 3]) > 0.9
+    pair = float(gamma[0] + gamma[4])
+    assert float(model.prior.gamma[0]) == pytest.approx(pair * 0.75)
+    assert float(model.prior.gamma[4]) == pytest.approx(pair * 0.25)
+
+
+@pytest.mark.parametrize("name", CHAINS)
+def test_the_learner_keeps_learning_after_every_move(name: str) -> None:
+    model = _trained(name)
+    generator = torch.Generator().manual_seed(8)
+    merge(model, 0, 1, generator)
+    retire(model, 2, generator)
+    birth(model, 1, _counts([10, 11, 12]), generator)
+    split(model, 3, _counts([20, 21]), _counts([22, 23]), 2, generator)
+    for ids in BATCHES:
+        model.update(Batch.from_ids(ids))
+    assert model.state.theta.shape == model.beta_mean.shape == (K, W)
+    assert all_finite(model.state.theta, model.beta_mean)
+    torch.testing.assert_close(model.beta.sum(dim=1), torch.ones(K, dtype=torch.float64))
+    torch.testing.assert_close(model.beta_mean.sum(dim=1), torch.ones(K, dtype=torch.float64))
+
+
+def test_moves_take_no_draw_from_the_learners_generators() -> None:
+    model = _trained("scir")
+    before = (model.generator.get_state(), model.eval_generator.get_state())
+    birth(model, 4, _counts([1, 2]), torch.Generator().manual_seed(0))
+    assert torch.equal(before[0], model.generator.get_state())
+    assert torch.equal(before[1], model.eval_generator.get_state())
+
+
+@pytest.mark.parametrize("name", ["scir", "sgrld"])
+def test_seeded_topics_are_never_merged_away_retired_or_born_into(name: str) -> None:
+    model = _trained(name)
+    model.set_seeds(SeedPrior.of([(1, 4, 5.0)]))
+    generator = torch.Generator().manual_seed(0)
+    with pytest.raises(ValueError, match="seeded"):
+        merge(model, 0, 1, generator)
+    with pytest.raises(ValueError, match="seeded"):
+        retire(model, 1, generator)
+    with pytest.raises(ValueError, match="seeded"):
+        birth(model, 1, _counts([3]), generator)
+    with pytest.raises(ValueError, match="seeded"):
+        split(model, 0, _counts([3]), _counts([5]), 1, generator)
+    merge(model, 1, 0, generator)  # a seeded topic may absorb another, and keeps its seeds
+    assert model.seeds.triples() == [(1, 4, 5.0)]
+
+
+def test_bad_moves_are_refused() -> None:
+    model = _trained("sgrld")
+    generator = torch.Generator().manual_seed(0)
+    with pytest.raises(ValueError, match="into itself"):
+        merge(model, 2, 2, generator)
+    with pytest.raises(ValueError, match="outside"):
+        retire(model, K, generator)
+    with pytest.raises(ValueError, match="words for a vocabulary"):
+        birth(model, 0, torch.ones(W + 1), generator)
+    with pytest.raises(ValueError, match="non-negative"):
+        birth(model, 0, -torch.ones(W), generator)
+    with pytest.raises(ValueError, match="some counts"):
+        birth(model, 0, torch.zeros(W), generator)
+    with pytest.raises(ValueError, match="differ"):
+        split(model, 0, _counts([1]), _counts([2]), 0, generator)
+
+
+def test_a_fixed_prior_stays_symmetric() -> None:
+    model = StreamingLDA(LearnerConfig(K, W, sampler="sgrld", sweeps=4), seed=1)
+    model.update(Batch.from_ids(BATCHES[0]))
+    generator = torch.Generator().manual_seed(0)
+    merge(model, 0, 1, generator)
+    birth(model, 1, _counts([3]), generator)
+    assert model.gamma == model.config.gamma
