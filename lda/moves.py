@@ -255,7 +255,7 @@ def _dense_rows(
 def _prior_row(model: StreamingLDA, k: int, generator: torch.Generator) -> torch.Tensor:
     """(W,) float64 theta_kw ~ Gamma(alpha_kw, 1): a row no data has touched."""
     shape = _alpha_row(model, k).to(generator.device)
-    return torch._standard_gamma(shape, generator=generator)
+    return _floored(model, torch._standard_gamma(shape, generator=generator))
 
 
 def _count_row(
@@ -268,9 +268,17 @@ def _count_row(
     alpha = _alpha_row(model, k).to(generator.device)
     draws = torch._standard_gamma(alpha + counts.to(generator.device), generator=generator)
     if model.config.sampler == "scir":
-        return draws
+        return _floored(model, draws)
     total = torch._standard_gamma(alpha.sum().reshape(1), generator=generator)
-    return draws / draws.sum() * total
+    draws = draws.clamp_min(torch.finfo(torch.float64).tiny)
+    return _floored(model, draws / draws.sum() * total)
+
+
+def _floored(model: StreamingLDA, row: torch.Tensor) -> torch.Tensor:
+    """``row`` raised to the chain's smallest normal number: with a small alpha (1e-4) most
+    Gamma(alpha) draws underflow to 0, and a row of zeros has no beta. The law moves by less
+    than that number per coordinate."""
+    return row.clamp_min(torch.finfo(model.chain.theta.dtype).tiny)
 
 
 def _normal_row(like: torch.Tensor, generator: torch.Generator) -> torch.Tensor:

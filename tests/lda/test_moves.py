@@ -251,3 +251,20 @@ def test_a_fixed_prior_stays_symmetric() -> None:
     merge(model, 0, 1, generator)
     birth(model, 1, _counts([3]), generator)
     assert model.gamma == model.config.gamma
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_tiny_alpha_never_leaves_a_row_of_zeros(dtype: str) -> None:
+    """With alpha 1e-4 (SGRLD's) nearly every Gamma(alpha) draw underflows: a redrawn row is
+    floored at the dtype's smallest normal number, so its beta exists and the chain steps on."""
+    config = LearnerConfig(K, 20, sampler="sgrld", sweeps=4, dtype=dtype)
+    model = StreamingLDA(config, seed=1)
+    model.update(Batch.from_ids([[0, 1, 2], [3, 4, 4, 5]]))
+    generator = torch.Generator().manual_seed(0)
+    retire(model, 2, generator)
+    merge(model, 0, 1, generator)
+    birth(model, 3, _counts([7], n_words=20, value=1e-3), generator)
+    assert bool((model.state.theta.sum(dim=1) > 0).all())
+    for _ in range(5):
+        model.update(Batch.from_ids([[0, 1, 2]]))
+    assert all_finite(model.state.theta, model.beta_mean)
