@@ -8,10 +8,7 @@ exchange comes from /proc (``VmHWM``, reset first through ``clear_refs``).
 
 from __future__ import annotations
 
-import os
 import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -21,8 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.service.learn.helpers import REPO, wait_until
-from tests.support.redis_server import free_port
+from tests.support.api_process import api_process, status_kib
 
 pytestmark = pytest.mark.slow
 
@@ -34,48 +30,14 @@ MEMORY_GROWTH_BYTES = 50 * 1024 * 1024
 SOCKET_TIMEOUT_S = 30.0
 
 
-def status_kib(pid: int, field: str) -> int:
-    """A ``VmRSS``-like field of /proc/PID/status, in KiB."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    raise AssertionError(f"no {field} in /proc/{pid}/status")
-
-
 @pytest.fixture(params=[None, TOKEN], ids=["admin-off", "admin-on"])
 def api(
     request: pytest.FixtureRequest, redis_server: Any, tmp_path: Path
 ) -> Iterator[tuple[int, int]]:
     """A ``streamlda api`` process, admin routes off or on: (pid, port)."""
-    port, log = free_port(), tmp_path / "api.log"
-    command = [sys.executable, "-m", "service", "api", "--redis", redis_server.url]
-    command += ["--port", str(port)]
     environment = {"STREAMLDA_ADMIN_TOKEN": request.param} if request.param else {}
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            command,
-            cwd=REPO,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, **environment},
-        )
-
-    def healthy() -> bool:
-        try:
-            return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200
-        except httpx.TransportError:
-            return False
-
-    try:
-        wait_until(healthy, "the API to answer")
-        yield process.pid, port
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    with api_process(redis_server.url, tmp_path / "api.log", env=environment) as started:
+        yield started
 
 
 def stream_body(port: int, head: bytes, body: Iterator[bytes]) -> tuple[bytes, float]:

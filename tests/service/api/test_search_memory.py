@@ -9,8 +9,6 @@ page of 100 articles, follow. Its resident memory (/proc) is measured before and
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,10 +20,9 @@ import redis
 
 from service.store.published_model import publish_model
 from service.store.search import IndexRows
-from tests.service.api.test_hostile_bodies import status_kib
 from tests.service.conftest import VOCAB, Published
-from tests.service.learn.helpers import REPO, wait_until
-from tests.support.redis_server import free_port
+from tests.support import api_process as api
+from tests.support.api_process import status_kib
 
 pytestmark = pytest.mark.slow
 
@@ -57,30 +54,9 @@ def api_process(
 ) -> Iterator[tuple[int, str]]:
     """A ``streamlda api`` process serving the many rows: (pid, base URL)."""
     publish_model(redis_client, published.beta, VOCAB, docs_seen=3000, gamma=0.1, index=many_rows())
-    port, log = free_port(), tmp_path / "api.log"
-    command = [sys.executable, "-m", "service", "api", "--redis", redis_server.url]
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [*command, "--port", str(port)], cwd=REPO, stdout=out, stderr=subprocess.STDOUT
-        )
-    base = f"http://127.0.0.1:{port}"
-
-    def searchable() -> bool:
-        try:
-            return httpx.get(f"{base}/topics/0/articles", timeout=30).status_code == 200
-        except httpx.TransportError:
-            return False
-
-    try:
-        wait_until(searchable, "the API to answer a search")
-        yield process.pid, base
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    with api.api_process(redis_server.url, tmp_path / "api.log", "/topics/0/articles") as started:
+        pid, port = started
+        yield pid, f"http://127.0.0.1:{port}"
 
 
 def test_5000_distinct_pages_grow_the_api_by_less_than_60_mb(

@@ -214,6 +214,16 @@ def started(settings: Settings) -> tuple[Any, threading.Event, threading.Thread]
     return worker, stop, thread
 
 
+def run_until(settings: Settings, done: Callable[[Any], bool]) -> Any:
+    """A worker of :func:`started`, stopped once ``done(worker)`` holds (or it ended); it."""
+    worker, stop, thread = started(settings)
+    try:
+        wait_until(lambda: done(worker) or not thread.is_alive(), "the worker to learn")
+    finally:
+        stopped(stop, thread)
+    return worker
+
+
 def stopped(stop: threading.Event, thread: threading.Thread) -> None:
     """Stop a worker of :func:`started` and wait for it to end."""
     stop.set()

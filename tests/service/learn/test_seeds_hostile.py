@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +16,11 @@ import redis
 
 from service.ingest.queue import ArticleQueue, QueueConfig
 from service.keys import CONTROL_KEY, TOPIC_SEEDS_KEY
-from service.learn.command import build_worker
 from service.learn.worker import Worker
 from service.settings import Settings
 from service.store.redis_client import connect
 from service.store.topic_seeds import SEQ_FIELD, TopicSeeds, read_topic_seeds
-from tests.service.learn.helpers import articles, drained, wait_until, worker_settings
+from tests.service.learn.helpers import articles, drained, run_until, worker_settings
 from tests.support.redis_server import RedisServer
 
 pytestmark = pytest.mark.slow  # a real Redis, a worker in this process
@@ -51,20 +50,6 @@ def _write(client: redis.Redis, entries: Mapping[str, str]) -> None:
     client.hincrby(CONTROL_KEY, SEQ_FIELD, 1)
 
 
-def _run(settings: Settings, done: Callable[[Worker], bool]) -> Worker:
-    stop = threading.Event()
-    worker = build_worker(settings, connect(settings.store), stop)
-    thread = threading.Thread(target=worker.run, daemon=True)
-    thread.start()
-    try:
-        wait_until(lambda: done(worker) or not thread.is_alive(), "the worker to learn")
-    finally:
-        stop.set()
-        thread.join(60)
-    assert not thread.is_alive()
-    return worker
-
-
 def test_bad_seeds_in_redis_are_skipped_and_the_worker_keeps_learning(
     redis_server: RedisServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -86,7 +71,7 @@ def test_bad_seeds_in_redis_are_skipped_and_the_worker_keeps_learning(
         return drained(client) and worker.seeds.seq == read_topic_seeds(client)[0]
 
     with caplog.at_level(logging.WARNING, logger="service.store.topic_seeds"):
-        worker = _run(settings, learned_past_a_change)
+        worker = run_until(settings, learned_past_a_change)
     # It learned the articles queued after the change (in whole minibatches).
     assert worker.model is not None and worker.model.docs_seen > 60
     assert worker.seeds.topics == {0: GOOD}

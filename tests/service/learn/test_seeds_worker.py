@@ -5,21 +5,18 @@ restart; an operator's change reaches the worker at its next step."""
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from service.ingest.queue import ArticleQueue, QueueConfig
-from service.learn.command import build_worker
 from service.learn.worker import Worker
 from service.settings import Settings
 from service.store.redis_client import connect
 from service.store.snapshot import read_snapshot
 from service.store.topic_seeds import TopicSeeds, read_topic_seeds, set_topic_seeds
-from tests.service.learn.helpers import articles, drained, wait_until, worker_settings
+from tests.service.learn.helpers import articles, drained, run_until, worker_settings
 from tests.support.redis_server import RedisServer
 
 pytestmark = pytest.mark.slow  # a real Redis, a worker in this process
@@ -36,20 +33,6 @@ def _queue(settings: Settings, start: int, count: int) -> None:
     later = [replace(a, text=a.text + " Kraków.") if start + i >= NEW_FROM else a
              for i, a in enumerate(stream)]  # fmt: skip
     assert queue.add(later).queued == count
-
-
-def _run(settings: Settings, done: Callable[[Worker], bool]) -> Worker:
-    stop = threading.Event()
-    worker = build_worker(settings, connect(settings.store), stop)
-    thread = threading.Thread(target=worker.run, daemon=True)
-    thread.start()
-    try:
-        wait_until(lambda: done(worker), "the worker to learn the stream")
-    finally:
-        stop.set()
-        thread.join(60)
-    assert not thread.is_alive()
-    return worker
 
 
 def _in_effect(worker: Worker, word: str) -> bool:
@@ -79,7 +62,7 @@ def test_seeds_enter_with_a_refresh_and_stay_on_their_topic_across_a_restart(
         snap = read_snapshot(client)
         return drained(client) and snap is not None and snap.counters["vocab_refreshes"] >= 1
 
-    worker = _run(settings, refreshed)
+    worker = run_until(settings, refreshed)
     assert _in_effect(worker, "kraków")  # pending at first: the refresh brought it in
     assert worker.seeds.topics == {TOPIC: TopicSeeds(("kraków", "the"), 3.0)}
     snap = read_snapshot(client)
@@ -91,7 +74,7 @@ def test_seeds_enter_with_a_refresh_and_stay_on_their_topic_across_a_restart(
     again = worker_settings(
         redis_server.url, tmp_path / "data", vocab_refresh=40, vocab_counted=100_000
     )
-    resumed = _run(again, lambda w: w.model is not None and _in_effect(w, "kraków"))
+    resumed = run_until(again, lambda w: w.model is not None and _in_effect(w, "kraków"))
     assert resumed.seeds.topics == {TOPIC: TopicSeeds(("kraków", "the"), 3.0)}
 
     # An operator's change is read at the worker's next step.
@@ -105,5 +88,5 @@ def test_seeds_enter_with_a_refresh_and_stay_on_their_topic_across_a_restart(
         word = vocab.index.get("kraków")
         return any((k, w) == (4, word) for k, w, _ in model.seeds.triples())
 
-    changed_worker = _run(again, changed)
+    changed_worker = run_until(again, changed)
     assert set(changed_worker.seeds.topics) == {TOPIC, 4}
