@@ -9,8 +9,14 @@ child's environment, not in the pytest process.
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 ON_DEVICE = os.environ.get("STREAMLDA_CUDA_TESTS") == "device"
 
@@ -38,3 +44,21 @@ def check_target() -> None:
         )
     else:
         assert simulated(), "run with NUMBA_ENABLE_CUDASIM=1"
+
+
+def simulated(script: str) -> dict[str, Any]:
+    """Run a test file as the child (``script``: its ``__file__``) and read the JSON object it
+    prints last: every simulated run's results; the test fails with the child's error."""
+    root = Path(__file__).resolve().parents[2]
+    run = subprocess.run(
+        [sys.executable, script],
+        env=child_env(root),
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if run.returncode != 0:
+        pytest.fail(f"the simulated runs failed:\n{run.stderr[-4000:]}")
+    results: dict[str, Any] = json.loads(run.stdout.strip().splitlines()[-1])
+    return results

@@ -7,19 +7,16 @@ the same total misses."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 
-from tests.support.cuda_child import check_target, child_env
+from tests.support.cuda_child import check_target, simulated
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[3]
 GAMMA = (0.02, 0.3, 1.5, 0.1, 0.6, 0.05)
 K, W, SWEEPS, BURN_IN = 6, 12, 8, 3
 KEY = (123456789, 987654321)
@@ -79,17 +76,7 @@ def _simulate() -> None:
 
 @pytest.fixture(scope="module")
 def simulation() -> dict[str, Any]:
-    run = subprocess.run(
-        [sys.executable, __file__],
-        env=child_env(ROOT),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    if run.returncode != 0:
-        pytest.fail(f"the simulated runs failed:\n{run.stderr[-4000:]}")
-    results: dict[str, Any] = json.loads(run.stdout.strip().splitlines()[-1])
+    results = simulated(__file__)
     return results
 
 

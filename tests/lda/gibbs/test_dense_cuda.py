@@ -15,11 +15,9 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -30,9 +28,8 @@ from lda.batch import Batch
 from lda.config import Backend, Method
 from lda.gibbs import GibbsConfig, gibbs_expectations
 from lda.parallel import Shard
-from tests.support.cuda_child import check_target, child_env
+from tests.support.cuda_child import check_target, simulated
 
-ROOT = Path(__file__).resolve().parents[3]
 GAMMA = 0.1  # small, so forgetting to remove the current token's count (n_dk^-j) shows
 # One-token documents are the sharpest probe of n_dk^-j: without it their topic is drawn from
 # (gamma + 1{k = current}) beta_kw, a sticky chain whose law is off by 0.07-0.12 here, while the
@@ -321,17 +318,7 @@ def _simulate() -> None:
 def simulation() -> dict[str, Any]:
     """Every simulated run's results, from one child process with the simulator on (or on the
     device: tests/support/cuda_child.py)."""
-    run = subprocess.run(
-        [sys.executable, __file__],
-        env=child_env(ROOT),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    if run.returncode != 0:
-        pytest.fail(f"the simulated runs failed:\n{run.stderr[-4000:]}")
-    results: dict[str, Any] = json.loads(run.stdout.strip().splitlines()[-1])
+    results = simulated(__file__)
     print("simulator seconds:", results["seconds"])
     return results
 

@@ -8,19 +8,16 @@ tests/lda/gibbs/test_dense_cuda.py; STREAMLDA_CUDA_TESTS=device runs it on the G
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 
-from tests.support.cuda_child import check_target, child_env
+from tests.support.cuda_child import check_target, simulated
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[3]
 K, W, GAMMA, SWEEPS, BURN_IN = 6, 12, 0.1, 8, 3
 KEY = (123456789, 987654321)
 BASE = 7  # the batch's first global token index (a shard's start)
@@ -116,17 +113,7 @@ def _wired(beta: torch.Tensor, batch: Any) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def simulation() -> dict[str, Any]:
-    run = subprocess.run(
-        [sys.executable, __file__],
-        env=child_env(ROOT),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    if run.returncode != 0:
-        pytest.fail(f"the simulated runs failed:\n{run.stderr[-4000:]}")
-    results: dict[str, Any] = json.loads(run.stdout.strip().splitlines()[-1])
+    results = simulated(__file__)
     return results
 
 
