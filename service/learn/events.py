@@ -12,7 +12,7 @@ them: every part that holds something per topic follows it.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -155,9 +155,11 @@ class Stepped:
 @dataclass(frozen=True)
 class ModelDue:
     """The model changed in a way the API must see at once (words, a handed-off evaluation, a
-    checkpoint): publish it (``snapshot``: and a snapshot)."""
+    checkpoint, a restore): publish it (``snapshot``: and a snapshot once it has learned;
+    ``always``: a snapshot even before, as after a restore to the vocabulary's checkpoint)."""
 
     snapshot: bool = False
+    always: bool = False
 
 
 @dataclass(frozen=True)
@@ -167,10 +169,11 @@ class StepEnded:
 
 @dataclass(frozen=True)
 class Waiting:
-    """Nothing to learn this iteration; ``idle``: the stream ran dry (``quiet``: for long)."""
+    """Nothing to learn this iteration; ``idle``: the stream ran dry (``quiet()``: whether it
+    has stayed so long enough, asked only once no stale snapshot was published)."""
 
     idle: bool = False
-    quiet: bool = False
+    quiet: Callable[[], bool] = lambda: False
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,6 @@ the :class:`~service.learn.publisher.Publisher`. A part of the rank that publish
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -30,8 +29,6 @@ from service.learn.publisher import Publisher, WorkerStatus
 if TYPE_CHECKING:
     from service.learn.recent_rates import RecentRates
     from service.learn.session import LearningSession
-
-log = logging.getLogger(__name__)
 
 
 class Showing(Part):
@@ -66,21 +63,21 @@ class Showing(Part):
                     publisher.vocabulary_changed()
             case Stepped(model=stepped):
                 publisher.trained(stepped)
-            case VocabularyChanged():  # the API gets the new words at once
+            case VocabularyChanged():  # the loop publishes the model once the parts followed
                 publisher.vocabulary_changed()
-                self.model()
-                self.snapshot()
-            case ModelDue(snapshot=snapshot):
+            case ModelDue(snapshot=snapshot, always=always):
                 self.model()
                 if snapshot and model is not None and model.docs_seen:
                     self.snapshot()  # no topics before the first update
+                if always:
+                    self.snapshot()
             case StepEnded():
                 self.after_step()
             case Waiting(idle=False):
                 publisher.beat()
             case Waiting(quiet=quiet) if not self.if_stale():  # the stream ran dry
                 publisher.beat()
-                if quiet and model is not None and model.docs_seen and self.recent.go_idle():
+                if model is not None and quiet() and model.docs_seen and self.recent.go_idle():
                     self.snapshot()  # said once: rates 0, idle_since
             case Stopping() if model is not None:
                 self.if_stale()  # publication is throttled: show where it stopped
@@ -121,21 +118,13 @@ class Showing(Part):
         return True
 
     def point(self, scored: Any) -> None:
-        """A scored point (the parts followed its labels and drift first), then its log line."""
+        """A scored point (the parts followed its labels and drift first): every topic's
+        history, then the perplexity curve."""
         model, vocab = self.session.model, self.session.vocabulary
         assert model is not None and vocab is not None
-        figures = self.parts.shown(model)
-        self.publisher.topics_scored(scored, vocab, figures.get("topic_size"))
-        if self.publisher.point(scored, vocab.version):
-            log.info(
-                "docs %d perplexity %.1f averaged %.1f | %.1f docs/s %.0f tokens/s | restores %d",
-                scored.docs_seen,
-                scored.perplexity,
-                scored.averaged,
-                figures["docs_per_s"],
-                figures["tokens_per_s"],
-                figures["counters"].get("nonfinite_restores", 0),
-            )
+        sizes = self.parts.shown(model).get("topic_size")
+        self.publisher.topics_scored(scored, vocab, sizes)
+        self.publisher.point(scored, vocab.version)
 
     def snapshot(self) -> None:
         """A snapshot with every part's figures."""

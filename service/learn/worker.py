@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -84,21 +85,21 @@ class Worker:
         self.recent = recent = RecentRates()  # also: since when the stream is empty, idle
         self.control = OperatorControl(functools.partial(read_control, client), retry)
         self.intake = Intake(queue, config.consumer, session, retry)
-        # The parts the loop drives, then those that only listen (absent when off), in the
-        # order events reach them: the record answers a minibatch before search hears it, and
-        # what is shown comes last.
+        # The parts in the order events reach them (those that only listen absent when off):
+        # the record answers a minibatch before search hears it; what is shown comes last.
         self.counters = counters = Counters()
         self.vocabulary = VocabularyRefresh(session, counters)
         self.revisits = Revisits(reservoir, config, coordinator, retry)
         limits = ScoringConfig(config.threads, config.eval_backlog, config.eval_stop_wait_s)
         self.scoring = Scoring(limits, device, client, retry, heldout_store, counters)
         self.seeds = Seeds(session, client, retry, seeds or {})
-        parts: list[Part] = [counters, self.vocabulary, self.revisits, self.scoring, self.seeds]
+        parts: list[Part] = [counters, self.vocabulary, self.revisits, self.seeds]
         parts.append(LoopFigures(session, coordinator, recent, checkpointer, retry))
         if coordinator.leads and record is not None:
             parts.append(Record(record))
         if coordinator.leads and config.search:
             parts.append(Search(reservoir, config.search_refresh_share))
+        parts.append(self.scoring)  # after them: its Redis calls come once they have begun
         self.parts = Parts(parts)
         if publisher is not None:
             self.parts.add(Showing(publisher, session, recent, self.parts))
@@ -237,6 +238,12 @@ class Worker:
                 self.announce(moved)
             self.announce(events.Evaluated(point))
             self.scoring.commit(point)
+            if math.isfinite(point.perplexity) and math.isfinite(point.averaged):
+                figures = (point.docs_seen, point.perplexity, point.averaged)
+                rates = self.coordinator.rates(*self.session.rates())
+                restores = self.counters["nonfinite_restores"]
+                line = "docs %d perplexity %.1f averaged %.1f | %.1f docs/s %.0f tokens/s"
+                log.info(line + " | restores %d", *figures, *rates, restores)
 
     def _read(self) -> bool:
         """Read entries into the session; True if any came. The read that completes the
@@ -284,7 +291,7 @@ class Worker:
         elif revisit and not alone and self._revisit():
             return  # a group: no rank had a fresh document, every rank revisits together
         elif step is NoStep.IDLE:  # the stream ran dry
-            quiet = self.recent.quiet_for(self.config.checkpoint_idle_s)
+            quiet = functools.partial(self.recent.quiet_for, self.config.checkpoint_idle_s)
             self.announce(events.Waiting(idle=True, quiet=quiet))
 
     def _learn(self, step: Step) -> None:
@@ -351,6 +358,7 @@ class Worker:
             if session.heldout is not None:
                 self.announce(events.HeldoutComplete(session.heldout_docs))
             self._news(session.take_events())
+            self.announce(events.ModelDue(snapshot=True))  # the API gets the new words at once
         handed = fresh and session.evaluation_due()
         pinned = tuple(self.seeds.pinned())
         if handed and self.scoring.hand_off(session.heldout is not None, pinned):
@@ -380,6 +388,7 @@ class Worker:
         )
         self._set_model(model, vocab, extra, restored=True)
         self._checkpoint("restore", alone=True)
+        self.announce(events.ModelDue(always=True))  # shown even at the vocabulary's checkpoint
 
     # --- the model -------------------------------------------------------------------------
     def _set_model(

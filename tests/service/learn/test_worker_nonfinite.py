@@ -13,7 +13,9 @@ import pytest
 
 from lda.model import NonFiniteError, StreamingLDA
 from service.keys import PERPLEXITY_KEY
+from service.learn.checkpointer import Checkpointer
 from service.learn.command import build_worker
+from service.learn.publisher import Publisher
 from service.store.published_model import read_model
 from service.store.snapshot import read_snapshot
 from tests.service.learn.helpers import (
@@ -48,6 +50,23 @@ def test_nonfinite_step_restores_the_checkpoint_and_never_publishes_nan(
         return real_update(self, batch, *group, **options)
 
     monkeypatch.setattr(StreamingLDA, "update", update)
+    shown: list[tuple[int, int]] = []  # every snapshot's (docs_seen, restores)
+    real_snapshot = Publisher.snapshot
+
+    def snapshot(self: Publisher, model: StreamingLDA, *rest: Any) -> None:
+        real_snapshot(self, model, *rest)
+        shown.append((model.docs_seen, rest[-1].counters["nonfinite_restores"]))
+
+    monkeypatch.setattr(Publisher, "snapshot", snapshot)
+    restored_to: list[int] = []  # the documents of each checkpoint a restore went back to
+    real_load = Checkpointer.load
+
+    def load(self: Checkpointer) -> Any:
+        loaded = real_load(self)
+        restored_to.append(loaded[0].docs_seen)
+        return loaded
+
+    monkeypatch.setattr(Checkpointer, "load", load)
     # A long periodic interval: the restores go back to the vocabulary-time checkpoint (0 docs).
     settings = worker_settings(redis_server.url, tmp_path / "data", checkpoint_every_s=600.0)
     stop = threading.Event()
@@ -84,3 +103,7 @@ def test_nonfinite_step_restores_the_checkpoint_and_never_publishes_nan(
     model = read_model(client)
     assert model is not None and bool(np.isfinite(model.beta).all())
     assert docs_before_failure[0] > 0, "the failure happened mid-stream, after progress"
+    # Each restore is shown at once: the restored model, before it learns on.
+    assert len(restored_to) == len(FAILING_CALLS)
+    for restores, docs in enumerate(restored_to, start=1):
+        assert next(d for d, r in shown if r == restores) == docs, (restores, shown)
