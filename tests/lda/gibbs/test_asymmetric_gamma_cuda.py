@@ -7,30 +7,20 @@ the same total misses."""
 from __future__ import annotations
 
 import json
-import sys
 from typing import Any
 
 import pytest
 import torch
 
-from tests.support.cuda_child import check_target, simulated
+from tests.lda.gibbs.test_sparse_cuda import side_by_side
+from tests.support.cuda_child import simulated
 
 pytestmark = pytest.mark.slow
 
-GAMMA = (0.02, 0.3, 1.5, 0.1, 0.6, 0.05)
-K, W, SWEEPS, BURN_IN = 6, 12, 8, 3
-KEY = (123456789, 987654321)
-BASE = 7
+GAMMA = (0.02, 0.3, 1.5, 0.1, 0.6, 0.05)  # one a topic of test_sparse_cuda's problem (K = 6)
 DENSE_GAMMA = (0.02, 0.3, 1.5)
 DENSE_DOCS = [[1], [0, 1], [3, 4], [0]]
 DENSE_SWEEPS = 1200
-
-
-def _problem() -> tuple[torch.Tensor, list[list[int]]]:
-    g = torch.Generator().manual_seed(5)
-    beta = torch._sample_dirichlet(torch.full((K, W), 0.3, dtype=torch.float64), generator=g)
-    docs = [torch.randint(W, (n,), generator=g).tolist() for n in (0, 1, 7, 12, 4)]
-    return beta, docs
 
 
 def _tiny_beta() -> torch.Tensor:
@@ -40,32 +30,10 @@ def _tiny_beta() -> torch.Tensor:
 
 def _simulate() -> None:
     """The child: the sparse kernels side by side, then the dense CUDA kernel, one JSON line."""
-    import lda.gibbs.sparse as sparse
     from lda.batch import Batch
     from lda.gibbs import GibbsConfig, gibbs_expectations
-    from lda.gibbs.dense_cuda import philox_uniforms
-    from lda.gibbs.sparse_cuda import sparse_collapsed_gibbs_cuda
 
-    check_target()
-    sys.setswitchinterval(1e-5)
-    torch.set_num_threads(1)
-    sparse.by_topic_from = lambda n_topics: n_topics + 1  # lists only, as the CUDA kernel
-    beta, docs = _problem()
-    batch = Batch.from_ids(docs)
-    columns = sparse.gather_columns(beta, batch.words)
-    z = torch.randint(K, (batch.n_tokens,), generator=torch.Generator().manual_seed(1))
-    uniforms = torch.from_numpy(philox_uniforms(KEY, SWEEPS, batch.n_tokens, BASE))
-    out: dict[str, Any] = {}
-    for method in ("exact", "rao-blackwell"):
-        rb = method == "rao-blackwell"
-        cpu = sparse.sparse_collapsed_gibbs(columns, batch.offsets, GAMMA, z, uniforms, BURN_IN, rb)
-        gpu = sparse_collapsed_gibbs_cuda(
-            columns, batch.offsets, GAMMA, z, torch.tensor(KEY), BASE, SWEEPS, BURN_IN, rb,
-            threads=2,
-        )  # fmt: skip
-        for name, (word_topic, document_topic) in (("cpu", cpu), ("cuda", gpu)):
-            assert word_topic is not None and document_topic is not None
-            out[f"{method}/{name}"] = [word_topic.tolist(), document_topic.tolist()]
+    out, _, _ = side_by_side(GAMMA)
     config = GibbsConfig(DENSE_GAMMA, DENSE_SWEEPS, 20, "exact", "cuda")
     dense = gibbs_expectations(
         _tiny_beta(), Batch.from_ids(DENSE_DOCS), config, torch.Generator().manual_seed(11)

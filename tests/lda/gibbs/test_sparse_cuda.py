@@ -30,8 +30,10 @@ def _problem() -> tuple[torch.Tensor, list[list[int]]]:
     return beta, docs
 
 
-def _simulate() -> None:
-    """The child: both kernels on the same problem and uniforms, as one JSON line."""
+def side_by_side(gamma: Any) -> tuple[dict[str, Any], torch.Tensor, Any]:
+    """In the child: the CPU sparse kernel (walking lists only, as the CUDA kernel) and the CUDA
+    kernel on _problem() with the same Philox uniforms, at ``gamma`` (a scalar or gamma_k):
+    their results by method and side, beta and the batch."""
     import lda.gibbs.sparse as sparse
     from lda.batch import Batch
     from lda.gibbs.dense_cuda import philox_uniforms
@@ -39,6 +41,7 @@ def _simulate() -> None:
 
     check_target()
     sys.setswitchinterval(1e-5)
+    torch.set_num_threads(1)
     sparse.by_topic_from = lambda n_topics: n_topics + 1  # lists only, as the CUDA kernel
     beta, docs = _problem()
     batch = Batch.from_ids(docs)
@@ -48,14 +51,20 @@ def _simulate() -> None:
     out: dict[str, Any] = {}
     for method in ("exact", "rao-blackwell"):
         rb = method == "rao-blackwell"
-        cpu = sparse.sparse_collapsed_gibbs(columns, batch.offsets, GAMMA, z, uniforms, BURN_IN, rb)
+        cpu = sparse.sparse_collapsed_gibbs(columns, batch.offsets, gamma, z, uniforms, BURN_IN, rb)
         gpu = sparse_collapsed_gibbs_cuda(
-            columns, batch.offsets, GAMMA, z, torch.tensor(KEY), BASE, SWEEPS, BURN_IN, rb,
+            columns, batch.offsets, gamma, z, torch.tensor(KEY), BASE, SWEEPS, BURN_IN, rb,
             threads=2,
         )  # fmt: skip
         for name, (word_topic, document_topic) in (("cpu", cpu), ("cuda", gpu)):
-            assert word_topic is not None
+            assert word_topic is not None and document_topic is not None
             out[f"{method}/{name}"] = [word_topic.tolist(), document_topic.tolist()]
+    return out, beta, batch
+
+
+def _simulate() -> None:
+    """The child: both kernels on the same problem and uniforms, as one JSON line."""
+    out, beta, batch = side_by_side(GAMMA)
     out.update(_wired(beta, batch))
     print(json.dumps(out))
 
