@@ -18,10 +18,12 @@ import shutil
 import signal
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import torch
@@ -194,3 +196,13 @@ def module_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
     return env
+
+
+def get(port: int, path: str) -> dict[str, Any] | None:
+    """The API's JSON answer, or None while it is not up (or not ready)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as reply:
+            answer: dict[str, Any] = json.loads(reply.read())
+            return answer
+    except (urllib.error.URLError, ConnectionError, TimeoutError, ValueError):
+        return None

@@ -4,20 +4,17 @@ worker's final checkpoint)."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import REPO, stop_up
+from benchmarks.common import REPO, get, stop_up
 from service.learn.model_store import CHECKPOINT_NAME
 from service.store.embedded_redis import free_port
 
@@ -97,16 +94,6 @@ class Live:
 
 def command(*args: str) -> list[str]:
     return [sys.executable, "-m", "service", *args]
-
-
-def get(port: int, path: str) -> dict[str, Any] | None:
-    """The API's JSON answer, or None while it is not up (or not ready)."""
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as reply:
-            answer: dict[str, Any] = json.loads(reply.read())
-            return answer
-    except (urllib.error.URLError, ConnectionError, TimeoutError, ValueError):
-        return None
 
 
 def cpu_seconds(pid: int | None) -> float | None:

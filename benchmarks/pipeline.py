@@ -22,12 +22,9 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
-from typing import Any
 
-from benchmarks.common import CORPORA, REPO, all_dev
+from benchmarks.common import CORPORA, REPO, all_dev, get
 from service.store.embedded_redis import free_port
 
 GOAL = 0.8
@@ -53,16 +50,6 @@ def train_rate(env: dict[str, str], source: str, docs: int, out: Path) -> float:
     if not rows:
         raise SystemExit(f"train printed no rows:\n{run.stdout}\n{run.stderr}")
     return float(rows[-1]["docs_per_second"])
-
-
-def get(port: int, path: str) -> dict[str, Any] | None:
-    """The API's JSON answer, or None while it is not up (or not ready)."""
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as reply:
-            answer: dict[str, Any] = json.loads(reply.read())
-            return answer
-    except (urllib.error.URLError, ConnectionError, TimeoutError, ValueError):
-        return None
 
 
 def docs_seen(port: int) -> int:
