@@ -144,6 +144,9 @@ class LearnerConfig:
     # Learn an asymmetric gamma_k from the stream (lda.prior; docs/model.md, "The learned
     # document-topic prior"); False keeps the symmetric gamma (--fixed-gamma).
     learn_gamma: bool = False
+    # Topics live at the start, in the first slots; n_topics is then the slots, the most there
+    # can be (None: every slot live, K fixed). The others wait free (lda.topic_ids).
+    live_topics: int | None = None
     schedule: StepSchedule | None = None
     friction: float = 1.0
     corpus_size: float = 10_000.0
@@ -194,6 +197,10 @@ class LearnerConfig:
         if self.gibbs_kernel not in get_args(Kernel):
             raise ValueError(
                 f"unknown gibbs_kernel {self.gibbs_kernel!r}: choose from {get_args(Kernel)}"
+            )
+        if self.live_topics is not None and not 1 <= self.live_topics <= self.n_topics:
+            raise ValueError(
+                f"live_topics must be in [1, n_topics = {self.n_topics}], got {self.live_topics}"
             )
         if self.mean_decay is None:
             object.__setattr__(self, "mean_decay", spec.mean_decay)

@@ -38,6 +38,7 @@ from lda.sgmcmc.samplers import (  # its home: the samplers; imported from here 
 )
 from lda.sgmcmc.samplers import SamplerState, StepInfo
 from lda.sgmcmc.seeds import SeedPrior
+from lda.topic_ids import TopicIds
 
 
 def resolve_device(name: str) -> torch.device:
@@ -93,6 +94,18 @@ class StreamingLDA:
         # gamma_k (K,), learned from the stream or held at the symmetric start (lda.prior)
         self.prior = LearnedPrior(config.gamma, config.n_topics, config.learn_gamma)
         self._prior_sums: tuple[torch.Tensor, float, int] | None = None
+        # which slots hold a live topic and the number each is known by (lda.topic_ids)
+        live = config.n_topics if config.live_topics is None else config.live_topics
+        self.topic_ids = TopicIds.start(config.n_topics, live)
+        self._floor_free_slots()
+
+    def _floor_free_slots(self) -> None:
+        """Free slots' gamma_k at the prior's floor: a free slot takes next to no tokens."""
+        free = self.topic_ids.free_slots()
+        if free:
+            gamma = self.prior.gamma.clone()
+            gamma[free] = self.prior.schedule.floor
+            self.prior.gamma = gamma
 
     @property
     def gamma(self) -> Gamma:
@@ -307,7 +320,13 @@ class StreamingLDA:
             "lazy": chain["lazy"],
             "seeds": self.chain.seeds.state_dict(),
             "prior": self.prior.state_dict(),  # absent from older checkpoints: symmetric gamma
+            "topic_ids": self.topic_ids.state_dict(),  # absent from older checkpoints: fixed K
         }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Go back to a state :meth:`state_dict` saved, in place (a rejected topic move: every
+        holder of this learner sees the old state)."""
+        self.__dict__.update(type(self).from_state_dict(state, self.device).__dict__)
 
     @classmethod
     def from_state_dict(
@@ -328,6 +347,16 @@ class StreamingLDA:
         model.prior = LearnedPrior.from_state_dict(
             state.get("prior"), config.gamma, config.n_topics, config.learn_gamma
         )
+        saved_ids = state.get("topic_ids")
+        if saved_ids is not None:
+            model.topic_ids = TopicIds.from_state_dict(saved_ids)
+            if model.topic_ids.n_slots != config.n_topics:
+                raise ValueError(
+                    f"the saved topic numbers cover {model.topic_ids.n_slots} slots, "
+                    f"the learner has {config.n_topics}"
+                )
+        elif state.get("prior") is None:
+            model._floor_free_slots()
         model.generator.set_state(state["generator"])
         model.eval_generator.set_state(state["eval_generator"])
         average = dict(state["posterior_average"])

@@ -92,8 +92,9 @@ class Undo:
 
 def merge(model: StreamingLDA, k: int, j: int, generator: torch.Generator) -> Undo:
     """Topic ``k`` absorbs topic ``j``: theta_k <- theta_k + theta_j (the counts added),
-    gamma_k <- gamma_k + gamma_j; slot ``j`` is freed as :func:`retire` frees it (drawn with
-    ``generator``). A seeded ``j`` is refused; a seeded ``k`` keeps its seeds."""
+    gamma_k <- gamma_k + gamma_j when the prior is learned; slot ``j`` is freed as
+    :func:`retire` frees it (drawn with ``generator``). A seeded ``j`` is refused; a seeded
+    ``k`` keeps its seeds."""
     _check_topic(model, k)
     _check_topic(model, j)
     if k == j:
@@ -126,18 +127,19 @@ def merge(model: StreamingLDA, k: int, j: int, generator: torch.Generator) -> Un
         dense._state = SamplerState(theta=theta, momentum=momentum, step=state.step)
         _merge_mean(dense.mean, k, j, sums)
         _restart_mean(dense.mean, j, fresh)
+    gamma = model.prior.gamma.clone()
     if model.prior.learn:
-        gamma = model.prior.gamma.clone()
         gamma[k] = gamma[k] + gamma[j]
-        gamma[j] = model.prior.schedule.floor
-        model.prior.gamma = gamma
+    gamma[j] = model.prior.schedule.floor
+    model.prior.gamma = gamma
     return undo
 
 
 def retire(model: StreamingLDA, k: int, generator: torch.Generator) -> Undo:
     """Slot ``k`` redrawn from the prior: theta_kw ~ Gamma(alpha, 1) (a topic no data has
     touched), a fresh N(0, 1) momentum, its average restarted at the new row, gamma_k at the
-    learned prior's floor. A seeded topic is refused."""
+    prior's floor, learned or fixed (a free slot takes next to no tokens). A seeded topic is
+    refused."""
     _check_topic(model, k)
     _check_unseeded(model, k, "retired")
     undo = _snapshot(model, [k])
@@ -150,25 +152,24 @@ def retire(model: StreamingLDA, k: int, generator: torch.Generator) -> Undo:
         _restart_mean(chain.mean, k, fresh)
     else:
         _dense_rows(model, {k: fresh}, generator)
-    if model.prior.learn:
-        gamma = model.prior.gamma.clone()
-        gamma[k] = model.prior.schedule.floor
-        model.prior.gamma = gamma
+    gamma = model.prior.gamma.clone()
+    gamma[k] = model.prior.schedule.floor
+    model.prior.gamma = gamma
     return undo
 
 
 def birth(model: StreamingLDA, k: int, counts: torch.Tensor, generator: torch.Generator) -> Undo:
     """A free slot ``k`` starts from ``counts`` ((W,) word counts on the chain's scale, (N/n)
     E[n_kw] of the n documents it is born from) plus the prior: the conditional law of a row
-    with those counts (docs/model.md). gamma_k takes the mean gamma. A seeded slot is not free."""
+    with those counts (docs/model.md). gamma_k takes the live topics' mean gamma (the symmetric
+    start under a fixed prior). A seeded slot is not free."""
     _check_topic(model, k)
     _check_unseeded(model, k, "born into")
     counts = _checked_counts(model, counts)
     undo = _birth_rows(model, {k: counts}, generator)
-    if model.prior.learn:
-        gamma = model.prior.gamma.clone()
-        gamma[k] = model.prior.gamma.mean()
-        model.prior.gamma = gamma
+    gamma = model.prior.gamma.clone()
+    gamma[k] = _live_gamma(model)
+    model.prior.gamma = gamma
     return undo
 
 
@@ -191,14 +192,16 @@ def split(
     counts_a = _checked_counts(model, counts_a)
     counts_b = _checked_counts(model, counts_b)
     undo = _birth_rows(model, {k: counts_a, free_slot: counts_b}, generator)
-    if model.prior.learn:
-        gamma = model.prior.gamma.clone()
+    gamma = model.prior.gamma.clone()
+    if not model.prior.learn:
+        gamma[free_slot] = gamma[k]
+    else:
         pair = gamma[k] + gamma[free_slot]
         share = float(counts_a.sum()) / float(counts_a.sum() + counts_b.sum())
         floor = model.prior.schedule.floor
         gamma[k] = (pair * share).clamp_min(floor)
         gamma[free_slot] = (pair * (1.0 - share)).clamp_min(floor)
-        model.prior.gamma = gamma
+    model.prior.gamma = gamma
     return undo
 
 
@@ -272,6 +275,17 @@ def _count_row(
     total = torch._standard_gamma(alpha.sum().reshape(1), generator=generator)
     draws = draws.clamp_min(torch.finfo(torch.float64).tiny)
     return _floored(model, draws / draws.sum() * total)
+
+
+def _live_gamma(model: StreamingLDA) -> float:
+    """A born topic's gamma_k: the live topics' mean (free slots sit at the floor), or the
+    symmetric start under a fixed prior."""
+    if not model.prior.learn:
+        assert model.config.gamma is not None
+        return float(model.config.gamma)
+    gamma = model.prior.gamma
+    live = gamma[gamma > model.prior.schedule.floor]
+    return float((live if live.numel() else gamma).mean())
 
 
 def _floored(model: StreamingLDA, row: torch.Tensor) -> torch.Tensor:

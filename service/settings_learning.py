@@ -66,6 +66,24 @@ class ModelSettings(Group):
     topics: Annotated[int, Flag("--topics", "number of topics K")] = Field(
         default=50, ge=1, description="Number of topics K"
     )
+    max_topics: Annotated[
+        int | None, Flag("--max-topics", "most live topics (the memory bound: K x W slots)")
+    ] = Field(
+        default=None,
+        ge=1,
+        description="Given, topics are born, merged and retired while the stream runs, up to "
+        "this many (the learner's slots, its memory: max_topics x W); topics is where they "
+        "start. Unset: K = topics, fixed",
+    )
+    fixed_topics: Annotated[
+        bool, Flag("--fixed-topics", "keep the number of topics K fixed (no moves)")
+    ] = Field(
+        default=False,
+        description="Keep K fixed even with max_topics given (a benchmark against fixed-K "
+        "peers at the same slots). Without max_topics K is fixed; with it topics are born, "
+        'merged and retired while the stream runs (docs/topics.md, "Topics that shape '
+        'themselves"; why that is not the default: docs/defaults.md)',
+    )
     vocab: Annotated[
         Path | None, Flag("--vocab", "vocabulary file, one word per line", exclusive="vocabulary")
     ] = Field(default=None, description="Vocabulary file, one word per line")
@@ -239,12 +257,27 @@ class ModelSettings(Group):
         edge, where a bad value is one line naming it; and the words counted cover the
         vocabulary."""
         self.learner_config(n_words=1)
+        if self.max_topics is not None and self.max_topics < self.topics:
+            raise ValueError(
+                f"max_topics ({self.max_topics}) must be at least topics ({self.topics}): "
+                "topics is where the stream starts"
+            )
         if self.vocab_counted is not None and self.vocab_counted < self.vocab_size:
             raise ValueError(
                 f"vocab_counted ({self.vocab_counted}) must be at least vocab_size "
                 f"({self.vocab_size}): the vocabulary is chosen from the words counted"
             )
         return self
+
+    @property
+    def topics_move(self) -> bool:
+        """Topics are born, merged and retired: max_topics given, fixed_topics not."""
+        return self.max_topics is not None and not self.fixed_topics
+
+    @property
+    def slots(self) -> int:
+        """The learner's K: max_topics when topics move, else topics."""
+        return self.max_topics if self.topics_move and self.max_topics else self.topics
 
     def learner_config(self, n_words: int, ranks: int = 1, **overrides: Any) -> LearnerConfig:
         """The learner's configuration over ``n_words`` words: every setting named as a
@@ -261,7 +294,8 @@ class ModelSettings(Group):
             default.c if self.step_c is None else self.step_c,
         )
         resolved = {
-            "n_topics": self.topics,
+            "n_topics": self.slots,
+            "live_topics": None if self.slots == self.topics else self.topics,
             "n_words": n_words,
             "schedule": schedule,
             "corpus_size": self.corpus_size or self.wikipedia_articles,

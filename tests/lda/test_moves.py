@@ -244,13 +244,18 @@ def test_bad_moves_are_refused() -> None:
         split(model, 0, _counts([1]), _counts([2]), 0, generator)
 
 
-def test_a_fixed_prior_stays_symmetric() -> None:
+def test_a_fixed_prior_keeps_its_value_on_live_topics_and_floors_free_ones() -> None:
+    """Under a fixed prior a freed slot still sits at the floor (else it would go on taking
+    tokens as a live topic); the kept and the born topics hold the symmetric value."""
     model = StreamingLDA(LearnerConfig(K, W, sampler="sgrld", sweeps=4), seed=1)
     model.update(Batch.from_ids(BATCHES[0]))
+    start = model.config.gamma
     generator = torch.Generator().manual_seed(0)
     merge(model, 0, 1, generator)
+    assert float(model.prior.gamma[0]) == start
+    assert float(model.prior.gamma[1]) == GAMMA_FLOOR
     birth(model, 1, _counts([3]), generator)
-    assert model.gamma == model.config.gamma
+    assert model.gamma == start
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
