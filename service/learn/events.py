@@ -6,13 +6,14 @@ says where it kept an article, the seeds that they changed), which go to every p
 come back to the loop. A part that is off is not in the list. Each part keeps its state under
 one key of a checkpoint (``key``; None: nothing to keep) and shows its figures in every snapshot
 (:meth:`Part.shown`). A change of topic labels is one event, :class:`LabelsMoved`, whatever moved
-them: every part that holds something per topic follows it.
+them, and topics born, merged or retired are another, :class:`TopicsReshaped`: every part that
+holds something per topic follows both.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -20,6 +21,7 @@ import torch
 
 if TYPE_CHECKING:
     from lda.model import StreamingLDA
+    from lda.topic_ids import TopicMove
     from lda.vocab import Vocabulary
     from service.learn.entry_ref import EntryRef
     from service.learn.evaluator import Scored
@@ -127,6 +129,19 @@ class LabelsMoved:
     @property
     def moves(self) -> bool:
         return any(int(m) != k for k, m in enumerate(self.matched))
+
+
+@dataclass(frozen=True)
+class TopicsReshaped:
+    """Topics were born, merged or retired (the learner's kept moves, ``model.topic_ids``
+    already says so): what a part holds for slot ``j`` in ``merged`` goes to slot
+    ``merged[j]``, what it holds for a slot in ``freed`` (merged away or retired) or ``born``
+    (a new topic's, from nothing) is dropped."""
+
+    moves: Sequence[TopicMove]
+    freed: Sequence[int]
+    merged: Mapping[int, int]
+    born: Sequence[int]
 
 
 @dataclass(frozen=True)
