@@ -1,0 +1,391 @@
+"""Topics that shape themselves: retire, merge and birth moves tried while the stream runs, each
+kept only if the held-out fit does not get worse (docs/model.md, "Topic moves", "The acceptance
+test").
+
+Every ``every`` minibatches the shaper proposes one kind of move (in turn: retire the dead
+topics, merge the topics that say the same thing, birth topics from the documents no topic
+holds). A trial scores the next minibatch, before it is learned (documents the learner has not
+seen), twice from the same saved state: once after ``burn_in`` revisit steps on the last
+minibatches (the control), once after the move and the same steps. The move is kept when its
+perplexity is at most the control's times (1 + tolerance); otherwise the learner goes back to
+the saved state exactly, as if no trial had been made. Pure: the learner, the minibatches and a
+seed come in; no clock but the one passed.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import torch
+
+from lda import moves
+from lda.batch import Batch
+from lda.evaluation.perplexity import (
+    HeldoutSet,
+    perplexity_from_probabilities,
+    test_token_probabilities,
+)
+from lda.model import StreamingLDA
+from lda.topic_ids import TopicMove
+
+Kind = Literal["retire", "merge", "birth"]
+KINDS: tuple[Kind, ...] = ("retire", "merge", "birth")
+Words = Callable[[Sequence[int]], tuple[str, ...]]
+
+
+@dataclass(frozen=True)
+class ShapingConfig:
+    """When moves are tried, what makes a topic dead or a duplicate, and how a trial decides."""
+
+    every: int = 5  # minibatches between trials
+    start_after: int = 20  # minibatches learned before the first trial; a newborn's grace too
+    burn_in: int = 4  # revisit steps on the last minibatches a trial gives move and control
+    min_topics: int = 2
+    dead_share: float = 0.1  # dead: under this fraction of an average live topic's share
+    share_decay: float = 0.9  # per minibatch, of the running mean of the topics' shares
+    top: int = 10  # the top words two topics are compared by
+    overlap: int = 5  # top words in common that make two topics say the same thing
+    most: int = 8  # topics one trial retires or merges away, at most
+    births: int = 1  # topics one trial gives birth to (several at once were kept far less)
+    birth_docs: int = 4  # the least-held documents one born topic starts from
+    min_length: int = 20  # documents shorter than this never seed a birth
+    tolerance: float = 0.002  # relative perplexity a retire or merge may cost (noise)
+    eval_sweeps: int = 10  # the trial's held-out sweeps (common random numbers)
+
+    def __post_init__(self) -> None:
+        if self.every < 1 or self.burn_in < 1 or self.start_after < 0:
+            raise ValueError("every and burn_in must be at least 1, start_after at least 0")
+        if not 1 <= self.overlap <= self.top:
+            raise ValueError(f"overlap must be in [1, top = {self.top}]")
+
+
+@dataclass(frozen=True)
+class Reshaped:
+    """One kept trial: the moves as ``model.topic_ids`` recorded them, the slots they freed,
+    the freed slots merged into a kept one (``merged[j] = k``) and the slots born into."""
+
+    moves: tuple[TopicMove, ...]
+    freed: tuple[int, ...] = ()
+    merged: dict[int, int] = field(default_factory=dict)
+    born: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Trial:
+    """A trial's outcome, kept or not: its kind, the slots it concerned, both perplexities."""
+
+    kind: Kind
+    slots: tuple[int, ...]
+    control: float
+    moved: float
+    kept: bool
+
+
+@dataclass
+class _Recent:
+    """The last minibatch learned: its documents and their expected topic counts E[n_dk]."""
+
+    documents: list[list[int]]
+    counts: torch.Tensor  # (n, K) float64, CPU
+    n_batch: int
+
+
+class TopicShaper:
+    """Tries topic moves between minibatches; :meth:`update` learns one minibatch through it."""
+
+    def __init__(
+        self,
+        config: ShapingConfig | None = None,
+        seed: int = 0,
+        words: Words | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        """``words``: a topic's top word ids as text, for the moves' record (default: the ids);
+        ``clock``: the moves' time."""
+        self.config = config or ShapingConfig()
+        self.generator = torch.Generator().manual_seed(seed)
+        self.seed = seed
+        self.words: Words = words or (lambda ids: tuple(str(i) for i in ids))
+        self.clock = clock
+        self.shares: torch.Tensor | None = None  # (K,) running mean of each slot's token share
+        self.born_at: torch.Tensor | None = None  # (K,) minibatch count at each slot's birth
+        self.learned = 0  # minibatches learned through the shaper
+        self.turn = 0  # the next kind to propose
+        self.trials: Counter[str] = Counter()  # "birth tried", "birth kept", ...
+        self.batches: deque[Batch] = deque(maxlen=self.config.burn_in)
+        self.last: _Recent | None = None
+        self.last_trial: Trial | None = None
+
+    # --- learning ----------------------------------------------------------------------
+    def update(
+        self,
+        model: StreamingLDA,
+        batch: Batch,
+        documents: Callable[[torch.Tensor], None] | None = None,
+    ) -> Reshaped | None:
+        """Learn ``batch``; first, when a trial is due, try a move scored on it (not yet
+        learned). What the kept move changed, or None."""
+        reshaped = self._trial(model, batch) if self._due() else None
+        received: list[torch.Tensor] = []
+
+        def observe(counts: torch.Tensor) -> None:
+            received.append(counts)
+            if documents is not None:
+                documents(counts)
+
+        model.update(batch, documents=observe)
+        self.learned += 1
+        self.batches.append(batch)
+        if received:
+            self._observe(model, batch, received[-1])
+        return reshaped
+
+    def _due(self) -> bool:
+        c = self.config
+        return (
+            self.learned >= max(c.start_after, c.burn_in)
+            and len(self.batches) == c.burn_in
+            and (self.learned - c.start_after) % c.every == 0
+        )
+
+    def _observe(self, model: StreamingLDA, batch: Batch, counts: torch.Tensor) -> None:
+        """The topics' running token shares, and the minibatch kept for births."""
+        counts = counts.detach().to("cpu", torch.float64)
+        K = model.config.n_topics
+        if self.shares is None or self.shares.numel() != K:
+            self.shares = torch.zeros(K, dtype=torch.float64)
+            self.born_at = torch.zeros(K, dtype=torch.int64)
+        total = counts.sum()
+        if float(total) > 0:
+            decay = self.config.share_decay
+            now = counts.sum(dim=0) / total
+            self.shares = now if self.learned == 1 else decay * self.shares + (1 - decay) * now
+        self.last = _Recent(_documents(batch), counts, batch.n_documents)
+
+    # --- the trial ---------------------------------------------------------------------
+    def _trial(self, model: StreamingLDA, validation: Batch) -> Reshaped | None:
+        for _ in KINDS:
+            kind = KINDS[self.turn % len(KINDS)]
+            self.turn += 1
+            proposal = self._propose(kind, model)
+            if proposal:
+                return self._try(kind, proposal, model, validation)
+        return None
+
+    def _try(
+        self, kind: Kind, proposal: list[Any], model: StreamingLDA, validation: Batch
+    ) -> Reshaped | None:
+        heldout = HeldoutSet.from_documents(_documents(validation), model.device)
+        saved = model.state_dict()
+        model.load_state_dict(copy.deepcopy(saved))  # the saved tensors stay untouched
+        self._burn_in(model)
+        control = self._score(model, heldout)
+        model.load_state_dict(copy.deepcopy(saved))
+        before = self._top_words(model)
+        slots = self._apply(kind, proposal, model)
+        self._burn_in(model)
+        moved = self._score(model, heldout)
+        tolerance = 0.0 if kind == "birth" else self.config.tolerance
+        kept = moved <= control * (1.0 + tolerance)
+        self.trials[f"{kind} tried"] += 1
+        self.last_trial = Trial(kind, tuple(slots), control, moved, kept)
+        if not kept:
+            model.load_state_dict(saved)
+            return None
+        self.trials[f"{kind} kept"] += 1
+        return self._record(kind, proposal, model, before)
+
+    def _burn_in(self, model: StreamingLDA) -> None:
+        for batch in self.batches:
+            model.update(batch, revisit=True)
+
+    def _score(self, model: StreamingLDA, heldout: HeldoutSet) -> float:
+        """Perplexity of beta_mean on ``heldout``, the same draws for move and control."""
+        sweeps = self.config.eval_sweeps
+        gibbs = dataclasses.replace(model.scorer_config.gibbs, sweeps=sweeps, burn_in=sweeps // 5)
+        generator = torch.Generator(device=model.device).manual_seed(self.seed + self.learned)
+        probabilities = test_token_probabilities(model.beta_mean, heldout, gibbs, generator)
+        return perplexity_from_probabilities(probabilities)
+
+    # --- proposals ---------------------------------------------------------------------
+    def _propose(self, kind: Kind, model: StreamingLDA) -> list[Any]:
+        if self.shares is None or self.born_at is None:
+            return []
+        ids = model.topic_ids
+        live = ids.live_slots()
+        seeded = {int(k) for k in model.seeds.topics.tolist()}
+        c = self.config
+        if kind == "retire":
+            if len(live) <= c.min_topics:
+                return []
+            mean = float(self.shares[live].sum()) / len(live)
+            old = [k for k in live if self.learned - int(self.born_at[k]) >= c.start_after]
+            dead = [
+                k for k in old if k not in seeded and float(self.shares[k]) < c.dead_share * mean
+            ]
+            dead.sort(key=lambda k: float(self.shares[k]))  # type: ignore[index]
+            return dead[: min(c.most, len(live) - c.min_topics)]
+        if kind == "merge":
+            if len(live) <= c.min_topics:
+                return []
+            return self._duplicates(model, live, seeded)[: min(c.most, len(live) - c.min_topics)]
+        free = ids.free_slots()
+        if not free or self.last is None:
+            return []
+        return self._births(model, live, len(free))
+
+    def _duplicates(
+        self, model: StreamingLDA, live: list[int], seeded: set[int]
+    ) -> list[tuple[int, int]]:
+        """Disjoint (kept, away) pairs of live topics sharing ``overlap`` of their top words,
+        the most alike first; the smaller share merges into the larger, a seeded one never
+        away."""
+        assert self.shares is not None
+        top, _ = model.top_words(self.config.top)
+        sets = {k: set(top[k].tolist()) for k in live}
+        pairs = []
+        for i, a in enumerate(live):
+            for b in live[i + 1 :]:
+                common = len(sets[a] & sets[b])
+                if common >= self.config.overlap:
+                    pairs.append((common, a, b))
+        pairs.sort(reverse=True)
+        used: set[int] = set()
+        chosen = []
+        for _, a, b in pairs:
+            if a in used or b in used:
+                continue
+            kept, away = (a, b) if float(self.shares[a]) >= float(self.shares[b]) else (b, a)
+            if away in seeded:
+                kept, away = away, kept
+            if away in seeded:
+                continue
+            used |= {a, b}
+            chosen.append((kept, away))
+        return chosen
+
+    def _births(self, model: StreamingLDA, live: list[int], free: int) -> list[torch.Tensor]:
+        """Word counts for new topics: the last minibatch's documents that no live topic holds
+        (the lowest largest share), grouped around the least held by cosine likeness, each
+        group's counts on the chain's scale (N/n)."""
+        assert self.last is not None
+        c = self.config
+        docs, counts = self.last.documents, self.last.counts
+        lengths = torch.tensor([len(d) for d in docs], dtype=torch.float64)
+        held = counts[:, live].max(dim=1).values / lengths.clamp_min(1.0)
+        order = [int(d) for d in torch.argsort(held) if int(lengths[d]) >= c.min_length]
+        wanted = min(c.births, free)
+        pool = order[: wanted * c.birth_docs * 2]
+        if len(pool) < c.birth_docs:
+            return []
+        W = model.config.n_words
+        tf = torch.zeros(len(pool), W, dtype=torch.float64)
+        for i, d in enumerate(pool):
+            tf[i].index_add_(
+                0, torch.tensor(docs[d]), torch.ones(len(docs[d]), dtype=torch.float64)
+            )
+        # each word weighed by how little the document's topics explain it: c_dw / (1 + W p(w|d))
+        pi = counts[pool] / lengths[pool].clamp_min(1.0).unsqueeze(1)
+        explained = pi @ model.beta_mean.to("cpu", torch.float64)
+        tf = tf / (1.0 + W * explained)
+        unit = tf / tf.norm(dim=1, keepdim=True).clamp_min(1e-12)
+        scale = model.corpus_size(0) / self.last.n_batch
+        left = list(range(len(pool)))
+        born: list[torch.Tensor] = []
+        while left and len(born) < wanted:
+            seed = left[0]
+            likeness = unit[left] @ unit[seed]
+            group = [left[int(i)] for i in torch.argsort(likeness, descending=True)[: c.birth_docs]]
+            left = [i for i in left if i not in group]
+            born.append(tf[group].sum(dim=0) * scale)
+        return born
+
+    # --- applying and recording --------------------------------------------------------
+    def _apply(self, kind: Kind, proposal: list[Any], model: StreamingLDA) -> list[int]:
+        """Make the proposed moves on the learner's state; the slots they touched."""
+        g = self.generator
+        if kind == "retire":
+            for k in proposal:
+                moves.retire(model, k, g)
+            return list(proposal)
+        if kind == "merge":
+            for kept, away in proposal:
+                moves.merge(model, kept, away, g)
+            return [s for pair in proposal for s in pair]
+        free = model.topic_ids.free_slots()
+        for slot, counts in zip(free, proposal, strict=False):
+            moves.birth(model, slot, counts, g)
+        return free[: len(proposal)]
+
+    def _record(
+        self,
+        kind: Kind,
+        proposal: list[Any],
+        model: StreamingLDA,
+        before: dict[int, tuple[str, ...]],
+    ) -> Reshaped:
+        """The kept moves into ``model.topic_ids``; the shaper's shares and ages follow."""
+        assert self.shares is not None and self.born_at is not None
+        ids, docs, now = model.topic_ids, model.docs_seen, self.clock()
+        after = self._top_words(model)
+        first = len(ids.moves)
+        if kind == "retire":
+            for k in proposal:
+                ids.retired(k, docs, now, before[k])
+                self.shares[k] = 0.0
+            return Reshaped(tuple(ids.moves[first:]), freed=tuple(proposal))
+        if kind == "merge":
+            for kept, away in proposal:
+                ids.merged(kept, away, docs, now, (before[kept], before[away]), after[kept])
+                self.shares[kept] += self.shares[away]
+                self.shares[away] = 0.0
+            merged = {away: kept for kept, away in proposal}
+            return Reshaped(tuple(ids.moves[first:]), freed=tuple(merged), merged=merged)
+        free = ids.free_slots()[: len(proposal)]
+        live = ids.live_slots()
+        mean = float(self.shares[live].sum()) / max(len(live), 1)
+        for slot in free:
+            ids.born(slot, docs, now, after[slot])
+            self.shares[slot] = mean
+            self.born_at[slot] = self.learned
+        return Reshaped(tuple(ids.moves[first:]), born=tuple(free))
+
+    def _top_words(self, model: StreamingLDA) -> dict[int, tuple[str, ...]]:
+        top, _ = model.top_words(self.config.top)
+        return {k: self.words(top[k].tolist()) for k in range(top.shape[0])}
+
+    # --- checkpoints -------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """What goes on after a restart (the minibatches in hand do not: a trial waits for
+        ``burn_in`` new ones)."""
+        return {
+            "generator": self.generator.get_state(),
+            "shares": None if self.shares is None else self.shares.clone(),
+            "born_at": None if self.born_at is None else self.born_at.clone(),
+            "learned": self.learned,
+            "turn": self.turn,
+            "trials": dict(self.trials),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.generator.set_state(state["generator"])
+        self.shares = state["shares"]
+        self.born_at = state["born_at"]
+        self.learned = int(state["learned"])
+        self.turn = int(state["turn"])
+        self.trials = Counter({str(k): int(v) for k, v in state["trials"].items()})
+        self.batches.clear()
+        self.last = None
+
+
+def _documents(batch: Batch) -> list[list[int]]:
+    """A minibatch's documents as lists of word ids."""
+    words = batch.words.cpu().tolist()
+    offsets = batch.offsets.tolist()
+    return [words[offsets[d] : offsets[d + 1]] for d in range(len(offsets) - 1)]
