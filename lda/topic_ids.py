@@ -10,6 +10,7 @@ no tensors, no clock (the caller passes the documents seen and the time).
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -68,6 +69,7 @@ class TopicIds:
     gone: dict[int, Gone] = field(default_factory=dict)
     moves: list[TopicMove] = field(default_factory=list)
     moves_total: int = 0  # every move kept, including those dropped from ``moves``
+    totals: dict[str, int] = field(default_factory=dict)  # moves kept by kind, all of them
 
     @classmethod
     def start(cls, slots: int, live: int) -> TopicIds:
@@ -164,6 +166,7 @@ class TopicIds:
     def _record(self, move: TopicMove) -> None:
         self.moves.append(move)
         self.moves_total += 1
+        self.totals[move.kind] = self.totals.get(move.kind, 0) + 1
         del self.moves[:-MOVES_KEPT]
 
     # --- checkpoints --------------------------------------------------------------------
@@ -174,6 +177,7 @@ class TopicIds:
             "gone": {str(k): asdict(g) for k, g in self.gone.items()},
             "moves": [asdict(m) for m in self.moves],
             "moves_total": self.moves_total,
+            "totals": dict(self.totals),
         }
 
     @classmethod
@@ -193,12 +197,16 @@ class TopicIds:
             int(k): Gone(g["kind"], int(g["docs"]), float(g["time"]), g.get("into"))
             for k, g in state.get("gone", {}).items()
         }
+        saved_totals = state.get("totals")
+        if saved_totals is None:  # saved before totals were kept: the moves still held
+            saved_totals = Counter(m.kind for m in moves)
         ids = cls(
             slots=[int(s) for s in state["slots"]],
             next_id=int(state["next_id"]),
             gone=gone,
             moves=moves,
             moves_total=int(state.get("moves_total", len(moves))),
+            totals={str(kind): int(n) for kind, n in saved_totals.items()},
         )
         used = [s for s in ids.slots if s != FREE]
         if len(set(used)) != len(used) or any(s >= ids.next_id for s in used):

@@ -23,6 +23,7 @@ Redis under other names); their defaults are the ``DEFAULT_*`` constants, which
 | ``streamlda:control`` | hash | API (admin); worker (seeds) | worker | ``paused``, ``checkpoint_seq`` and ``seeds_seq``; see :mod:`service.store.control` |
 | ``streamlda:topic:history`` | sorted set | worker | API | JSON points of every topic's size, coherence, drift and top words, scored by docs_seen; see :mod:`service.store.topic_history` |
 | ``streamlda:topic:names`` | hash | API (admin); worker (moves them with their topics) | API | topic id -> JSON of the name an operator gave it; see :mod:`service.store.topic_names` |
+| ``streamlda:topic:moves`` | hash | worker (only while topics move) | API | ``version`` (a token replaced with it) and ``body``: JSON of the learner's topic numbers (:class:`lda.topic_ids.TopicIds`: live slots, gone numbers, the moves kept, totals by kind); see :mod:`service.store.topic_moves` |
 | ``streamlda:topic:seeds`` | hash | API (admin); worker (a seeds file, moves) | worker | topic id -> JSON of the seed words an operator gave it and their strength; see :mod:`service.store.topic_seeds` |
 """  # noqa: E501
 
@@ -33,7 +34,7 @@ import hashlib
 PREFIX = "streamlda:"
 
 # Fixed keys between the worker and the API (service.store: snapshot, heartbeat, perplexity,
-# published_model, control, topic_history, topic_names, topic_seeds).
+# published_model, control, topic_history, topic_names, topic_seeds, topic_moves).
 SNAPSHOT_KEY = PREFIX + "snapshot"
 SNAPSHOT_VERSION_KEY = PREFIX + "snapshot:version"
 HEARTBEAT_KEY = PREFIX + "heartbeat"
@@ -43,6 +44,7 @@ CONTROL_KEY = PREFIX + "control"
 TOPIC_HISTORY_KEY = PREFIX + "topic:history"
 TOPIC_NAMES_KEY = PREFIX + "topic:names"
 TOPIC_SEEDS_KEY = PREFIX + "topic:seeds"
+TOPIC_MOVES_KEY = PREFIX + "topic:moves"
 # Written and read by the worker alone, one per rank (service.learn.reservoir).
 RESERVOIR_KEY = PREFIX + "reservoir"
 

@@ -21,9 +21,11 @@ from service.learn.events import (
     StepEnded,
     Stepped,
     Stopping,
+    TopicsReshaped,
     VocabularyChanged,
     Waiting,
 )
+from service.learn.live_topics import LiveTopics
 from service.learn.publisher import Publisher, WorkerStatus
 
 if TYPE_CHECKING:
@@ -37,7 +39,7 @@ class Showing(Part):
 
     handles = (
         LearnerBegun, Stepped, VocabularyChanged, ModelDue, StepEnded, Waiting, Stopping,
-        SeedsChanged, LabelsMoved, Evaluated,
+        SeedsChanged, LabelsMoved, Evaluated, TopicsReshaped,
     )  # fmt: skip
 
     def __init__(
@@ -83,8 +85,14 @@ class Showing(Part):
                 self.if_stale()  # publication is throttled: show where it stopped
             case SeedsChanged(show=True) if model is not None and model.docs_seen:
                 self.snapshot()
-            case LabelsMoved(matched=matched, since=since):
+            case LabelsMoved(matched=matched, since=since) if model is None or (
+                model.topic_ids.fixed
+            ):  # while topics move, a name is its number's, whatever the labels do
                 publisher.move_names([int(m) for m in matched], since)
+            case TopicsReshaped() if model is not None:
+                self.model()  # /infer and export: the live topics, under their numbers
+                if model.docs_seen:
+                    self.snapshot()  # the moves shown now, not at the next throttled one
             case Evaluated(point=point):
                 self.point(point)
         return ()
@@ -123,7 +131,7 @@ class Showing(Part):
         model, vocab = self.session.model, self.session.vocabulary
         assert model is not None and vocab is not None
         sizes = self.parts.shown(model).get("topic_size")
-        self.publisher.topics_scored(scored, vocab, sizes)
+        self.publisher.topics_scored(scored, vocab, sizes, LiveTopics.of(model.topic_ids))
         self.publisher.point(scored, vocab.version)
 
     def snapshot(self) -> None:

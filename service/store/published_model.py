@@ -4,11 +4,12 @@ published by the worker in one hash and loaded by the API only when ``version`` 
 The hash: ``version``, ``docs_seen``, ``topics``, ``vocab_size``, ``vocab_version``, ``gamma``
 (a learned, per-topic prior: their mean, the vector itself as K float64 little-endian bytes in
 ``gamma_topics``; a model without that field, as older workers wrote, is symmetric),
-``published_at``, beta as W×K float32 little-endian bytes (``layout`` "words": a word's column is
-contiguous) in ``beta_parts`` fields ``beta:0``, ``beta:1``, ... of whole words, the vocabulary
-joined by newlines, and :class:`StreamFigures`' fields. What older workers wrote instead is read
-by :mod:`service.store.compat`. :func:`read_model` needs raw bytes: use
-:func:`service.store.redis_client.connect`.
+``published_at``, ``topic_ids`` (while topics move: each row's topic number, comma-separated;
+absent while K is fixed, when row k is topic k), beta as W×K float32 little-endian bytes
+(``layout`` "words": a word's column is contiguous) in ``beta_parts`` fields ``beta:0``,
+``beta:1``, ... of whole words, the vocabulary joined by newlines, and :class:`StreamFigures`'
+fields. What older workers wrote instead is read by :mod:`service.store.compat`.
+:func:`read_model` needs raw bytes: use :func:`service.store.redis_client.connect`.
 """
 
 from __future__ import annotations
@@ -50,10 +51,16 @@ class PublishedModel:
     # The kept articles' shares published with it, as the hash's fields, parsed by the first
     # search that needs them (:func:`service.store.search.index_rows`; None: none).
     index_fields: Mapping[str, Any] | None = None
+    # Each row's topic number while topics move (None: K fixed, row k is topic k).
+    topic_ids: tuple[int, ...] | None = None
 
     @property
     def n_topics(self) -> int:
         return int(self.beta.shape[0])
+
+    def number(self, k: int) -> int:
+        """The number of row ``k``'s topic."""
+        return k if self.topic_ids is None else self.topic_ids[k]
 
 
 @dataclass(frozen=True)
@@ -111,10 +118,11 @@ def publish_model(
     stream: StreamFigures | None = None,
     vocab_version: int = 0,
     index: IndexRows | None = None,
+    topic_ids: Sequence[int] | None = None,
 ) -> str:
     """Store beta (K×W) with its vocabulary and the vocabulary's version (and the ``stream``'s
-    figures, and the kept articles' shares: ``index``) in one atomic HSET; returns the new
-    version."""
+    figures, the kept articles' shares: ``index``, and each row's topic number while topics
+    move: ``topic_ids``) in one atomic HSET; returns the new version."""
     import torch
 
     if beta.dim() != 2 or beta.shape[1] != len(vocab):
@@ -158,6 +166,10 @@ def publish_model(
         ):
             raise ValueError("the stream's figures do not match beta's shape")
         fields.update(stream.fields())
+    if topic_ids is not None:
+        if len(topic_ids) != beta.shape[0]:
+            raise ValueError(f"{len(topic_ids)} topic numbers for {beta.shape[0]} topics")
+        fields["topic_ids"] = ",".join(str(int(n)) for n in topic_ids)
     if index is not None:
         if index.n_topics != beta.shape[0]:
             raise ValueError(f"the index is of {index.n_topics} topics, beta of {beta.shape[0]}")
@@ -232,7 +244,7 @@ def read_model(client: redis.Redis) -> PublishedModel | None:
 # The model's fields but beta and the vocabulary, read first.
 _MODEL_HEAD = (
     "version", "docs_seen", "topics", "vocab_size", "vocab_version", "layout", "gamma",
-    "gamma_topics", "published_at", "beta_parts",
+    "gamma_topics", "published_at", "beta_parts", "topic_ids",
 )  # fmt: skip
 
 
@@ -290,4 +302,15 @@ def _published(fields: Mapping[str, Any], flat: np.ndarray) -> PublishedModel:
             if fields.get("index:rows") is not None
             else None
         ),
+        topic_ids=_read_topic_ids(fields.get("topic_ids"), k),
     )
+
+
+def _read_topic_ids(raw: Any, n_topics: int) -> tuple[int, ...] | None:
+    """The rows' topic numbers (None: published while K was fixed)."""
+    if raw is None:
+        return None
+    ids = tuple(int(n) for n in text(raw).split(","))
+    if len(ids) != n_topics:
+        raise ValueError(f"topic_ids holds {len(ids)} numbers for {n_topics} topics")
+    return ids

@@ -23,6 +23,7 @@ from service.keys import HEARTBEAT_KEY, SNAPSHOT_KEY, SNAPSHOT_VERSION_KEY
 from service.store import compat
 from service.store.redis_values import finite, text
 from service.store.topic_article import TopicArticle
+from service.store.topic_moves import set_topic_moves
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,10 @@ class Snapshot:
     # share is given its length (a field of its own, so an API from before it reads the rows as
     # ever; None from workers before it).
     topic_article_bounds: list[list[list[float]]] | None = None
+    # Each listed topic's number while topics move (docs/topics.md, "Topics that shape
+    # themselves"): every per-topic list above holds the live topics only, in this order. None
+    # (and absent from the JSON) while K is fixed: topic k is number k.
+    topic_ids: list[int] | None = None
 
     @property
     def world_size(self) -> int:
@@ -102,6 +107,19 @@ class Snapshot:
     @property
     def n_topics(self) -> int:
         return len(self.topics)
+
+    def number(self, k: int) -> int:
+        """The number of the ``k``-th listed topic (``k`` itself while K is fixed)."""
+        return k if self.topic_ids is None else self.topic_ids[k]
+
+    def position(self, number: int) -> int | None:
+        """Where topic ``number`` is listed, or None when no live topic has it."""
+        if self.topic_ids is None:
+            return number if 0 <= number < self.n_topics else None
+        try:
+            return self.topic_ids.index(number)
+        except ValueError:
+            return None
 
     def words(self, estimate: Estimate) -> list[list[WordWeight]]:
         """Each topic's top words in beta_mean (``mean``) or in the current sample (``sample``)."""
@@ -125,6 +143,8 @@ class Snapshot:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         for name in ("topics", "sample_topics"):
             data[name] = [[[w.word, w.weight] for w in words] for words in getattr(self, name)]
+        if self.topic_ids is None:  # K fixed: the JSON of the snapshots before numbers
+            del data["topic_ids"]
         return json.dumps(data, separators=(",", ":"), allow_nan=False)
 
     @classmethod
@@ -183,14 +203,19 @@ def ranked_words(ranks: Ranked, vocab: Sequence[str]) -> list[list[WordWeight]]:
     ]
 
 
-def publish_snapshot(client: redis.Redis, snapshot: Snapshot) -> None:
-    """Replace the snapshot and beat the heart, atomically."""
+def publish_snapshot(
+    client: redis.Redis, snapshot: Snapshot, topic_moves: str | None = None
+) -> None:
+    """Replace the snapshot and beat the heart, atomically (with ``topic_moves``: the topic
+    numbers' body, :func:`service.store.topic_moves.moves_body`, in the same MULTI)."""
     for name in ("step_size", "docs_per_s", "tokens_per_s", "updated_at"):
         finite(getattr(snapshot, name), name)
     pipe = client.pipeline(transaction=True)
     pipe.set(SNAPSHOT_KEY, snapshot.to_json())
     pipe.set(SNAPSHOT_VERSION_KEY, uuid.uuid4().hex)
     pipe.set(HEARTBEAT_KEY, repr(snapshot.updated_at))
+    if topic_moves is not None:
+        set_topic_moves(pipe, topic_moves)
     pipe.execute()
 
 

@@ -36,6 +36,8 @@ class HistoryPoint:
     # Per topic, its id at the point before (the drift matching's; None: labels stayed or no
     # point before), so one topic's history follows it through a label move.
     matched: list[int] | None = None
+    # Each column's topic number while topics move (None: K fixed, column k is topic k).
+    ids: list[int] | None = None
 
     @property
     def n_topics(self) -> int:
@@ -45,6 +47,15 @@ class HistoryPoint:
     def known(cls, data: dict[str, Any]) -> HistoryPoint:
         """The point of ``data``'s fields this code knows (a newer worker's left out)."""
         return cls(**{k: v for k, v in data.items() if k in _FIELDS})
+
+    def column(self, number: int) -> int | None:
+        """Topic ``number``'s column at this point (None: it was not live then)."""
+        if self.ids is None:
+            return number if 0 <= number < self.n_topics else None
+        try:
+            return self.ids.index(number)
+        except ValueError:
+            return None
 
     def topic(self, k: int) -> dict[str, Any]:
         """Topic ``k``'s figures at this point."""
@@ -71,6 +82,8 @@ def append_topic_history(client: redis.Redis, point: HistoryPoint, *, keep: int)
     data = asdict(point)
     data["coherence"] = _finite_or_none(point.coherence)
     data["drift"] = _finite_or_none(point.drift)
+    if point.ids is None:  # K fixed: the points as they were before numbers
+        del data["ids"]
     member = json.dumps(data, separators=(",", ":"), allow_nan=False)
     append_scored(client, TOPIC_HISTORY_KEY, member, point.docs_seen, keep=keep)
 
