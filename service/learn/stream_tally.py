@@ -80,6 +80,18 @@ class StreamTally:
         self.topic_tokens = self.topic_tokens[matched]
         self.doc_topic = self.doc_topic[:, matched]
 
+    def reshape(self, dest: np.ndarray) -> None:
+        """Topics merged or dropped (``dest``: per topic, where its tokens go; -1: dropped, see
+        :mod:`service.learn.topic_reshape`): a merged-away topic's size and sampled shares add
+        into the topic it went into, a dropped one's are gone (sizes renormalise over the
+        rest)."""
+        kept = dest >= 0
+        tokens = np.zeros_like(self.topic_tokens)
+        np.add.at(tokens, dest[kept], self.topic_tokens[kept])
+        doc_topic = np.zeros_like(self.doc_topic)
+        np.add.at(doc_topic.T, dest[kept], self.doc_topic.T[kept])
+        self.topic_tokens, self.doc_topic = tokens, doc_topic
+
     def remap_words(self, keep: np.ndarray, documents: np.ndarray) -> None:
         """New word j is old word ``keep[j]`` (-1: it entered), in ``documents[j]`` of the
         stream's documents. An entering word's frequency starts at its documents times the

@@ -101,6 +101,47 @@ class TopicArticles:
         )
         self.tokens = self.tokens[order]
 
+    def reshape(self, dest: Sequence[int]) -> None:
+        """Topics merged or dropped (``dest``: per topic, where its articles go; -1: dropped,
+        see :mod:`service.learn.topic_reshape`): a kept topic takes the surest of its own and
+        the merged-away topics' articles (one listed by both: their shares added, its share of
+        the topic they make), a dropped or merged-away topic lists none."""
+        if self.keep == 0:
+            return
+        into = [int(d) for d in dest]
+        docs = int(self.docs_at.max()) if self.docs_at.numel() else 0  # no age clamped
+        for away, kept in enumerate(into):
+            if kept not in (away, -1):
+                self._merge(kept, away, docs)
+        for topic, kept in enumerate(into):
+            if kept != topic:
+                self.slot[topic], self.share[topic], self.tokens[topic] = -1, 0.0, 0.0
+                self.docs_at[topic] = 0
+        listed = set(self.slot[self.slot >= 0].tolist())
+        self.articles = {i: a for i, a in self.articles.items() if i in listed}
+
+    def _merge(self, kept: int, away: int, docs_seen: int) -> None:
+        """Topic ``kept``'s list becomes the ``keep`` surest (aged) of its and ``away``'s."""
+        slots = torch.cat([self.slot[kept], self.slot[away]])
+        share = torch.cat([self.share[kept], self.share[away]])
+        tokens = torch.cat([self.tokens[kept], self.tokens[away]])
+        at = torch.cat([self.docs_at[kept], self.docs_at[away]])
+        n = self.keep
+        for i in range(n):  # an article in both lists: one entry, its shares added
+            s = int(slots[i])
+            twin = (slots[n:] == s).nonzero().flatten() if s >= 0 else ()
+            for j in twin:
+                share[i] += share[n + int(j)]
+                slots[n + int(j)] = -1
+        share = share.clamp(max=1.0)
+        age = (docs_seen - at).clamp_min(0).to(torch.float64)
+        bound = share_bound(share[None], tokens[None], self.share.shape[0])[0]
+        score = torch.where(slots >= 0, bound * torch.exp2(-age / self.half_life), -torch.inf)
+        order = torch.topk(score, n).indices
+        self.slot[kept] = torch.where(torch.isfinite(score[order]), slots[order], -1)
+        self.share[kept], self.tokens[kept] = share[order], tokens[order]
+        self.docs_at[kept] = at[order]
+
     def rows(self, docs_seen: int) -> list[list[list[Any]]]:
         """Each topic's articles, surest (aged) first, as the snapshot carries them."""
         return [[a.row() for a in listed] for listed in self.listed(docs_seen)]

@@ -22,10 +22,12 @@ from service.learn.events import (
     LabelsMoved,
     LearnerBegun,
     Part,
+    TopicsReshaped,
     VocabularyChanged,
 )
 from service.learn.stream_tally import StreamTally
 from service.learn.topic_articles import TopicArticles
+from service.learn.topic_reshape import affected, destinations
 from service.store.published_model import StreamFigures
 
 if TYPE_CHECKING:
@@ -71,6 +73,14 @@ class TopicRecord:
         self.articles.permute(matched)
         self.tally.permute(list(matched))
 
+    def reshaped(self, event: TopicsReshaped) -> None:
+        """Topics born, merged or retired: a merged-away topic's size, sampled shares and
+        articles join the topic it went into; a retired or newborn one holds nothing."""
+        dest = destinations(event, self.tally.topic_tokens.size)
+        if affected(dest):
+            self.articles.reshape(dest.tolist())
+            self.tally.reshape(dest)
+
     def evaluated(self, docs_seen: int, topics: dict[str, Any]) -> None:
         """An evaluation's drift: topics that changed a lot forget articles learned before the
         evaluation ahead of this one (labels moved first: :meth:`moved`)."""
@@ -111,7 +121,9 @@ class Record(Part):
     :class:`TopicRecord` for each learner, fed by the loop's events."""
 
     key = "topics"
-    handles = (LearnerBegun, BatchLearned, LabelsMoved, Evaluated, VocabularyChanged)
+    handles = (
+        LearnerBegun, BatchLearned, LabelsMoved, TopicsReshaped, Evaluated, VocabularyChanged
+    )  # fmt: skip
 
     def __init__(self, config: RecordConfig) -> None:
         self.config = config
@@ -129,6 +141,9 @@ class Record(Part):
                 return (ArticlesListed(frozenset(self.listed())),)
             case LabelsMoved() as moved if moved.moves and self.now is not None:
                 self.now.moved(moved.matched)
+            case TopicsReshaped() as reshaped if self.now is not None:
+                self.now.reshaped(reshaped)
+                return (ArticlesListed(frozenset(self.listed())),)
             case Evaluated(point=point) if self.now is not None:
                 self.now.evaluated(point.docs_seen, point.topics)
             case VocabularyChanged(keep=keep, documents=documents):
