@@ -155,6 +155,19 @@ class ArticleIndex:
                 for key, (ref, t, s, n, at) in self.listed.items()
             }
 
+    def reshape(self, dest: np.ndarray, at: int) -> None:
+        """Topics merged or dropped at ``at`` documents seen (``dest``: per topic, where its
+        shares go; -1: dropped, see :mod:`service.learn.topic_reshape`): every row was computed
+        under the topics before, so every row follows (a merged-away topic's share adds into
+        the kept one's, a dropped one's is gone), and a refold under a model of then is
+        dropped."""
+        with self.lock:
+            self.moved_at = max(self.moved_at, at + 1)
+            self.topics, self.shares = _reshaped(self.topics, self.shares, dest)
+            for key, (ref, t, s, n, when) in self.listed.items():
+                topics, shares = _reshaped(t[None], s[None], dest)
+                self.listed[key] = (ref, topics[0], shares[0], n, when)
+
     def rows(self) -> IndexRows:
         """Every row with shares: the slots', then the listed articles no slot holds."""
         with self.lock:
@@ -217,3 +230,26 @@ class ArticleIndex:
 def _ref(row: Sequence[Any]) -> ArticleRef:
     title, article_id, source = row
     return str(title), str(article_id), str(source)
+
+
+def _reshaped(
+    topics: np.ndarray, shares: np.ndarray, dest: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Rows' largest shares with each topic sent to ``dest`` (-1: dropped): shares that land on
+    one topic are added, then sorted again as :func:`lda.search.top_shares` sorts them (largest
+    first, ties by topic id, the empty ones last as -1)."""
+    mapped = np.where(topics >= 0, dest[np.maximum(topics, 0)], -1)
+    shares = np.where(mapped >= 0, shares, 0).astype(np.float32)
+    width = mapped.shape[1]
+    for a in range(width):
+        for b in range(a + 1, width):
+            same = (mapped[:, a] >= 0) & (mapped[:, a] == mapped[:, b])
+            if same.any():
+                shares[same, a] += shares[same, b]
+                mapped[same, b], shares[same, b] = -1, 0.0
+    key = np.where(mapped >= 0, mapped, np.iinfo(np.int64).max)
+    order = np.lexsort((key, -shares), axis=1)
+    mapped = np.take_along_axis(mapped, order, axis=1)
+    shares = np.take_along_axis(shares, order, axis=1)
+    mapped = np.where(shares > 0, mapped, -1).astype(np.int16)
+    return mapped, shares

@@ -21,10 +21,12 @@ from service.learn.events import (
     Part,
     Revisited,
     Stopped,
+    TopicsReshaped,
 )
 from service.learn.reservoir import Reservoir
 from service.learn.search.index import ArticleIndex
 from service.learn.search.refold import ShareRefresh
+from service.learn.topic_reshape import affected, destinations
 
 Texts = Callable[[list[int]], dict[int, str]]  # the reservoir's texts of some slots
 
@@ -35,7 +37,8 @@ class Search(Part):
 
     key = "search"  # its state in a checkpoint's extra
     handles = (
-        LearnerBegun, ArticleKept, ArticlesListed, BatchLearned, Revisited, LabelsMoved, Stopped
+        LearnerBegun, ArticleKept, ArticlesListed, BatchLearned, Revisited, LabelsMoved,
+        TopicsReshaped, Stopped,
     )  # fmt: skip
 
     def __init__(self, reservoir: Reservoir | None, share: float) -> None:
@@ -67,6 +70,11 @@ class Search(Part):
             case LabelsMoved(matched=matched, since=since) as moved if now is not None:
                 if moved.moves:
                     now.permute(matched, since)
+            case TopicsReshaped() as reshaped if now is not None:
+                # At the documents seen when the moves were made: every row is older.
+                dest = destinations(reshaped, now.n_topics)
+                if affected(dest):
+                    now.reshape(dest, max((m.docs for m in reshaped.moves), default=-1))
             case Stopped():
                 self.close()
         return ()
