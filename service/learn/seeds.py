@@ -8,6 +8,10 @@ tokenised by the learner's rule (:func:`lda.vocab.tokenize`); the prior
 words change. A seed word outside the vocabulary waits, pending, and a vocabulary refresh
 always keeps (or brings in) every seed word. A seeded topic's label is pinned by the drift
 matching, so it keeps its number; its seeds are in the checkpoint (a part under ``seeds``).
+
+Seeds are set per topic *number*. While K is fixed numbers are the learner's slots; while topics
+move (lda.topic_ids) a number lives in the slot ``topic_ids.slot_of`` says, and a seed for a
+number that is gone or was never given is refused: skipped, with a warning, and counted.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from service.learn.events import (
     Resumed,
     SeedsChanged,
     SeedsRequested,
+    TopicsReshaped,
     VocabularyChanged,
 )
 from service.learn.session import LearningSession
@@ -89,7 +94,9 @@ class Seeds(Part):
     :meth:`follow`), and their copy in Redis."""
 
     key = "seeds"
-    handles = (Resumed, LearnerBegun, SeedsRequested, LabelsMoved, VocabularyChanged)
+    handles = (
+        Resumed, LearnerBegun, SeedsRequested, LabelsMoved, TopicsReshaped, VocabularyChanged
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -105,10 +112,13 @@ class Seeds(Part):
         self.given = dict(given)
         self.topics: dict[int, TopicSeeds] = {}
         self.seq = 0  # the control hash's seeds_seq these seeds answer
+        self.refused: frozenset[int] = frozenset()  # seeded numbers with no live topic now
+        self.refusals = 0  # numbers refused so far (each time one starts being refused)
 
     def handle(self, event: Any) -> Iterable[Event]:
         """The checkpoint's seeds once a process; the prior over each learner begun and each
-        change of words; an operator's change; labels that moved (Redis follows)."""
+        change of words; an operator's change; labels that moved (Redis follows) and topics
+        reshaped (a number newly live takes its seeds)."""
         match event:
             case Resumed(extra=extra):
                 self.load_state_dict(extra.get(self.key))
@@ -116,9 +126,15 @@ class Seeds(Part):
                 self.follow()
             case SeedsRequested(seq=seq) if self.poll(seq):
                 return (SeedsChanged(prior=self.follow()),)
+            case LabelsMoved() if self.numbered():
+                # The numbers moved with their topics: so do the prior's slots, not the seeds.
+                if self.follow():
+                    return (SeedsChanged(prior=True, show=False),)
             case LabelsMoved(matched=matched) if self.move(matched):
                 # The evaluation's snapshot shows them.
                 return (SeedsChanged(prior=self.follow(), show=False),)
+            case TopicsReshaped() if self.follow():
+                return (SeedsChanged(prior=True, show=False),)
         return ()
 
     # --- where they come from -----------------------------------------------------------------
@@ -171,9 +187,33 @@ class Seeds(Part):
         """Every seed word: a vocabulary refresh keeps them all."""
         return frozenset(word for s in self.topics.values() for word in s.words)
 
+    def numbered(self) -> bool:
+        """Whether topic numbers follow their topics when labels move (topics that move: the
+        worker moves ``topic_ids`` with the labels); else numbers are the labels."""
+        return self.session.shaper is not None
+
+    def slotted(self, model: StreamingLDA) -> dict[int, TopicSeeds]:
+        """The seeds by the slot their number lives in (while K is fixed, numbers are slots);
+        a seed whose number is gone or was never given is refused (a warning, counted, the
+        first time)."""
+        ids = model.topic_ids
+        if ids.fixed:
+            self._refuse(frozenset())
+            return dict(self.topics)
+        slots = {k: ids.slot_of(k) if k >= 0 else None for k in self.topics}
+        self._refuse(frozenset(k for k, slot in slots.items() if slot is None))
+        return {slot: self.topics[k] for k, slot in slots.items() if slot is not None}
+
+    def _refuse(self, numbers: frozenset[int]) -> None:
+        for k in sorted(numbers - self.refused):
+            log.warning("topic %d's seeds refused: no live topic has that number", k)
+        self.refusals += len(numbers - self.refused)
+        self.refused = numbers
+
     def pinned(self) -> list[int]:
-        """The seeded topics, whose labels the drift matching keeps."""
-        return sorted(self.topics)
+        """The seeded topics' slots, whose labels the drift matching keeps."""
+        model = self.session.model
+        return sorted(self.topics if model is None else self.slotted(model))
 
     def follow(self) -> bool:
         """The session keeps every seed word through a refresh, and its learner (if any) takes
@@ -186,17 +226,19 @@ class Seeds(Part):
     def apply(self, model: StreamingLDA, vocab: Vocabulary) -> bool:
         """Put the seeds' prior over ``vocab`` on ``model`` if it differs from the one it has;
         True if it changed."""
-        prior = seed_prior(self.topics, vocab, model)
+        prior = seed_prior(self.slotted(model), vocab, model)
         if prior.triples() == model.seeds.triples():
             return False
         model.set_seeds(prior)
         return True
 
     def shown(self, model: StreamingLDA) -> dict[str, Any]:
-        """Each topic's seed words, for the snapshot (none: an empty list)."""
+        """Each slot's seed words, for the snapshot (none: an empty list), and the seeds
+        refused so far."""
+        slotted = self.slotted(model)
         n_topics = model.config.n_topics
-        seeds = [list(self.topics[k].words) if k in self.topics else [] for k in range(n_topics)]
-        return {"topic_seeds": seeds}
+        seeds = [list(slotted[k].words) if k in slotted else [] for k in range(n_topics)]
+        return {"topic_seeds": seeds, "counters": {"seeds_refused": self.refusals}}
 
     # --- checkpoint ---------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:

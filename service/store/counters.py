@@ -24,6 +24,7 @@ WORKER_LIVE_COUNTERS = (
     "unacked",
     "evals_waiting",
     "scorer_restarts",
+    "seeds_refused",  # seeds for a topic number with no live topic (topics that move)
 )
 
 # The scrapers' totals in the counters hash (skipped reasons are added as "skipped:<reason>").
