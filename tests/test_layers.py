@@ -60,6 +60,7 @@ TORCH_FREE = (
     "lda.inference_kernel",
     "lda.relevance",
     "lda.search",
+    "lda.topic_ids",
 )
 
 

@@ -35,6 +35,7 @@ from service.api.routes import (
     perplexity,
     search,
     stats,
+    topic_events,
     topic_history,
     topic_names,
     topic_seeds,
@@ -124,6 +125,7 @@ def create_app(settings: Settings) -> FastAPI:
     )
     errors.install(app)
     openapi_docs.install(app)
+    app.include_router(topic_events.router)  # before /topics/{topic_id}, which takes any name
     app.include_router(topics.router(settings.publish.topic_words))
     app.include_router(topic_history.router)
     app.include_router(page.router(settings.api.page_refresh_s))

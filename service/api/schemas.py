@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictStr, create_model
 
@@ -170,6 +170,50 @@ class TopicHistoryOut(BaseModel):
 
     id: int
     points: list[TopicHistoryPointOut] = Field(description="One per evaluation, oldest first")
+
+
+class MovedAtOut(BaseModel):
+    docs_seen: int = Field(description="Documents seen when it happened")
+    at: datetime
+
+
+class TopicGoneOut(BaseModel):
+    """The 410 of a topic number that is gone: merged into another topic, or retired."""
+
+    detail: str
+    id: int
+    merged_into: int | None = Field(
+        description="The topic it was merged into, followed through later merges (null: it "
+        "was retired)"
+    )
+    merged_at: MovedAtOut | None = Field(description="When it was merged (null: retired)")
+    retired_at: MovedAtOut | None = Field(description="When it was retired (null: merged)")
+
+
+class TopicEventOut(BaseModel):
+    """One move of the topics."""
+
+    kind: Literal["birth", "merge", "retire"]
+    docs_seen: int = Field(description="Documents seen when it was made")
+    at: datetime
+    topics: list[int] = Field(
+        description="birth: the new number; merge: the kept one, then the one merged away; "
+        "retire: the retired one"
+    )
+    before: list[list[str]] = Field(description="Their top words before (none for a birth)")
+    after: list[list[str]] = Field(description="The kept or born topic's top words after")
+
+
+class TopicEventsOut(BaseModel):
+    """The topics' moves, newest first (``GET /topics/events``)."""
+
+    total: int = Field(description="Moves made since the model began")
+    kept: int = Field(description="Moves still listed (the oldest are dropped beyond a bound)")
+    offset: int
+    limit: int
+    totals: dict[str, int] = Field(description="Moves made, by kind: birth, merge, retire")
+    live: int | None = Field(description="Live topics now (null: K is fixed, nothing moves)")
+    events: list[TopicEventOut]
 
 
 class TopicNameOut(BaseModel):
@@ -360,9 +404,14 @@ class InferOut(BaseModel):
         description=f"{VOCAB_VERSION}; the one of the model whose words encoded the text"
     )
     docs_seen: int = Field(description="Documents the model had seen when published")
+    topic_ids: list[int] | None = Field(
+        None,
+        description="While topics move: the number of each entry of proportions (absent while "
+        "K is fixed, when entry k is topic k)",
+    )
     tokens: int = Field(description="Tokens of the text found in the vocabulary")
     ignored_tokens: int = Field(description="Tokens outside the vocabulary")
-    proportions: list[float] = Field(description="pi[k], indexed by topic id")
+    proportions: list[float] = Field(description="pi[k], indexed by topic id (see topic_ids)")
     topics: list[TopicWeightOut] = Field(description="The same, heaviest topic first")
 
 
@@ -408,6 +457,9 @@ INVALID: dict[int | str, dict[str, object]] = {
 }
 UNAVAILABLE: dict[int | str, dict[str, object]] = {
     503: {"model": ErrorOut, "description": "Redis is unreachable, or nothing published yet"}
+}
+GONE: dict[int | str, dict[str, object]] = {
+    410: {"model": TopicGoneOut, "description": "A topic number that was merged or retired"}
 }
 # A body's own errors (service/api/http/body_limits.py), on the routes other than /infer's.
 BODY_ERRORS: dict[int | str, dict[str, object]] = {

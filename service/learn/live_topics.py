@@ -54,6 +54,8 @@ class LiveTopics:
         """``snapshot`` of every slot, as the live topics' (each per-topic field filtered,
         their numbers added)."""
         live: dict[str, Any] = {name: self.rows(getattr(snapshot, name)) for name in PER_TOPIC}
+        if live["topic_size"] is not None:  # shares of the live topics, still summing to 1
+            live["topic_size"] = _normalised(np.asarray(live["topic_size"])).tolist()
         if live["topic_coherence"] is None:  # figures of other slots: none shown
             live["quality_docs"] = None
         return dataclasses.replace(snapshot, **live, topic_ids=list(self.ids))

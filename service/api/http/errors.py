@@ -1,6 +1,8 @@
 """Every error is JSON ``{"detail": "..."}`` with a message a person can act on.
 
-422s add ``errors``: the schema of both is :class:`service.api.schemas.ValidationErrorOut`.
+410s (a topic number that is gone) add what became of it
+(:class:`service.api.schemas.TopicGoneOut`); 422s add ``errors``: the schema of both is
+:class:`service.api.schemas.ValidationErrorOut`.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ import logging
 from typing import Any
 
 import redis
-from fastapi import FastAPI, Request, status
+from fastapi import FastAPI, HTTPException, Request, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -38,9 +40,19 @@ async def _validation(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": message, "errors": slim}, status.HTTP_422_UNPROCESSABLE_CONTENT)
 
 
+class GoneTopic(HTTPException):
+    """A 410 for a topic number that is gone, its JSON saying what became of it beside
+    ``detail`` (``fields``: :class:`service.api.schemas.TopicGoneOut`'s)."""
+
+    def __init__(self, detail: str, fields: dict[str, Any]) -> None:
+        super().__init__(status.HTTP_410_GONE, detail)
+        self.fields = fields
+
+
 async def _http(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
-    return JSONResponse({"detail": exc.detail}, exc.status_code, headers=exc.headers)
+    fields = exc.fields if isinstance(exc, GoneTopic) else {}
+    return JSONResponse({"detail": exc.detail, **fields}, exc.status_code, headers=exc.headers)
 
 
 def redis_failure(url: str | None, exc: Exception) -> str:

@@ -158,6 +158,8 @@ ESTIMATE = Choice(("mean", "sample"))
 SORT = Choice(("id", "coherence", "size"))
 SINCE = {"since": Integer(0)}
 TOPIC_ID = {"topic_id": Integer(0)}
+# The path's topic number, as the schema describes it (docs/api.md, "Topic numbers").
+TOPIC_NUMBER = "Topic number: 0 to K-1 while K is fixed; while topics move, as /topics lists"
 
 
 def topics_query(most: int, one: bool) -> dict[str, Kind]:

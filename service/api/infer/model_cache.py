@@ -39,9 +39,15 @@ class LazyIndex:
     """The kept articles' index of one model version, parsed and built when a search first asks
     (``/infer`` never waits for it, nor fails with it)."""
 
-    def __init__(self, fields: Mapping[str, Any] | None, n_topics: int) -> None:
+    def __init__(
+        self,
+        fields: Mapping[str, Any] | None,
+        n_topics: int,
+        numbers: tuple[int, ...] | None = None,
+    ) -> None:
         self.fields = fields
         self.n_topics = n_topics
+        self.numbers = numbers  # each topic's number while topics move
         self._lock = threading.Lock()
         self._index: SearchIndex | None = None
 
@@ -55,7 +61,7 @@ class LazyIndex:
                     log.warning("the published index cannot be read: %s", exc)
                     rows = None
                 self.fields = None  # read once
-                self._index = None if rows is None else SearchIndex(rows)
+                self._index = None if rows is None else SearchIndex(rows, self.numbers)
             return self._index
 
 
@@ -87,7 +93,7 @@ class ModelCache:
                     WordIndex(model.vocab),
                     word_columns(model.beta),
                     Rankings(model, self.ranked_words),
-                    LazyIndex(model.index_fields, model.n_topics),
+                    LazyIndex(model.index_fields, model.n_topics, model.topic_ids),
                 )
                 self.loads += 1
             return self._loaded

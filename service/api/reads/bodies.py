@@ -29,8 +29,8 @@ def iso(unix: float) -> str:
 
 @dataclass(frozen=True)
 class Labels:
-    """What the topics are called: the operators' names by topic id, and a suggested name for
-    every topic (its first words by relevance)."""
+    """What the topics are called: the operators' names by topic number, and a suggested name
+    for every topic listed (its first words by relevance)."""
 
     names: Mapping[int, str]
     suggested: Sequence[str]
@@ -68,7 +68,7 @@ def _label(snapshot: Snapshot, labels: Labels, topic_id: int) -> dict[str, Any]:
     size = snapshot.topic_size
     return {
         "size": None if size is None or topic_id >= len(size) else size[topic_id],
-        "name": labels.names.get(topic_id),
+        "name": labels.names.get(snapshot.number(topic_id)),
         "suggested_name": labels.suggested[topic_id],
         **_seeds(snapshot, topic_id),
     }
@@ -129,7 +129,7 @@ def topics(
     relevance when given, beta_mean's only)."""
     listed = [
         {
-            "id": k,
+            "id": snapshot.number(k),
             "words": _words(snapshot, k, top, estimate, uncertainty, ranking),
             **_quality(snapshot, k),
             **_label(snapshot, labels, k),
@@ -160,12 +160,12 @@ def one_topic(
     uncertainty: bool = False,
     ranking: Ranking | None = None,
 ) -> bytes:
-    """``OneTopicOut``: one topic of the ``estimate`` (its id must be in range), ``top`` words,
-    and the articles behind it."""
+    """``OneTopicOut``: one topic of the ``estimate`` (``topic_id``: its place in the snapshot,
+    which must be in range), ``top`` words, and the articles behind it."""
     changed = snapshot.topic_changed_at
     return dumps(
         {
-            "id": topic_id,
+            "id": snapshot.number(topic_id),
             "words": _words(snapshot, topic_id, top, estimate, uncertainty, ranking),
             **_quality(snapshot, topic_id),
             **_label(snapshot, labels, topic_id),

@@ -92,16 +92,19 @@ class FastReads:
         topic_id = self._topic_id(state, path)
         if topic_id is None:
             return None
-        return ONE_TOPIC, topics.one(topic_id, top, estimate, uncertainty, None)
+        k = topics.snapshot.position(topic_id)
+        assert k is not None
+        return ONE_TOPIC, topics.one(k, top, estimate, uncertainty, None)
 
     def _topic_id(self, state: State, path: str) -> int | None:
-        """The id of ``/topics/{id}`` when it names a topic of the snapshot (else None)."""
+        """The number of ``/topics/{id}`` when it names a live topic of the snapshot (else
+        None: a gone or unknown number's 410 or 404 is the routes')."""
         assert state.topics is not None
         try:
             topic_id = TOPIC_ID["topic_id"].parse("path", "topic_id", path[len(TOPICS) + 1 :])
         except InvalidParameter:
             return None
-        return topic_id if topic_id < state.topics.snapshot.n_topics else None
+        return topic_id if state.topics.snapshot.position(topic_id) is not None else None
 
     def _history(self, state: State, path: str, raw: bytes) -> Found:
         if raw or state.history is None:

@@ -29,6 +29,7 @@ from fastapi import HTTPException, status
 
 from lda.config import Estimate
 from lda.relevance import SUGGESTED_JOIN, SUGGESTED_WORDS
+from lda.topic_ids import TopicIds
 from service.api.http.errors import redis_failure, redis_failure_log
 from service.api.http.etags import Rendered
 from service.api.http.prometheus import render as render_metrics
@@ -36,8 +37,10 @@ from service.api.reads import bodies, pipeline_status
 from service.api.reads.relevance import Ranking
 from service.api.reads.snapshot_parse import parse_snapshot
 from service.api.reads.topic_history import HistoryBody, TopicHistory
+from service.api.reads.topic_numbers import Events, events, place
 from service.store.perplexity import PerplexityPoint, perplexity_signature, read_perplexity
 from service.store.snapshot import Snapshot, read_raw_snapshot, read_snapshot_version
+from service.store.topic_moves import read_topic_moves, read_topic_moves_version
 from service.store.topic_names import read_topic_names
 
 log = logging.getLogger(__name__)
@@ -59,15 +62,24 @@ OneTopic = Callable[[int, int, Estimate, bool, Ranking | None], Rendered]
 
 
 class TopicsView:
-    """One snapshot version with its topics' labels, and its bodies, each rendered on its
-    first request (by probability, or by a relevance ranking of the published model)."""
+    """One snapshot version with its topics' labels (and, while topics move, the record of
+    their numbers: ``numbers``), and its bodies, each rendered on its first request (by
+    probability, or by a relevance ranking of the published model)."""
 
     def __init__(
-        self, version: str, snapshot: Snapshot, cache_size: int, labels: bodies.Labels | None = None
+        self,
+        version: str,
+        snapshot: Snapshot,
+        cache_size: int,
+        labels: bodies.Labels | None = None,
+        numbers: tuple[str, TopicIds] | None = None,
     ) -> None:
         self.version = version
         self.snapshot = snapshot
         self.labels = labels = labels or bodies.Labels({}, suggested_names(snapshot))
+        self.numbers_version = None if numbers is None else numbers[0]
+        self.numbers = None if numbers is None else numbers[1]
+        self.events: Events = events(self.numbers, cache_size)
 
         # Closures over the snapshot, not bound methods: a cache holding ``self`` would make a
         # cycle, and every replaced view (tens of thousands of objects) would wait for a full
@@ -96,6 +108,10 @@ class TopicsView:
 
         self.all: AllTopics = lru_cache(maxsize=cache_size)(all_topics)
         self.one: OneTopic = lru_cache(maxsize=cache_size)(one_topic)
+
+    def place(self, number: int) -> int:
+        """Where live topic ``number`` is listed; else its 410 (gone) or 404 raised."""
+        return place(self.snapshot, self.numbers, number)
 
 
 class PerplexityView:
@@ -178,6 +194,7 @@ class View:
         self.history = TopicHistory(config.render_cache)
         self._topics: TopicsView | None = None
         self._snapshot: tuple[str, Snapshot] | None = None
+        self._numbers: tuple[str, TopicIds] | None = None
         self._perplexity: PerplexityView | None = None
         self._cycles = threading.Condition()
         self._started = self._finished = 0
@@ -207,13 +224,30 @@ class View:
             return None
         version, snapshot = read
         labels = bodies.Labels(read_topic_names(self.client), suggested_names(snapshot))
+        numbers = None if snapshot.topic_ids is None else self._read_numbers()
+        numbered = None if numbers is None else numbers[0]
         topics = self._topics
-        if topics is None or topics.version != version or topics.labels != labels:
+        if (
+            topics is None
+            or topics.version != version
+            or topics.labels != labels
+            or topics.numbers_version != numbered
+        ):
             # Its default body rendered here, off the event loop.
-            topics = TopicsView(version, snapshot, self.config.render_cache, labels)
+            topics = TopicsView(version, snapshot, self.config.render_cache, labels, numbers)
             topics.all(min(bodies.TOPICS_TOP, self.config.topic_words), "mean", False, "id", None)
             self._topics = topics
         return topics
+
+    def _read_numbers(self) -> tuple[str, TopicIds] | None:
+        """The topic numbers' record (while topics move), read again only when its version
+        changed."""
+        version = read_topic_moves_version(self.client)
+        if version is None:
+            self._numbers = None
+        elif self._numbers is None or self._numbers[0] != version:
+            self._numbers = read_topic_moves(self.client)
+        return self._numbers
 
     def _read_perplexity(self) -> PerplexityView:
         signature = perplexity_signature(self.client)

@@ -40,22 +40,24 @@ def parse_point(member: bytes | str) -> HistoryPoint | None:
 
 
 def topic_body(points: list[HistoryPoint], k: int) -> bytes:
-    """``TopicHistoryOut`` of topic ``k``, following its label back through the points where
-    the drift matching moved labels (points with fewer topics left out)."""
+    """``TopicHistoryOut`` of topic number ``k``, following its label back through the points
+    where the drift matching moved labels (points with fewer topics left out); while topics
+    move, its column by number, back to the first point after its birth."""
     rows: list[dict[str, Any]] = []
     at = k
     for point in reversed(points):
-        if not 0 <= at < point.n_topics:
+        column = point.column(at)
+        if column is None:
             break
-        row = point.topic(at)
+        row = point.topic(column)
         row["at"] = iso(point.at)
         rows.append(row)
-        if point.matched is not None:
-            at = point.matched[at]
+        if point.matched is not None and point.ids is None:
+            at = point.matched[column]
     return dumps({"id": k, "points": rows[::-1]})
 
 
-HistoryBody = Callable[[int], Rendered]  # topic id -> its rendered history
+HistoryBody = Callable[[int], Rendered]  # topic number -> its rendered history
 
 
 class TopicHistory:

@@ -53,7 +53,7 @@ def word_topics(
         best = best[np.lexsort((best, -row[best]))]
         out.append(
             {
-                "topic": k,
+                "topic": model.number(k),
                 "rank": int(ranks[k]),
                 "probability": float(row[word_id]),
                 "top_words": [model.vocab[w] for w in best.tolist()],

@@ -14,7 +14,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from service.api.deps import AdminTokenDep, RedisDep
 from service.api.http.admin_gate import refusal
 from service.api.http.query_params import TOPIC_ID, strict
-from service.api.schemas import BODY_ERRORS, INVALID, AdminOut, ErrorOut
+from service.api.schemas import BODY_ERRORS, GONE, INVALID, AdminOut, ErrorOut
 from service.store.control import read_control, request_checkpoint, set_paused
 
 # auto_error=False: a missing or non-bearer header comes here as None, so the 404 (admin off)
@@ -44,6 +44,7 @@ def topic_router(unavailable: str) -> APIRouter:
         responses={
             401: {"model": ErrorOut, "description": "Missing or wrong bearer token"},
             404: {"model": ErrorOut, "description": "Admin endpoints are off, or no such topic"},
+            **GONE,
             **BODY_ERRORS,
             **INVALID,
             503: {"model": ErrorOut, "description": unavailable},

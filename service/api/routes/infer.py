@@ -122,22 +122,30 @@ def infer_texts(texts: Sequence[str], **fold: Any) -> list[bytes]:
     head = f'{{"model_version":{json.dumps(model.version)},'
     head += f'"vocab_version":{model.vocab_version},'
     head += f'"docs_seen":{model.docs_seen},'
-    return answers(head, folded.tokens, folded.pi)
+    if model.topic_ids is not None:  # topics move: proportions[k] is topic topic_ids[k]'s
+        head += f'"topic_ids":{json.dumps(list(model.topic_ids))},'
+    return answers(head, folded.tokens, folded.pi, model.topic_ids)
 
 
-def answers(head: str, tokens: Sequence[tuple[int, int]], pi: np.ndarray) -> list[bytes]:
+def answers(
+    head: str,
+    tokens: Sequence[tuple[int, int]],
+    pi: np.ndarray,
+    numbers: Sequence[int] | None = None,
+) -> list[bytes]:
     """``InferOut`` JSON of each row of ``pi`` (its topics by weight, ties by id), written
     here, on the inference thread, without pydantic or a dict per topic: a batch's hundred
     answers of K topics cost more to validate and encode than to infer. Every float is
     orjson's shortest round-trip text, written once for the whole matrix (far cheaper than a
     ``repr`` each) and reused in the ranked list. ``head`` is the object's opening and model
-    fields; ``tokens`` (used, ignored) per row."""
+    fields; ``tokens`` (used, ignored) per row; ``numbers``: each topic's number while topics
+    move (None: topic k is number k)."""
     if not np.isfinite(pi).all():
         raise ValueError("non-finite topic proportions")  # as json.dumps(allow_nan=False)
     if pi.shape[0] == 0:
         return []
     k = pi.shape[1]
-    ids = [b'{"id":%d,"weight":' % t for t in range(k)]
+    ids = [b'{"id":%d,"weight":' % t for t in (range(k) if numbers is None else numbers)]
     ranked = np.argsort(-pi, axis=1, kind="stable").tolist()
     matrix = orjson.dumps(np.ascontiguousarray(pi, dtype=np.float64), option=NUMPY)
     rows = matrix[2:-2].split(b"],[")  # "[[a,b],[c,d]]": each row's "a,b"

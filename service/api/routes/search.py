@@ -27,15 +27,17 @@ import redis
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, Response, status
 from fastapi.concurrency import run_in_threadpool
 
-from service.api.deps import ModelCacheDep, RedisDep
+from service.api.deps import ModelCacheDep, RedisDep, StateDep
 from service.api.http.etags import IF_NONE_MATCH, JSON, NOT_MODIFIED, respond
-from service.api.http.query_params import MAX_INTEGER, TOPIC_ID, Integer, strict
+from service.api.http.query_params import MAX_INTEGER, TOPIC_ID, TOPIC_NUMBER, Integer, strict
 from service.api.infer.admission import Slots
 from service.api.infer.batcher import Batcher
 from service.api.infer.model_cache import LoadedModel, ModelCache
+from service.api.reads.refresher import State
+from service.api.reads.topic_numbers import not_live
 from service.api.routes.infer import ERRORS as INFER_ERRORS
 from service.api.routes.infer import fold_in
-from service.api.schemas import INVALID, ErrorOut
+from service.api.schemas import GONE, INVALID, ErrorOut
 from service.api.search.answers import CACHE_BYTES, Kept, KeptAnswers, rendered_answer
 from service.api.search.index import Found, SearchIndex
 from service.api.search.schemas import (
@@ -108,6 +110,22 @@ def _rendered(index: SearchIndex, found: Sequence[Found]) -> tuple[bytes, ...]:
     return tuple(orjson.dumps(index.article(f)) for f in found)
 
 
+def _place(loaded: LoadedModel, index: SearchIndex, state: State, number: int) -> int:
+    """Topic ``number``'s place in the published model; 404 or, while topics move, the 410 of
+    a number gone (as the view's record of the numbers says)."""
+    if loaded.model.topic_ids is None:
+        if not 0 <= number < index.n_topics:
+            raise HTTPException(
+                status.HTTP_404_NOT_FOUND,
+                f"no topic {number}: topic ids are 0 to {index.n_topics - 1}",
+            )
+        return number
+    if number in loaded.model.topic_ids:
+        return loaded.model.topic_ids.index(number)
+    topics = state.require_topics()
+    raise not_live(topics.snapshot, topics.numbers, number)
+
+
 def _topic_kept(index: SearchIndex, topic: int, most: int) -> Kept:
     """The topic's first ``most`` articles, rendered, and how many it lists."""
     return Kept(_rendered(index, index.topic(topic, most)), index.listed(topic))
@@ -146,6 +164,7 @@ def router(
         responses={
             304: NOT_MODIFIED,
             404: {"model": ErrorOut, "description": "No topic with this id"},
+            **GONE,
             **INVALID,
             503: busy,
         },
@@ -155,31 +174,27 @@ def router(
         request: Request,
         cache: ModelCacheDep,
         client: RedisDep,
-        topic_id: Annotated[int, Path(ge=0, le=MAX_INTEGER, description="Topic id, 0 to K-1")],
+        state: StateDep,
+        topic_id: Annotated[int, Path(ge=0, le=MAX_INTEGER, description=TOPIC_NUMBER)],
         limit: Annotated[int, limit_query] = min(LIMIT, most),
         offset: Annotated[int, Query(ge=0, le=MAX_INTEGER, description="Articles to skip")] = 0,
     ) -> Response:
         """The kept articles most surely about the topic (its share's lower bound given the
-        article's length), ``offset`` onwards; 404 for an id outside 0..K-1."""
+        article's length), ``offset`` onwards; 404 for an id outside 0..K-1 (while topics
+        move: one never used), 410 for a topic merged or retired."""
         loaded, index = await run_in_threadpool(_loaded, cache, client)
-        if not 0 <= topic_id < index.n_topics:
-            raise HTTPException(
-                status.HTTP_404_NOT_FOUND,
-                f"no topic {topic_id}: topic ids are 0 to {index.n_topics - 1}",
-            )
-        key, version = ("topic", topic_id), loaded.model.version
+        k = _place(loaded, index, state, topic_id)
+        key, version = ("topic", k), loaded.model.version
         kept = answers.get(version, key)
         if kept is None:
             with slots.taken():
-                kept = await run_in_threadpool(_topic_kept, index, topic_id, most)
+                kept = await run_in_threadpool(_topic_kept, index, k, most)
             answers.put(version, key, kept)
         if offset + limit <= len(kept.articles) or len(kept.articles) == kept.total:
             found = kept.articles[offset : offset + limit]
         else:  # past the first ``most``: a slice of the index, rendered and not kept
             with slots.taken():
-                found = await run_in_threadpool(
-                    _rendered, index, index.topic(topic_id, limit, offset)
-                )
+                found = await run_in_threadpool(_rendered, index, index.topic(k, limit, offset))
         head = {"topic": topic_id, **_head(loaded), "total": kept.total, "offset": offset}
         return respond(rendered_answer(head, found), request)
 
@@ -201,7 +216,10 @@ def router(
             **_head(query.loaded),
             "tokens": query.tokens[0],
             "ignored_tokens": query.tokens[1],
-            "topics": [{"id": int(t), "weight": float(query.pi[t])} for t in order],
+            "topics": [
+                {"id": query.loaded.model.number(int(t)), "weight": float(query.pi[t])}
+                for t in order
+            ],
             "articles": [index.article(f) for f in found],
         }
         return Response(orjson.dumps(answer), media_type=JSON)

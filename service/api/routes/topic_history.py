@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, HTTPException, Path, Request, Response, status
+from fastapi import APIRouter, Depends, Path, Request, Response
 
 from service.api.deps import StateDep
 from service.api.http.etags import IF_NONE_MATCH, NOT_MODIFIED, respond
-from service.api.http.query_params import MAX_INTEGER, TOPIC_ID, strict
-from service.api.schemas import INVALID, UNAVAILABLE, ErrorOut, TopicHistoryOut
+from service.api.http.query_params import MAX_INTEGER, TOPIC_ID, TOPIC_NUMBER, strict
+from service.api.schemas import GONE, INVALID, UNAVAILABLE, ErrorOut, TopicHistoryOut
 
 router = APIRouter(tags=["topics"])
 
@@ -25,6 +25,7 @@ router = APIRouter(tags=["topics"])
     responses={
         304: NOT_MODIFIED,
         404: {"model": ErrorOut, "description": "No topic with this id"},
+        **GONE,
         **INVALID,
         **UNAVAILABLE,
     },
@@ -33,14 +34,11 @@ router = APIRouter(tags=["topics"])
 async def topic_history(
     request: Request,
     state: StateDep,
-    topic_id: Annotated[int, Path(ge=0, le=MAX_INTEGER, description="Topic id, 0 to K-1")],
+    topic_id: Annotated[int, Path(ge=0, le=MAX_INTEGER, description=TOPIC_NUMBER)],
 ) -> Response:
     """The topic's size, coherence, drift, whether it changed, and top words at each
-    evaluation kept, oldest first; 404 for an id outside 0..K-1."""
-    k = state.require_topics().snapshot.n_topics
-    if not 0 <= topic_id < k:
-        raise HTTPException(
-            status.HTTP_404_NOT_FOUND, f"no topic {topic_id}: topic ids are 0 to {k - 1}"
-        )
+    evaluation kept, oldest first; 404 for an id outside 0..K-1 (while topics move: one never
+    used), 410 for a topic merged or retired."""
+    state.require_topics().place(topic_id)
     assert state.history is not None  # read with the topics
     return respond(state.history(topic_id), request)

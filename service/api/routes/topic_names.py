@@ -12,11 +12,11 @@ uses the local bound ``most``, which string annotations could not resolve.)
 
 from typing import Annotated
 
-from fastapi import APIRouter, Body, HTTPException, Path, Request, status
+from fastapi import APIRouter, Body, Path, Request
 from fastapi.exceptions import RequestValidationError
 
 from service.api.deps import RedisDep, StateDep
-from service.api.http.query_params import MAX_INTEGER
+from service.api.http.query_params import MAX_INTEGER, TOPIC_NUMBER
 from service.api.reads.refresher import State
 from service.api.routes.admin import topic_router
 from service.api.schemas import TopicNameOut
@@ -26,16 +26,13 @@ NAME = (
     "Any text with a character other than whitespace, at most the setting topic_name_max "
     "characters; its surrounding whitespace is dropped"
 )
-TopicId = Annotated[int, Path(ge=0, le=MAX_INTEGER, description="Topic id, 0 to K-1")]
+TopicId = Annotated[int, Path(ge=0, le=MAX_INTEGER, description=TOPIC_NUMBER)]
 
 
 def _known(state: State, topic_id: int) -> None:
-    """404 unless ``topic_id`` is a topic of the snapshot served (503 before one)."""
-    k = state.require_topics().snapshot.n_topics
-    if not 0 <= topic_id < k:
-        raise HTTPException(
-            status.HTTP_404_NOT_FOUND, f"no topic {topic_id}: topic ids are 0 to {k - 1}"
-        )
+    """404 unless ``topic_id`` is a live topic of the snapshot served (410: one gone; 503
+    before a snapshot)."""
+    state.require_topics().place(topic_id)
 
 
 def _invalid(message: str) -> RequestValidationError:

@@ -24,7 +24,7 @@ from fastapi.exceptions import RequestValidationError
 
 from service.api.deps import RedisDep, StateDep
 from service.api.http.body_limits import SEED_WORD_CHARS
-from service.api.http.query_params import MAX_INTEGER
+from service.api.http.query_params import MAX_INTEGER, TOPIC_NUMBER
 from service.api.reads.refresher import State
 from service.api.routes.admin import topic_router
 from service.api.schemas import TopicSeedsOut, seeds_in
@@ -39,7 +39,7 @@ from service.store.topic_seeds import (
     strength_error,
 )
 
-TopicId = Annotated[int, Path(ge=0, le=MAX_INTEGER, description="Topic id, 0 to K-1")]
+TopicId = Annotated[int, Path(ge=0, le=MAX_INTEGER, description=TOPIC_NUMBER)]
 
 
 def _invalid(field: str, message: str) -> RequestValidationError:
@@ -48,9 +48,12 @@ def _invalid(field: str, message: str) -> RequestValidationError:
 
 
 def known_topic(state: State, topic_id: int, default_topics: int) -> None:
-    """404 unless ``topic_id`` is a topic of the snapshot served (before one, of the setting
-    topics), as for a topic's name."""
-    k = state.topics.snapshot.n_topics if state.topics is not None else default_topics
+    """404 unless ``topic_id`` is a live topic of the snapshot served (410: one gone; before a
+    snapshot, one of the setting topics), as for a topic's name."""
+    if state.topics is not None:
+        state.topics.place(topic_id)
+        return
+    k = default_topics
     if not 0 <= topic_id < k:
         raise HTTPException(
             status.HTTP_404_NOT_FOUND, f"no topic {topic_id}: topic ids are 0 to {k - 1}"

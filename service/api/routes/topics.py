@@ -19,6 +19,7 @@ in the OpenAPI schema. (No ``from __future__ import annotations`` here: the sign
 the local bound ``most``, which string annotations could not resolve.)
 """
 
+from collections.abc import Sequence
 from typing import Annotated
 
 import redis
@@ -28,13 +29,20 @@ from fastapi.concurrency import run_in_threadpool
 from lda.config import Estimate
 from service.api.deps import ModelCacheDep, RedisDep, StateDep
 from service.api.http.etags import IF_NONE_MATCH, NOT_MODIFIED, respond
-from service.api.http.query_params import MAX_INTEGER, TOPIC_ID, strict, topics_query
+from service.api.http.query_params import (
+    MAX_INTEGER,
+    TOPIC_ID,
+    TOPIC_NUMBER,
+    strict,
+    topics_query,
+)
 from service.api.infer.model_cache import ModelCache
 from service.api.reads.bodies import ONE_TOPIC_TOP, TOPICS_TOP, TopicOrder
 from service.api.reads.refresher import TopicsView
 from service.api.reads.relevance import Ranking
 from service.api.schemas import (
     ESTIMATE,
+    GONE,
     INVALID,
     RELEVANCE,
     SORT,
@@ -77,13 +85,20 @@ async def ranking(
             status.HTTP_503_SERVICE_UNAVAILABLE,
             "no model yet to rank words by relevance: the worker has not published one",
         )
-    if loaded.model.n_topics != topics.snapshot.n_topics:
+    model_ids, snapshot_ids = _numbers(loaded.model.topic_ids), _numbers(topics.snapshot.topic_ids)
+    if loaded.model.n_topics != topics.snapshot.n_topics or model_ids != snapshot_ids:
         raise HTTPException(
             status.HTTP_503_SERVICE_UNAVAILABLE,
             f"the published model has {loaded.model.n_topics} topics and the snapshot "
-            f"{topics.snapshot.n_topics}: ask again once the worker has published both",
+            f"{topics.snapshot.n_topics}"
+            + ("" if model_ids == snapshot_ids else ", numbered differently")
+            + ": ask again once the worker has published both",
         )
     return await run_in_threadpool(loaded.relevance.get, lam)
+
+
+def _numbers(ids: Sequence[int] | None) -> tuple[int, ...] | None:
+    return None if ids is None else tuple(ids)
 
 
 def router(most: int) -> APIRouter:
@@ -121,6 +136,7 @@ def router(most: int) -> APIRouter:
         responses={
             304: NOT_MODIFIED,
             404: {"model": ErrorOut, "description": "No topic with this id"},
+            **GONE,
             **CONFLICT,
             **INVALID,
             **UNAVAILABLE,
@@ -132,7 +148,7 @@ def router(most: int) -> APIRouter:
         state: StateDep,
         cache: ModelCacheDep,
         client: RedisDep,
-        topic_id: Annotated[int, Path(ge=0, le=MAX_INTEGER, description="Topic id, 0 to K-1")],
+        topic_id: Annotated[int, Path(ge=0, le=MAX_INTEGER, description=TOPIC_NUMBER)],
         top: Annotated[int, Query(ge=1, le=most, description=_TOP)] = min(ONE_TOPIC_TOP, most),
         estimate: EstimateQuery = "mean",
         uncertainty: UncertaintyQuery = False,
@@ -140,15 +156,10 @@ def router(most: int) -> APIRouter:
     ) -> Response:
         """One topic with its ``top`` most probable (or most relevant) words, coherence, drift,
         size, names, the articles behind it and when it last changed; 404 for an id outside
-        0..K-1."""
+        0..K-1 (while topics move: one never used), 410 for a topic merged or retired."""
         topics = state.require_topics()
-        k = topics.snapshot.n_topics
-        if not 0 <= topic_id < k:
-            raise HTTPException(
-                status.HTTP_404_NOT_FOUND,
-                f"no topic {topic_id}: topic ids are 0 to {k - 1}",
-            )
+        k = topics.place(topic_id)
         ranked = await ranking(relevance, estimate, topics, cache, client)
-        return respond(topics.one(topic_id, top, estimate, uncertainty, ranked), request)
+        return respond(topics.one(k, top, estimate, uncertainty, ranked), request)
 
     return routes

@@ -10,6 +10,7 @@ is then a slice (a topic's articles) or one exact pass over every row (the Helli
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,7 +36,9 @@ class Found:
 class SearchIndex:
     """Every kept article once, searchable by topic and by likeness of proportions."""
 
-    def __init__(self, rows: IndexRows) -> None:
+    def __init__(self, rows: IndexRows, numbers: Sequence[int] | None = None) -> None:
+        """``numbers``: each topic's number while topics move (None: topic k is number k)."""
+        self.numbers = None if numbers is None else list(numbers)
         self.rows = _newest_per_id(rows)
         rows = self.rows
         self.n_topics = rows.n_topics
@@ -96,6 +99,10 @@ class SearchIndex:
         """Row ``row`` as proportions over all K topics (its unkept mass spread evenly)."""
         return self.sparse.dense(row)
 
+    def number(self, topic: int) -> int:
+        """Topic ``topic``'s number (itself while K is fixed)."""
+        return topic if self.numbers is None else self.numbers[topic]
+
     def article(self, found: Found) -> dict[str, Any]:
         """An answer's article: reference, link, length, when its shares were computed, its
         largest shares, and its distance or its share and bound."""
@@ -109,7 +116,7 @@ class SearchIndex:
             "tokens": round(float(self.rows.tokens[found.row])),
             "docs_seen": int(self.rows.at[found.row]),
             "topics": [
-                {"id": int(t), "share": round(float(s), 4)}
+                {"id": self.number(int(t)), "share": round(float(s), 4)}
                 for t, s in zip(topics[:TOPICS_SHOWN], shares[:TOPICS_SHOWN], strict=True)
                 if t >= 0
             ],

@@ -43,7 +43,7 @@ def test_api_conforms_to_its_schema(
             expected_statuses=[*rejected.expected_statuses, "413"]
         )
         operations = [result.ok() for result in schema.get_all_operations()]
-        assert len(operations) == 22  # the seeds and search routes included
+        assert len(operations) == 23  # the seeds, search and topic events routes included
         for operation in operations:
             cases = st.one_of([operation.as_strategy(mode) for mode in GenerationMode])
             # A schema-valid list of seed words can hold no word or too many once tokenised (a
