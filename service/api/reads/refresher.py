@@ -37,7 +37,7 @@ from service.api.reads import bodies, pipeline_status
 from service.api.reads.relevance import Ranking
 from service.api.reads.snapshot_parse import parse_snapshot
 from service.api.reads.topic_history import HistoryBody, TopicHistory
-from service.api.reads.topic_numbers import Events, events, place
+from service.api.reads.topic_numbers import Events, events, move_metrics, place
 from service.store.perplexity import PerplexityPoint, perplexity_signature, read_perplexity
 from service.store.snapshot import Snapshot, read_raw_snapshot, read_snapshot_version
 from service.store.topic_moves import read_topic_moves, read_topic_moves_version
@@ -267,6 +267,7 @@ class View:
         silent = pipeline_status.silent_since(snapshot, now, self.config.silent_after_s)
         stats = pipeline_status.stats(snapshot, now, self.config.sources, silent)
         families = pipeline_status.metrics(snapshot, perplexity.latest, now, silent)
+        families += move_metrics(None if topics is None else topics.numbers)
         return State(
             error=None,
             topics=topics,

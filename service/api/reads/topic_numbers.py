@@ -19,6 +19,7 @@ from lda.topic_ids import Gone, TopicIds, TopicMove
 from service.api.http.compact_json import dumps
 from service.api.http.errors import GoneTopic
 from service.api.http.etags import Rendered
+from service.api.http.prometheus import Metric
 from service.api.reads.bodies import iso
 from service.store.snapshot import Snapshot
 
@@ -109,3 +110,17 @@ def events(numbers: TopicIds | None, cache_size: int) -> Events:
         return Rendered.of(events_body(numbers, limit, offset))
 
     return page
+
+
+def move_metrics(numbers: TopicIds | None) -> list[Metric]:
+    """``/metrics``' families of the moves: live topics, and moves made by kind (totals that
+    outlive the bounded list of moves). None while K is fixed: nothing moves."""
+    if numbers is None:
+        return []
+    moves = Metric(
+        "streamlda_topic_moves_total", "Topic moves kept since the model began", "counter"
+    )
+    for kind in KINDS:
+        moves.add(numbers.totals.get(kind, 0), kind=kind)
+    live = Metric("streamlda_topics_live", "Live topics (the others' slots are free)")
+    return [live.add(len(numbers.live_ids())), moves]

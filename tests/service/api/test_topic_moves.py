@@ -195,3 +195,19 @@ def test_a_fixed_k_publishes_and_serves_as_before(
         "live": None,
         "events": [],
     }
+
+
+def test_metrics_count_live_topics_and_moves_by_kind(moved: TestClient) -> None:
+    lines = moved.get("/metrics").text.splitlines()
+    assert "streamlda_topics_live 3.0" in lines
+    assert "streamlda_topics 3.0" in lines  # the topics served: the live ones
+    for kind, count in (("birth", 2), ("merge", 2), ("retire", 1)):
+        assert f'streamlda_topic_moves_total{{kind="{kind}"}} {count}.0' in lines
+    assert "# TYPE streamlda_topic_moves_total counter" in lines
+
+
+def test_metrics_of_a_fixed_k_are_as_before(api: TestClient, redis_client: redis.Redis) -> None:
+    shaped.publish(redis_client, shaped.fixed_model())
+    text = api.get("/metrics").text
+    assert "streamlda_topics 4.0" in text.splitlines()
+    assert "streamlda_topics_live" not in text and "streamlda_topic_moves" not in text
