@@ -28,6 +28,7 @@ from lda.evaluation.perplexity import test_token_probabilities as _test_token_pr
 from lda.evaluation.scorer import HeldoutScorer, ScorerConfig
 from lda.gamma import Gamma
 from lda.gibbs import GibbsConfig, GibbsExpectations, gibbs_expectations
+from lda.gibbs.result import widen
 from lda.parallel import Layout, Reducer, layout
 from lda.prior import LearnedPrior
 from lda.sgmcmc.chain import new_chain, restore_chain
@@ -112,6 +113,26 @@ class StreamingLDA:
         """The document-topic prior every consumer takes: the scalar while symmetric, else
         gamma_k as a tuple (lda.gamma)."""
         return self.prior.value
+
+    @property
+    def live_index(self) -> torch.Tensor | None:
+        """(L,) the slots that hold a live topic, or None when every slot does."""
+        live = self.topic_ids.live_slots()
+        if len(live) == self.config.n_topics:
+            return None
+        return torch.tensor(live, dtype=torch.int64)
+
+    @property
+    def live_gamma(self) -> Gamma:
+        """gamma of the live topics only, as the kernels take it (lda.gamma)."""
+        live = self.topic_ids.live_slots()
+        values = [float(self.prior.gamma[k]) for k in live]
+        return values[0] if all(v == values[0] for v in values) else tuple(values)
+
+    def live(self, beta: torch.Tensor) -> torch.Tensor:
+        """The live topics' rows of a (K, ...) matrix (``beta`` itself when all are live)."""
+        live = self.live_index
+        return beta if live is None else beta[live.to(beta.device)]
 
     @property
     def state(self) -> SamplerState:
@@ -205,11 +226,18 @@ class StreamingLDA:
     ) -> GibbsExpectations:
         """This rank's Gibbs expectations of ``batch`` on ``beta`` (the learner's sweeps), the
         document sums too when ``documents`` wants them."""
-        sweeps = dataclasses.replace(GibbsConfig.from_learner(self.config), gamma=self.gamma)
+        live = self.live_index
+        gamma = self.gamma if live is None else self.live_gamma
+        sweeps = dataclasses.replace(GibbsConfig.from_learner(self.config), gamma=gamma)
         learning = self.prior.learn
         if documents is not None or learning:
             sweeps = dataclasses.replace(sweeps, need_document_topic=True)
-        result = gibbs_expectations(beta, batch, sweeps, self.generator, where.shard)
+        if live is None:
+            result = gibbs_expectations(beta, batch, sweeps, self.generator, where.shard)
+        else:  # free slots take no part: their rows get no tokens
+            rows = live.to(beta.device)
+            result = gibbs_expectations(beta[rows], batch, sweeps, self.generator, where.shard)
+            result = widen(result, live, self.config.n_topics)
         if documents is not None or learning:
             counts = result.document_topic().to(torch.float64)
             if documents is not None:
@@ -240,13 +268,15 @@ class StreamingLDA:
     def test_token_probabilities(self, heldout: HeldoutSet) -> torch.Tensor:
         """p(w | d) of the held-out test tokens under the current sample."""
         sweeps = self.scorer_config.gibbs
-        return _test_token_probabilities(self.beta, heldout, sweeps, self.eval_generator)
+        return _test_token_probabilities(self.live(self.beta), heldout, sweeps, self.eval_generator)
 
     @property
     def scorer_config(self) -> ScorerConfig:
-        """The held-out estimator of this learner's configuration."""
+        """The held-out estimator of this learner's configuration (over the live topics:
+        score :meth:`live` rows with it)."""
         cfg = self.config
-        return ScorerConfig(gamma=self.gamma, sweeps=cfg.eval_sweeps, method=cfg.eval_gibbs)
+        gamma = self.gamma if self.live_index is None else self.live_gamma
+        return ScorerConfig(gamma=gamma, sweeps=cfg.eval_sweeps, method=cfg.eval_gibbs)
 
     def scorer(self) -> HeldoutScorer:
         """A scorer over this learner's evaluation generator and posterior average (shared)."""
@@ -254,8 +284,8 @@ class StreamingLDA:
 
     def evaluate(self, heldout: HeldoutSet, which: Estimate = "mean") -> tuple[float, float]:
         """(perplexity of the ``which`` estimate, posterior-averaged perplexity) on ``heldout``;
-        by default beta_mean, the topics a user of the model gets."""
-        return self.scorer().score(self.estimate(which), heldout)
+        by default beta_mean, the topics a user of the model gets (the live ones)."""
+        return self.scorer().score(self.live(self.estimate(which)), heldout)
 
     def top_words(self, n: int, which: Estimate = "mean") -> tuple[torch.Tensor, torch.Tensor]:
         """(K, n) word ids and their weights in the ``which`` estimate, most probable first

@@ -31,7 +31,7 @@ from lda.evaluation.perplexity import (
     perplexity_from_probabilities,
     test_token_probabilities,
 )
-from lda.model import StreamingLDA
+from lda.model import NonFiniteError, StreamingLDA
 from lda.topic_ids import TopicMove
 
 Kind = Literal["retire", "merge", "birth"]
@@ -183,23 +183,34 @@ class TopicShaper:
     ) -> Reshaped | None:
         heldout = HeldoutSet.from_documents(_documents(validation), model.device)
         saved = model.state_dict()
-        model.load_state_dict(copy.deepcopy(saved))  # the saved tensors stay untouched
-        self._burn_in(model)
-        control = self._score(model, heldout)
-        model.load_state_dict(copy.deepcopy(saved))
-        before = self._top_words(model)
-        slots = self._apply(kind, proposal, model)
-        self._burn_in(model)
-        moved = self._score(model, heldout)
-        tolerance = 0.0 if kind == "birth" else self.config.tolerance
-        kept = moved <= control * (1.0 + tolerance)
+        try:
+            model.load_state_dict(copy.deepcopy(saved))  # the saved tensors stay untouched
+            self._burn_in(model)
+            control = self._score(model, heldout)
+            model.load_state_dict(copy.deepcopy(saved))
+            before = self._top_words(model)
+            first = len(model.topic_ids.moves)
+            slots = self._apply(kind, proposal, model, before)
+            self._burn_in(model)
+            moved = self._score(model, heldout)
+        except NonFiniteError:  # a trial's step would not be finite: no move, nothing changed
+            model.load_state_dict(saved)
+            self.trials[f"{kind} failed"] += 1
+            return None
+        kept = self._accept(kind, control, moved)
         self.trials[f"{kind} tried"] += 1
         self.last_trial = Trial(kind, tuple(slots), control, moved, kept)
         if not kept:
             model.load_state_dict(saved)
             return None
         self.trials[f"{kind} kept"] += 1
-        return self._record(kind, proposal, model, before)
+        return self._record(kind, slots, model, first)
+
+    def _accept(self, kind: Kind, control: float, moved: float) -> bool:
+        """Kept when the held-out perplexity is no worse than the control's: a retire or merge
+        may cost ``tolerance`` (the score's noise), a birth must not cost anything."""
+        tolerance = 0.0 if kind == "birth" else self.config.tolerance
+        return moved <= control * (1.0 + tolerance)
 
     def _burn_in(self, model: StreamingLDA) -> None:
         for batch in self.batches:
@@ -210,7 +221,8 @@ class TopicShaper:
         sweeps = self.config.eval_sweeps
         gibbs = dataclasses.replace(model.scorer_config.gibbs, sweeps=sweeps, burn_in=sweeps // 5)
         generator = torch.Generator(device=model.device).manual_seed(self.seed + self.learned)
-        probabilities = test_token_probabilities(model.beta_mean, heldout, gibbs, generator)
+        beta = model.live(model.beta_mean)
+        probabilities = test_token_probabilities(beta, heldout, gibbs, generator)
         return perplexity_from_probabilities(probabilities)
 
     # --- proposals ---------------------------------------------------------------------
@@ -292,7 +304,7 @@ class TopicShaper:
             )
         # each word weighed by how little the document's topics explain it: c_dw / (1 + W p(w|d))
         pi = counts[pool] / lengths[pool].clamp_min(1.0).unsqueeze(1)
-        explained = pi @ model.beta_mean.to("cpu", torch.float64)
+        explained = pi[:, live] @ model.beta_mean[live].to("cpu", torch.float64)
         tf = tf / (1.0 + W * explained)
         unit = tf / tf.norm(dim=1, keepdim=True).clamp_min(1e-12)
         scale = model.corpus_size(0) / self.last.n_batch
@@ -307,58 +319,69 @@ class TopicShaper:
         return born
 
     # --- applying and recording --------------------------------------------------------
-    def _apply(self, kind: Kind, proposal: list[Any], model: StreamingLDA) -> list[int]:
-        """Make the proposed moves on the learner's state; the slots they touched."""
-        g = self.generator
-        if kind == "retire":
-            for k in proposal:
-                moves.retire(model, k, g)
-            return list(proposal)
-        if kind == "merge":
-            for kept, away in proposal:
-                moves.merge(model, kept, away, g)
-            return [s for pair in proposal for s in pair]
-        free = model.topic_ids.free_slots()
-        for slot, counts in zip(free, proposal, strict=False):
-            moves.birth(model, slot, counts, g)
-        return free[: len(proposal)]
-
-    def _record(
+    def _apply(
         self,
         kind: Kind,
         proposal: list[Any],
         model: StreamingLDA,
         before: dict[int, tuple[str, ...]],
-    ) -> Reshaped:
-        """The kept moves into ``model.topic_ids``; the shaper's shares and ages follow."""
-        assert self.shares is not None and self.born_at is not None
-        ids, docs, now = model.topic_ids, model.docs_seen, self.clock()
-        after = self._top_words(model)
-        first = len(ids.moves)
+    ) -> list[int]:
+        """Make the proposed moves on the learner's state and in ``model.topic_ids`` (so the
+        trial's steps and score see the topics as moved; a rejection restores both); the
+        slots they touched."""
+        g, ids, docs, now = self.generator, model.topic_ids, model.docs_seen, self.clock()
         if kind == "retire":
             for k in proposal:
+                moves.retire(model, k, g)
                 ids.retired(k, docs, now, before[k])
-                self.shares[k] = 0.0
-            return Reshaped(tuple(ids.moves[first:]), freed=tuple(proposal))
+            return list(proposal)
         if kind == "merge":
             for kept, away in proposal:
-                ids.merged(kept, away, docs, now, (before[kept], before[away]), after[kept])
+                moves.merge(model, kept, away, g)
+                ids.merged(kept, away, docs, now, (before[kept], before[away]))
+            return [s for pair in proposal for s in pair]
+        free = ids.free_slots()[: len(proposal)]
+        for slot, counts in zip(free, proposal, strict=False):
+            moves.birth(model, slot, counts, g)
+            ids.born(slot, docs, now)
+        return free
+
+    def _record(self, kind: Kind, slots: list[int], model: StreamingLDA, first: int) -> Reshaped:
+        """A kept trial: its moves' words after, and the shaper's shares and ages follow."""
+        assert self.shares is not None and self.born_at is not None
+        ids = model.topic_ids
+        after = self._top_words(model)
+        made = ids.moves[first:]
+        if kind == "retire":
+            self.shares[slots] = 0.0
+            return Reshaped(tuple(made), freed=tuple(slots))
+        if kind == "merge":
+            pairs = list(zip(slots[::2], slots[1::2], strict=True))
+            for i, (kept, away) in enumerate(pairs):
+                made[i] = dataclasses.replace(made[i], after=(after[kept],))
                 self.shares[kept] += self.shares[away]
                 self.shares[away] = 0.0
-            merged = {away: kept for kept, away in proposal}
-            return Reshaped(tuple(ids.moves[first:]), freed=tuple(merged), merged=merged)
-        free = ids.free_slots()[: len(proposal)]
-        live = ids.live_slots()
+            ids.moves[first:] = made
+            merged = {away: kept for kept, away in pairs}
+            return Reshaped(tuple(made), freed=tuple(merged), merged=merged)
+        live = [k for k in ids.live_slots() if k not in slots]
         mean = float(self.shares[live].sum()) / max(len(live), 1)
-        for slot in free:
-            ids.born(slot, docs, now, after[slot])
+        for i, slot in enumerate(slots):
+            made[i] = dataclasses.replace(made[i], after=(after[slot],))
             self.shares[slot] = mean
             self.born_at[slot] = self.learned
-        return Reshaped(tuple(ids.moves[first:]), born=tuple(free))
+        ids.moves[first:] = made
+        return Reshaped(tuple(made), born=tuple(slots))
 
     def _top_words(self, model: StreamingLDA) -> dict[int, tuple[str, ...]]:
         top, _ = model.top_words(self.config.top)
         return {k: self.words(top[k].tolist()) for k in range(top.shape[0])}
+
+    def forget_minibatches(self) -> None:
+        """Drop the minibatches in hand (their words changed, or the learner went back): a
+        trial waits for ``burn_in`` new ones."""
+        self.batches.clear()
+        self.last = None
 
     # --- checkpoints -------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
@@ -380,8 +403,7 @@ class TopicShaper:
         self.learned = int(state["learned"])
         self.turn = int(state["turn"])
         self.trials = Counter({str(k): int(v) for k, v in state["trials"].items()})
-        self.batches.clear()
-        self.last = None
+        self.forget_minibatches()
 
 
 def _documents(batch: Batch) -> list[list[int]]:

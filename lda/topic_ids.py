@@ -11,6 +11,7 @@ no tensors, no clock (the caller passes the documents seen and the time).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -156,6 +157,13 @@ class TopicIds:
         self.slots[slot] = FREE
         self.gone[number] = Gone("retired", docs, time)
         self._record(TopicMove("retire", docs, time, (number,), (before,), ()))
+
+    def follow(self, matched: Sequence[int]) -> None:
+        """The chain's labels moved (slot k now holds what slot ``matched[k]`` held): each
+        number goes with its topic to its new slot, so it keeps its meaning."""
+        if sorted(int(m) for m in matched) != list(range(len(self.slots))):
+            raise ValueError("matched must be a permutation of the slots")
+        self.slots = [self.slots[int(m)] for m in matched]
 
     def _live(self, slot: int) -> int:
         number = self.slots[slot]

@@ -67,7 +67,12 @@ class ModelSettings(Group):
         default=50, ge=1, description="Number of topics K"
     )
     max_topics: Annotated[
-        int | None, Flag("--max-topics", "most live topics (the memory bound: K x W slots)")
+        int | None,
+        Flag(
+            "--max-topics",
+            "topics move: born, merged and retired, up to this many (--topics: the start)",
+            (*LEARNING, "up"),
+        ),
     ] = Field(
         default=None,
         ge=1,
@@ -76,7 +81,8 @@ class ModelSettings(Group):
         "start. Unset: K = topics, fixed",
     )
     fixed_topics: Annotated[
-        bool, Flag("--fixed-topics", "keep the number of topics K fixed (no moves)")
+        bool,
+        Flag("--fixed-topics", "keep K fixed even with --max-topics (no moves)", (*LEARNING, "up")),
     ] = Field(
         default=False,
         description="Keep K fixed even with max_topics given (a benchmark against fixed-K "

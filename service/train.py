@@ -187,6 +187,10 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     except OSError as exc:
         raise CommandError(f"cannot write the model to {out_dir}: {exc}") from exc
     _print_topics(model, vocabulary, sys.stderr if args.json else sys.stdout)
+    if session.shaper is not None:
+        trials = ", ".join(f"{k} {v}" for k, v in sorted(session.shaper.trials.items()))
+        live = len(model.topic_ids.live_slots())
+        print(f"{live} live topics; trials: {trials or 'none'}", file=sys.stderr)
     return 0
 
 
@@ -250,7 +254,8 @@ def _evaluate(session: LearningSession[None], report: Report) -> None:
     model, heldout = session.model, session.heldout
     assert model is not None and heldout is not None
     beta = model.beta_mean  # formed once (a K x W matrix): scored, then its top words
-    report.row(model, *model.scorer().score(beta, heldout), Quality.of(beta, session.heldout_docs))
+    live = model.live(beta)  # the live topics: scored, their coherence and diversity
+    report.row(model, *model.scorer().score(live, heldout), Quality.of(live, session.heldout_docs))
 
 
 def _print_topics(model: StreamingLDA, vocabulary: Vocabulary, stream: TextIO) -> None:

@@ -3,6 +3,7 @@ by document, and the expectations read from them."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -119,3 +120,27 @@ class GibbsExpectations:
             ).to(self.dtype)
         n_words = int(ids[-1]) + 1 if ids.numel() else 0
         return ids, self.topic_word(n_words)[:, ids]
+
+
+def widen(result: GibbsExpectations, rows: torch.Tensor, n_topics: int) -> GibbsExpectations:
+    """``result`` of sweeps over the topics ``rows`` only, as sweeps over all ``n_topics``
+    (the others with no token): free slots take no part in the sweeps (lda.topic_ids)."""
+
+    def columns(sums: torch.Tensor | None) -> torch.Tensor | None:
+        if sums is None:
+            return None
+        out = sums.new_zeros(sums.shape[0], n_topics)
+        out[:, rows.to(sums.device)] = sums
+        return out
+
+    words = result.topic_word_sums
+    if words is not None:
+        wide = words.new_zeros(n_topics, words.shape[1])
+        wide[rows.to(words.device)] = words
+        words = wide
+    return dataclasses.replace(
+        result,
+        summed=columns(result.summed),
+        topic_word_sums=words,
+        document_topic_sums=columns(result.document_topic_sums),
+    )

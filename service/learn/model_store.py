@@ -49,17 +49,19 @@ def load_model(
 
 
 def topics_summary(model: StreamingLDA, vocabulary: Vocabulary, top: int) -> list[dict[str, Any]]:
-    """Top words and weights of each topic in beta_mean (what is served), most probable first."""
+    """Top words and weights of each live topic in beta_mean (what is served), most probable
+    first, under its number (lda.topic_ids; the slot while K is fixed)."""
     ids, weights = model.top_words(top)
+    numbers = model.topic_ids.slots
     return [
         {
-            "id": k,
+            "id": numbers[k],
             "words": [
                 {"word": vocabulary.words[int(i)], "weight": float(w)}
                 for i, w in zip(ids[k].tolist(), weights[k].tolist(), strict=True)
             ],
         }
-        for k in range(ids.shape[0])
+        for k in model.topic_ids.live_slots()
     ]
 
 
@@ -72,17 +74,20 @@ def export_model(
     out_dir: str | Path, model: StreamingLDA, vocabulary: Vocabulary, top: int
 ) -> None:
     """topics.json and beta.npy (K x W float32) of beta_mean, the estimate served; beta-sample.npy,
-    the chain's current sample (kept: it is what the chain is); vocab.txt, the column order."""
+    the chain's current sample (kept: it is what the chain is); vocab.txt, the column order.
+    The live topics only, in the order of topics.json's numbers, with their gamma_k."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    live = model.topic_ids.live_slots()
     summary = {
         "sampler": model.config.sampler,
         "docs_seen": model.docs_seen,
         "estimate": "mean",
         "mean_decay": model.config.mean_decay,
+        "gamma": [float(model.prior.gamma[k]) for k in live],
         "topics": topics_summary(model, vocabulary, top),
     }
     (out / "topics.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
-    _save_matrix(out / "beta.npy", model.beta_mean)
-    _save_matrix(out / "beta-sample.npy", model.beta)
+    _save_matrix(out / "beta.npy", model.beta_mean[live])
+    _save_matrix(out / "beta-sample.npy", model.beta[live])
     vocabulary.save(out / "vocab.txt")

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
@@ -35,6 +35,7 @@ from lda.evaluation.perplexity import HeldoutSet
 from lda.model import LearnerConfig, StreamingLDA
 from lda.parallel import Layout, Reducer
 from lda.remap import remap_indices
+from lda.shaping import Reshaped, ShapingConfig, TopicShaper
 from lda.vocab import STOP_WORDS, Vocabulary, build_vocabulary
 from lda.word_counts import WordCounts, next_vocabulary
 from service.settings_learning import ModelSettings
@@ -79,6 +80,7 @@ class Events(Generic[Item]):
     began: bool = False  # a vocabulary was built from the first texts and the learner began
     heldout: bool = False  # the held-out set became complete (placed or restored)
     emptied: list[Item] = field(default_factory=list)  # in hand, left with no word by new words
+    reshaped: list[Reshaped] = field(default_factory=list)  # topic moves kept (lda.shaping)
 
 
 class LearningSession(Generic[Item]):
@@ -117,6 +119,21 @@ class LearningSession(Generic[Item]):
         self.next_refresh = config.vocab_refresh
         self.events: Events[Item] = Events()
         self.kept_words: frozenset[str] = frozenset()  # a refresh keeps (or brings in) these
+        # Topics born, merged and retired between minibatches (max_topics given): one learner
+        # only, as a trial steps and scores on its own.
+        if config.topics_move and ranks > 1:
+            raise CannotLearn(
+                "topics that move (max_topics) need a single learner: unset max_topics "
+                f"(or set fixed_topics) to learn with {ranks} ranks"
+            )
+        self.shaper: TopicShaper | None = None
+        if config.topics_move:
+            self.shaper = TopicShaper(ShapingConfig(), config.seed, self._top_words)
+
+    def _top_words(self, ids: Sequence[int]) -> tuple[str, ...]:
+        """Word ids as today's words (a topic move's record)."""
+        assert self.vocabulary is not None
+        return tuple(self.vocabulary.words[i] for i in ids)
 
     @property
     def counted(self) -> int:
@@ -151,6 +168,8 @@ class LearningSession(Generic[Item]):
             )
             self._encode_heldout()
         self._count_by_id()
+        if self.shaper is not None:  # resumed, restored or new: the minibatches in hand go
+            self.shaper.forget_minibatches()
         if model is not None and model.docs_seen > 0:
             self._resumed(model.config)
         self.model = self.new_model(len(vocabulary)) if model is None else model
@@ -326,6 +345,8 @@ class LearningSession(Generic[Item]):
             return None
         keep = remap_indices(old.words, words)
         model.remap_vocabulary(keep)
+        if self.shaper is not None:
+            self.shaper.forget_minibatches()
         self.events.emptied += self._remap_buffer(keep, len(old))
         self.vocabulary = Vocabulary(words, old.version + 1)
         self._count_by_id()
@@ -337,6 +358,11 @@ class LearningSession(Generic[Item]):
         if placed so), handed over once."""
         emptied, self.events.emptied = self.events.emptied, []
         return emptied
+
+    def take_reshaped(self) -> list[Reshaped]:
+        """The topic moves kept since the last call, handed over once."""
+        reshaped, self.events.reshaped = self.events.reshaped, []
+        return reshaped
 
     def take_events(self) -> Events[Item]:
         """What happened since the last call (see :class:`Events`), handed over once."""
@@ -401,9 +427,14 @@ class LearningSession(Generic[Item]):
         model = self.model
         assert model is not None
         started = time.perf_counter()
-        model.update(
-            batch, reducer, where, revisit=revisit, step_scale=step_scale, documents=documents
-        )
+        if self.shaper is not None and not revisit:  # a move may be tried first
+            reshaped = self.shaper.update(model, batch, documents)
+            if reshaped is not None:
+                self.events.reshaped.append(reshaped)
+        else:
+            model.update(
+                batch, reducer, where, revisit=revisit, step_scale=step_scale, documents=documents
+            )
         if revisit:
             return
         self.busy_s += time.perf_counter() - started

@@ -43,6 +43,7 @@ from service.learn.scoring import Scoring, ScoringConfig
 from service.learn.search.part import Search
 from service.learn.seeds import Seeds
 from service.learn.session import Events, LearningSession
+from service.learn.shaping_part import Shaping
 from service.learn.showing import Showing
 from service.learn.topic_record import Record, RecordConfig
 from service.learn.vocabulary_refresh import VocabularyRefresh
@@ -99,6 +100,8 @@ class Worker:
             parts.append(Record(record))
         if coordinator.leads and config.search:
             parts.append(Search(reservoir, config.search_refresh_share))
+        if session.shaper is not None:
+            parts.append(Shaping(session.shaper))
         parts.append(self.scoring)  # after them: its Redis calls come once they have begun
         self.parts = Parts(parts)
         if publisher is not None:
@@ -235,6 +238,8 @@ class Worker:
             matched = point.topics.get("matched")
             moved = None if matched is None else events.LabelsMoved(matched, point.docs_seen)
             if moved is not None and moved.moves:
+                if self.session.shaper is not None and self.model is not None:
+                    self.model.topic_ids.follow(moved.matched)  # numbers keep their meaning
                 self.announce(moved)
             self.announce(events.Evaluated(point))
             self.scoring.commit(point)
@@ -309,6 +314,9 @@ class Worker:
             return
         model = self.model
         assert model is not None
+        for r in self.session.take_reshaped():  # topic moves kept before the step: shown
+            self.announce(events.TopicsReshaped(r.moves, r.freed, r.merged, r.born))
+            self.announce(events.ModelDue(snapshot=True))
         if counts:
             self.announce(events.BatchLearned(batch.words, counts[0], refs, model.docs_seen))
         self.counters["updates"] += 1

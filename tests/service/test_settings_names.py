@@ -86,7 +86,10 @@ REQUIRED = {
 }
 # Values a setting's type and bounds alone do not make valid: counted words cover the
 # vocabulary.
-SAMPLES: dict[str, tuple[str, Any]] = {"vocab_counted": ("200000", 200_000)}
+SAMPLES: dict[str, tuple[str, Any]] = {
+    "vocab_counted": ("200000", 200_000),
+    "max_topics": ("200", 200),  # at least topics (50)
+}
 
 
 def _bounds(info: FieldInfo) -> tuple[Any, Any]:

@@ -1,0 +1,36 @@
+"""The topic shaper's part of the worker: its state in the checkpoint, its trials in the
+snapshot (the shaper itself lives in the session, which ``train`` shares: lda.shaping)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from service.learn.events import Event, LearnerBegun, Part
+
+if TYPE_CHECKING:
+    from lda.model import StreamingLDA
+    from lda.shaping import TopicShaper
+
+
+class Shaping(Part):
+    """Saves and restores the shaper's running shares, ages and trial counts; shows the live
+    topics and the trials by kind and outcome."""
+
+    key = "shaping"
+    handles = (LearnerBegun,)
+
+    def __init__(self, shaper: TopicShaper) -> None:
+        self.shaper = shaper
+
+    def handle(self, event: Any) -> Iterable[Event]:
+        if isinstance(event, LearnerBegun) and (state := event.extra.get(self.key)) is not None:
+            self.shaper.load_state_dict(state)
+        return ()
+
+    def state_dict(self) -> dict[str, Any]:
+        return self.shaper.state_dict()
+
+    def shown(self, model: StreamingLDA) -> dict[str, Any]:
+        trials = {k.replace(" ", "_"): v for k, v in sorted(self.shaper.trials.items())}
+        return {"topics_live": len(model.topic_ids.live_slots()), "topic_trials": trials}
