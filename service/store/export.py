@@ -111,22 +111,23 @@ class Export:
         return orjson.dumps(data, option=orjson.OPT_SERIALIZE_NUMPY)
 
     def topic_words_csv(self) -> bytes:
-        """Each topic's CSV_TOP_WORDS most probable words, one row each: topic, rank, word,
-        probability (ties by word id)."""
+        """Each topic's CSV_TOP_WORDS most probable words, one row each: topic (its number),
+        rank, word, probability (ties by word id)."""
         text = io.StringIO()
         writer = csv.writer(text, lineterminator="\n")
         writer.writerow(["topic", "rank", "word", "probability"])
-        beta = np.asarray(self.model.beta, dtype=np.float32)
+        model = self.model
+        beta = np.asarray(model.beta, dtype=np.float32)
         top = min(CSV_TOP_WORDS, beta.shape[1])
         for k, row in enumerate(beta):
             for rank, w in enumerate(np.argsort(-row, kind="stable")[:top], start=1):
-                writer.writerow([k, rank, self.model.vocab[w], str(row[w])])
+                writer.writerow([model.number(k), rank, model.vocab[w], str(row[w])])
         return text.getvalue().encode("utf-8")
 
     def manifest_json(self) -> bytes:
         """What the export is of, and what pyldavis.json left out."""
         model = self.model
-        manifest = {
+        manifest: dict[str, object] = {
             "model_version": model.version,
             "docs_seen": model.docs_seen,
             "published_at": model.published_at,
@@ -149,6 +150,8 @@ class Export:
                 for k, s in sorted(self.seeds.items())
             },
         }
+        if model.topic_ids is not None:  # topics move: row k of every file is this number's
+            manifest["topic_ids"] = list(model.topic_ids)
         return (json.dumps(manifest, indent=1) + "\n").encode("utf-8")
 
     def archive_name(self) -> str:

@@ -50,7 +50,13 @@ def fixed_model() -> StreamingLDA:
 def _config(live: int | None) -> LearnerConfig:
     slots = 4 if live is None else 6
     return LearnerConfig(
-        slots, len(WORDS), live_topics=live, sampler="sgrld", sweeps=2, corpus_size=50.0
+        slots,
+        len(WORDS),
+        live_topics=live,
+        sampler="sgrld",
+        sweeps=2,
+        corpus_size=50.0,
+        learn_gamma=True,  # gamma_k per topic: a merge adds them, a birth takes their mean
     )
 
 
