@@ -71,11 +71,17 @@ def _counts(words: list[int]) -> torch.Tensor:
     return counts
 
 
-def shaped_model() -> StreamingLDA:
-    """The learner of this module's docstring."""
+def unmoved_model() -> StreamingLDA:
+    """Six slots, four live topics (numbers 0-3), trained a little, nothing moved yet."""
     model = StreamingLDA(_config(4), seed=3)
     for ids in BATCHES:
         model.update(Batch.from_ids(ids))
+    return model
+
+
+def shaped_model() -> StreamingLDA:
+    """The learner of this module's docstring."""
+    model = unmoved_model()
     g, numbers = torch.Generator().manual_seed(1), model.topic_ids
     before = (_top(model, 0), _top(model, 1))
     moves.merge(model, 0, 1, g)
@@ -94,11 +100,12 @@ def shaped_model() -> StreamingLDA:
     return model
 
 
-def publisher(client: redis.Redis) -> Publisher:
-    """The worker's publisher on ``client``, as a lone worker makes it."""
+def publisher(client: redis.Redis, every_s: float = 0.0) -> Publisher:
+    """The worker's publisher on ``client``, as a lone worker makes it (``every_s``: the least
+    time between snapshots)."""
     retry = RedisRetry(Settings().part(RetryConfig), threading.Event())
     config = PublishConfig(
-        topic_words=10, perplexity_history=10, publish_every_s=0.0, topic_history=10
+        topic_words=10, perplexity_history=10, publish_every_s=every_s, topic_history=10
     )
     return Publisher(client, retry, config, TopicWatch(samples=0), "cpu")
 
