@@ -203,8 +203,8 @@ class Stopped:
 
 Event = (
     LearnerBegun | Resumed | ArticlePlaced | ArticleKept | HeldoutComplete | BatchLearned
-    | ArticlesListed | Revisited | VocabularyChanged | Evaluated | LabelsMoved | SeedsRequested
-    | SeedsChanged | Stepped | ModelDue | StepEnded | Waiting | Stopping
+    | ArticlesListed | Revisited | VocabularyChanged | Evaluated | LabelsMoved | TopicsReshaped
+    | SeedsRequested | SeedsChanged | Stepped | ModelDue | StepEnded | Waiting | Stopping
     | Stopped
 )  # fmt: skip
 

@@ -14,8 +14,8 @@ if TYPE_CHECKING:
 
 
 class Shaping(Part):
-    """Saves and restores the shaper's running shares, ages and trial counts; shows the live
-    topics and the trials by kind and outcome."""
+    """Saves and restores the shaper's running shares, ages and trial counts; shows the trials
+    by kind and outcome among the worker's counters."""
 
     key = "shaping"
     handles = (LearnerBegun,)
@@ -32,5 +32,6 @@ class Shaping(Part):
         return self.shaper.state_dict()
 
     def shown(self, model: StreamingLDA) -> dict[str, Any]:
-        trials = {k.replace(" ", "_"): v for k, v in sorted(self.shaper.trials.items())}
-        return {"topics_live": len(model.topic_ids.live_slots()), "topic_trials": trials}
+        """The trials as worker counters: ``topic_trials_birth_tried``, ``..._kept``, ..."""
+        trials = self.shaper.trials
+        return {"counters": {f"topic_trials_{k.replace(' ', '_')}": v for k, v in trials.items()}}
