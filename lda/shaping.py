@@ -150,7 +150,7 @@ class TopicShaper:
         c = self.config
         return (
             self.learned >= max(c.start_after, c.burn_in)
-            and len(self.batches) == c.burn_in
+            and len(self.batches) >= c.burn_in
             and (self.learned - c.start_after) % c.every == 0
         )
 
@@ -213,7 +213,7 @@ class TopicShaper:
         return moved <= control * (1.0 + tolerance)
 
     def _burn_in(self, model: StreamingLDA) -> None:
-        for batch in self.batches:
+        for batch in list(self.batches)[-self.config.burn_in :]:
             model.update(batch, revisit=True)
 
     def _score(self, model: StreamingLDA, heldout: HeldoutSet) -> float:

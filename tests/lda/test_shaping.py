@@ -79,7 +79,9 @@ def test_a_rejected_trial_leaves_the_learner_as_if_none_was_tried(
     bit for bit, generators included."""
     plain, shaped = _learner(sampler), _learner(sampler)
     born = torch.ones(W, dtype=torch.float64) * 50
-    proposals = {"retire": [1], "merge": [(0, 2)], "birth": [born]} if forced else None
+    proposals: dict[str, list[Any]] | None = (
+        {"retire": [1], "merge": [(0, 2)], "birth": [born]} if forced else None
+    )
     shaper = Forced(False, proposals)
     for batch in _batches(12):
         plain.update(batch)
