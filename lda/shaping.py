@@ -34,9 +34,10 @@ from lda.evaluation.perplexity import (
 from lda.model import NonFiniteError, StreamingLDA
 from lda.topic_ids import TopicMove
 
-Kind = Literal["retire", "merge", "birth"]
-KINDS: tuple[Kind, ...] = ("retire", "merge", "birth")
+Kind = Literal["retire", "merge", "birth", "split"]
+KINDS: tuple[Kind, ...] = ("retire", "merge", "split", "birth")
 Words = Callable[[Sequence[int]], tuple[str, ...]]
+SPLIT_PSEUDO = 0.5  # tokens a split's word fraction is smoothed by, toward the halves' ratio
 
 
 @dataclass(frozen=True)
@@ -52,11 +53,14 @@ class ShapingConfig:
     top: int = 10  # the top words two topics are compared by
     overlap: int = 5  # top words in common that make two topics say the same thing
     most: int = 8  # topics one trial retires or merges away, at most
-    births: int = 1  # topics one trial gives birth to (several at once were kept far less)
+    births: int = 16  # topics one birth or split trial adds, at most
     birth_docs: int = 4  # the least-held documents one born topic starts from
     min_length: int = 20  # documents shorter than this never seed a birth
     tolerance: float = 0.002  # relative perplexity a retire or merge may cost (noise)
     eval_sweeps: int = 10  # the trial's held-out sweeps (common random numbers)
+    # the moves tried, in turn: births from the least-held documents made junk topics on DEV,
+    # splits of broad topics did not (docs/defaults.md); "birth" may be added
+    kinds: tuple[Kind, ...] = ("retire", "merge", "split")
 
     def __post_init__(self) -> None:
         if self.every < 1 or self.burn_in < 1 or self.start_after < 0:
@@ -170,8 +174,9 @@ class TopicShaper:
 
     # --- the trial ---------------------------------------------------------------------
     def _trial(self, model: StreamingLDA, validation: Batch) -> Reshaped | None:
-        for _ in KINDS:
-            kind = KINDS[self.turn % len(KINDS)]
+        kinds = self.config.kinds
+        for _ in kinds:
+            kind = kinds[self.turn % len(kinds)]
             self.turn += 1
             proposal = self._propose(kind, model)
             if proposal:
@@ -208,8 +213,8 @@ class TopicShaper:
 
     def _accept(self, kind: Kind, control: float, moved: float) -> bool:
         """Kept when the held-out perplexity is no worse than the control's: a retire or merge
-        may cost ``tolerance`` (the score's noise), a birth must not cost anything."""
-        tolerance = 0.0 if kind == "birth" else self.config.tolerance
+        may cost ``tolerance`` (the score's noise), a birth or split must not cost anything."""
+        tolerance = 0.0 if kind in ("birth", "split") else self.config.tolerance
         return moved <= control * (1.0 + tolerance)
 
     def _burn_in(self, model: StreamingLDA) -> None:
@@ -250,6 +255,8 @@ class TopicShaper:
         free = ids.free_slots()
         if not free or self.last is None:
             return []
+        if kind == "split":
+            return self._splits(model, live, len(free))
         return self._births(model, live, len(free))
 
     def _duplicates(
@@ -318,6 +325,45 @@ class TopicShaper:
             born.append(tf[group].sum(dim=0) * scale)
         return born
 
+    def _splits(
+        self, model: StreamingLDA, live: list[int], free: int
+    ) -> list[tuple[int, torch.Tensor]]:
+        """Broad topics divided in two: for each of the largest live topics, the words it took
+        in the last minibatch's documents (each token's responsibility pi_dk beta_kw / p(w|d)),
+        the documents split by two-means on those words' directions, and each word's fraction
+        in the first half (a word neither half used divides as the halves' totals do).
+        (topic, fraction kept by the topic; the rest goes to the new one)."""
+        assert self.last is not None and self.shares is not None
+        c = self.config
+        docs, counts = self.last.documents, self.last.counts
+        lengths = torch.tensor([len(d) for d in docs], dtype=torch.float64).clamp_min(1.0)
+        beta = model.beta_mean.to("cpu", torch.float64)
+        pi = counts[:, live] / lengths.unsqueeze(1)
+        W = model.config.n_words
+        out: list[tuple[int, torch.Tensor]] = []
+        for k in sorted(live, key=lambda k: -float(self.shares[k])):  # type: ignore[index]
+            if len(out) >= min(c.births, free):
+                break
+            most = torch.argsort(counts[:, k], descending=True)[: 8 * c.birth_docs]
+            pool = [int(d) for d in most]
+            pool = [d for d in pool if float(counts[d, k]) >= c.min_length / 2]
+            if len(pool) < 2 * c.birth_docs:
+                continue
+            taken = torch.zeros(len(pool), W, dtype=torch.float64)
+            for i, d in enumerate(pool):
+                words = torch.tensor(docs[d])
+                p = (pi[d] @ beta[live][:, words]).clamp_min(1e-300)
+                share = float(counts[d, k]) / float(lengths[d])
+                taken[i].index_add_(0, words, share * beta[k, words] / p)
+            halves = _two_means(taken)
+            if halves is None or min(len(h) for h in halves) < c.birth_docs // 2:
+                continue
+            a, b = (taken[h].sum(dim=0) for h in halves)
+            share = float(a.sum() / (a.sum() + b.sum()))
+            fraction = (a + SPLIT_PSEUDO * share) / (a + b + SPLIT_PSEUDO)
+            out.append((k, fraction))
+        return out
+
     # --- applying and recording --------------------------------------------------------
     def _apply(
         self,
@@ -341,6 +387,11 @@ class TopicShaper:
                 ids.merged(kept, away, docs, now, (before[kept], before[away]))
             return [s for pair in proposal for s in pair]
         free = ids.free_slots()[: len(proposal)]
+        if kind == "split":
+            for slot, (k, fraction) in zip(free, proposal, strict=False):
+                moves.divide(model, k, fraction, slot, g)
+                ids.born(slot, docs, now, parent=k, before=before[k])
+            return free
         for slot, counts in zip(free, proposal, strict=False):
             moves.birth(model, slot, counts, g)
             ids.born(slot, docs, now)
@@ -367,8 +418,15 @@ class TopicShaper:
         live = [k for k in ids.live_slots() if k not in slots]
         mean = float(self.shares[live].sum()) / max(len(live), 1)
         for i, slot in enumerate(slots):
-            made[i] = dataclasses.replace(made[i], after=(after[slot],))
-            self.shares[slot] = mean
+            parent = made[i].topics[1:]
+            parent_slot = None if not parent else ids.slot_of(parent[0])
+            if parent_slot is None:
+                made[i] = dataclasses.replace(made[i], after=(after[slot],))
+                self.shares[slot] = mean
+            else:  # a split: the parent's words after too, its share halved
+                made[i] = dataclasses.replace(made[i], after=(after[slot], after[parent_slot]))
+                self.shares[parent_slot] /= 2
+                self.shares[slot] = self.shares[parent_slot]
             self.born_at[slot] = self.learned
         ids.moves[first:] = made
         return Reshaped(tuple(made), born=tuple(slots))
@@ -404,6 +462,26 @@ class TopicShaper:
         self.turn = int(state["turn"])
         self.trials = Counter({str(k): int(v) for k, v in state["trials"].items()})
         self.forget_minibatches()
+
+
+def _two_means(rows: torch.Tensor, iterations: int = 8) -> tuple[list[int], list[int]] | None:
+    """The rows split in two by their directions (cosine two-means, started from the largest
+    row and the row least like it); None when one side is empty."""
+    unit = rows / rows.norm(dim=1, keepdim=True).clamp_min(1e-300)
+    first = int(rows.sum(dim=1).argmax())
+    second = int((unit @ unit[first]).argmin())
+    centres = unit[[first, second]]
+    side = torch.zeros(rows.shape[0], dtype=torch.bool)
+    for _ in range(iterations):
+        likeness = unit @ centres.T  # (m, 2)
+        side = likeness[:, 1] > likeness[:, 0]
+        if bool(side.all()) or not bool(side.any()):
+            return None
+        centres = torch.stack([unit[~side].sum(dim=0), unit[side].sum(dim=0)])
+        centres = centres / centres.norm(dim=1, keepdim=True).clamp_min(1e-300)
+    a = [int(i) for i in torch.nonzero(~side).squeeze(1)]
+    b = [int(i) for i in torch.nonzero(side).squeeze(1)]
+    return a, b
 
 
 def _documents(batch: Batch) -> list[list[int]]:

@@ -37,9 +37,9 @@ class Gone:
 @dataclass(frozen=True)
 class TopicMove:
     """One kept move: its kind, when (documents seen, Unix time), the numbers it concerned
-    (birth: the new one; merge: the kept one, then the one merged away; retire: the retired
-    one), and their top words before and after (a born topic has none before, a gone one none
-    after)."""
+    (birth: the new one, and the one it split from if any; merge: the kept one, then the one
+    merged away; retire: the retired one), and their top words before and after (a born
+    topic has none before but its parent's, a gone one none after)."""
 
     kind: MoveKind
     docs: int
@@ -126,14 +126,28 @@ class TopicIds:
         return Status("merged", into=into, gone=gone)  # ``into`` live, or itself retired since
 
     # --- the moves ----------------------------------------------------------------------
-    def born(self, slot: int, docs: int, time: float, after: tuple[str, ...] = ()) -> int:
-        """A new topic in free ``slot``: its number, never used before."""
+    def born(
+        self,
+        slot: int,
+        docs: int,
+        time: float,
+        after: tuple[str, ...] = (),
+        parent: int | None = None,
+        before: tuple[str, ...] = (),
+    ) -> int:
+        """A new topic in free ``slot``: its number, never used before. Split from the topic
+        at slot ``parent``: the move names both (new, parent), with the parent's words
+        ``before``."""
         if self.slots[slot] != FREE:
             raise ValueError(f"slot {slot} holds topic {self.slots[slot]}: not free")
         number = self.next_id
         self.next_id += 1
         self.slots[slot] = number
-        self._record(TopicMove("birth", docs, time, (number,), (), (after,)))
+        if parent is None:
+            self._record(TopicMove("birth", docs, time, (number,), (), (after,)))
+        else:
+            topics = (number, self._live(parent))
+            self._record(TopicMove("birth", docs, time, topics, (before,), (after,)))
         return number
 
     def merged(

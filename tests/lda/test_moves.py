@@ -13,7 +13,7 @@ from scipy import stats
 
 from lda.batch import Batch
 from lda.model import LearnerConfig, StreamingLDA
-from lda.moves import Undo, birth, merge, retire, split
+from lda.moves import Undo, birth, divide, merge, retire, split
 from lda.prior import GAMMA_FLOOR
 from lda.sgmcmc.averaging import ExponentialMean
 from lda.sgmcmc.chain import DenseChain, all_finite
@@ -84,6 +84,7 @@ MOVES = {
     "retire": lambda m, g: retire(m, 2, g),
     "birth": lambda m, g: birth(m, 4, _counts([6, 7, 8]), g),
     "split": lambda m, g: split(m, 0, _counts([0, 1]), _counts([2, 3]), 4, g),
+    "divide": lambda m, g: divide(m, 0, torch.linspace(0.0, 1.0, W), 4, g),
 }
 
 
@@ -184,6 +185,27 @@ def test_a_split_gives_each_half_its_words_and_shares_gamma(name: str) -> None:
     pair = float(gamma[0] + gamma[4])
     assert float(model.prior.gamma[0]) == pytest.approx(pair * 0.75)
     assert float(model.prior.gamma[4]) == pytest.approx(pair * 0.25)
+
+
+@pytest.mark.parametrize("name", CHAINS)
+def test_a_division_keeps_the_row_sum_and_undoes_a_merge(name: str) -> None:
+    """Divided, the two rows add up to the row before (the reverse of a merge's sum), each
+    word in its fraction; gamma_k is shared by the rows' sums."""
+    model = _trained(name)
+    before = model.state.theta[0].clone()
+    gamma = float(model.prior.gamma[0])
+    fraction = torch.linspace(0.0, 1.0, W, dtype=torch.float64)
+    divide(model, 0, fraction, 4, torch.Generator().manual_seed(4))
+    theta = model.state.theta
+    tiny = torch.finfo(theta.dtype).tiny
+    torch.testing.assert_close(theta[0] + theta[4], before, rtol=1e-12, atol=4 * tiny)
+    kept = before * fraction.to(before.dtype)
+    torch.testing.assert_close(theta[0], kept.clamp_min(tiny), rtol=1e-12, atol=0)
+    share = float(theta[0].sum() / (theta[0].sum() + theta[4].sum()))
+    assert float(model.prior.gamma[0]) == pytest.approx(gamma * share)
+    assert float(model.prior.gamma[0] + model.prior.gamma[4]) == pytest.approx(gamma)
+    with pytest.raises(ValueError, match="fraction"):
+        divide(model, 1, torch.full((W,), 2.0), 3, torch.Generator())
 
 
 @pytest.mark.parametrize("name", CHAINS)

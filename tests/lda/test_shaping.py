@@ -4,6 +4,7 @@ the proposals find the dead topics, the duplicates and the documents no topic ho
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -13,11 +14,11 @@ from lda.batch import Batch
 from lda.model import LearnerConfig, StreamingLDA
 from lda.prior import GAMMA_FLOOR
 from lda.sgmcmc.seeds import SeedPrior
-from lda.shaping import Kind, ShapingConfig, TopicShaper
+from lda.shaping import KINDS, Kind, ShapingConfig, TopicShaper
 from lda.topic_ids import FREE, TopicIds
 
 SLOTS, LIVE, W = 8, 5, 40
-CONFIG = ShapingConfig(every=2, start_after=2, burn_in=2, eval_sweeps=4)
+CONFIG = ShapingConfig(every=2, start_after=2, burn_in=2, eval_sweeps=4, kinds=KINDS, births=1)
 
 
 def _batches(n: int, seed: int = 0) -> list[Batch]:
@@ -146,6 +147,16 @@ def test_proposals_find_dead_topics_duplicates_and_unheld_documents() -> None:
     assert shaper._propose("merge", model) == [(3, 4)]  # the smaller share merges away
     born = shaper._propose("birth", model)
     assert len(born) == CONFIG.births and bool((born[0] >= 0).all()) and float(born[0].sum()) > 0
+    # a broad topic splits: each word's fraction in [0, 1], not all on one side
+    shaper.shares[:LIVE] = torch.tensor([0.6, 0.1, 0.1, 0.1, 0.1], dtype=torch.float64)
+    shaper.config = dataclasses.replace(CONFIG, birth_docs=2, min_length=4)  # 12 documents
+    split = shaper._propose("split", model)
+    assert split, "the broadest topic's documents give two sides"
+    if split:
+        k, fraction = split[0]
+        assert k in range(LIVE) and fraction.shape == (W,)
+        assert bool(((fraction >= 0) & (fraction <= 1)).all())
+        assert 0.0 < float(fraction.min()) < float(fraction.max()) < 1.0
 
 
 def test_a_seeded_topic_is_never_retired_or_merged_away() -> None:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import torch
 
-from lda.shaping import Kind, ShapingConfig, TopicShaper
+from lda.shaping import KINDS, Kind, ShapingConfig, TopicShaper
 from lda.topic_ids import FREE
 from service.learn.command import build_worker
 from service.learn.search.part import Search
@@ -26,7 +26,7 @@ from tests.support.redis_server import RedisServer
 
 pytestmark = pytest.mark.slow  # a real Redis, a worker stepped in this process
 
-TRIAL = ShapingConfig(every=1, start_after=2, burn_in=1, eval_sweeps=4)
+TRIAL = ShapingConfig(every=1, start_after=2, burn_in=1, eval_sweeps=4, kinds=KINDS, births=1)
 
 
 def _force(shaper: TopicShaper, keep: bool, proposals: dict[str, list[Any]]) -> None:
