@@ -2,7 +2,7 @@
 
 Messages in (see :mod:`service.learn.scoring_messages`): ``("reset", epoch, (gamma, sweeps,
 method), packed scorer state, held-out documents)``, ``("score", epoch, docs_seen, beta,
-pinned)`` and
+pinned, live rows or None)`` and
 ``None`` (exit). Out: ``("scored", epoch, docs_seen, perplexity, averaged, coherence,
 diversity, topics, packed state)``, ``topics`` each topic's NPMI coherence and, from the second
 beta of an epoch on, how far it moved since the previous one (:mod:`lda.evaluation.drift`;
@@ -23,10 +23,16 @@ from typing import Any
 
 import torch
 
-from lda.evaluation.coherence import topic_quality
+from lda.evaluation.coherence import (
+    DIVERSITY_WORDS,
+    top_word_ids,
+    topic_diversity,
+    topic_quality,
+)
 from lda.evaluation.drift import Drift, js_divergence, match_topics, topic_drift
 from lda.evaluation.perplexity import HeldoutSet
 from lda.evaluation.scorer import HeldoutScorer, ScorerConfig
+from lda.gamma import gamma_vector
 from service.learn.runtime import set_threads
 from service.learn.scoring_channel import Receiver, Sender
 from service.learn.scoring_messages import pack_state, unpack_state
@@ -92,16 +98,26 @@ def serve(
             if message[1] == epoch and scorer is not None:
                 scorer.config = dataclasses.replace(scorer.config, gamma=message[2])
             continue
-        _, at_epoch, docs_seen, beta, pinned = message
+        _, at_epoch, docs_seen, beta, pinned, live = message
         if at_epoch != epoch or scorer is None or heldout is None:
             continue
         topics = torch.from_numpy(beta).to(device)
-        perplexity, averaged = scorer.score(topics, heldout)
+        scored, config = topics, scorer.config
+        if live is not None:  # topics that move: the free slots are not scored
+            index = torch.tensor(live, dtype=torch.int64, device=device)
+            vector = gamma_vector(config.gamma, topics.shape[0])[list(live)]
+            scored = topics[index]
+            scorer.config = dataclasses.replace(config, gamma=tuple(float(g) for g in vector))
+        perplexity, averaged = scorer.score(scored, heldout)
+        scorer.config = config
         quality = topic_quality(topics, documents)
+        mean, diversity = quality.mean_coherence, quality.diversity
+        if live is not None:  # the live topics' mean coherence and diversity
+            mean = float(quality.coherence[list(live)].mean())
+            diversity = topic_diversity(top_word_ids(scored, DIVERSITY_WORDS))
         per_topic = _per_topic(quality.coherence, previous, topics, pinned)
         previous = topics
         state = pack_state(scorer.state_dict())
-        mean, diversity = quality.mean_coherence, quality.diversity
         message = ("scored", epoch, docs_seen, perplexity, averaged, mean, diversity, per_topic)
         outbox.put((*message, state))
 

@@ -368,8 +368,10 @@ class Worker:
             self._news(session.take_events())
             self.announce(events.ModelDue(snapshot=True))  # the API gets the new words at once
         handed = fresh and session.evaluation_due()
-        pinned = tuple(self.seeds.pinned())
-        if handed and self.scoring.hand_off(session.heldout is not None, pinned):
+        pinned, live = tuple(self.seeds.pinned()), None
+        if session.shaper is not None:  # slots keep their topics: no label moves; live scored
+            pinned, live = tuple(range(model.config.n_topics)), tuple(model.topic_ids.live_slots())
+        if handed and self.scoring.hand_off(session.heldout is not None, pinned, live):
             self.announce(events.ModelDue())
         self.announce(events.StepEnded())
 
