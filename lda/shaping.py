@@ -26,6 +26,7 @@ import torch
 
 from lda import moves
 from lda.batch import Batch
+from lda.evaluation.coherence import npmi_coherence
 from lda.evaluation.perplexity import (
     HeldoutSet,
     perplexity_from_probabilities,
@@ -49,6 +50,8 @@ class ShapingConfig:
     burn_in: int = 4  # revisit steps on the last minibatches a trial gives move and control
     min_topics: int = 2
     dead_share: float = 0.1  # dead: under this fraction of an average live topic's share
+    junk_npmi: float | None = 0.0  # junk: NPMI of its top words in the recent documents below
+    window: int = 10  # minibatches of recent documents the junk topics' NPMI is counted in
     share_decay: float = 0.9  # per minibatch, of the running mean of the topics' shares
     top: int = 10  # the top words two topics are compared by
     overlap: int = 5  # top words in common that make two topics say the same thing
@@ -124,6 +127,7 @@ class TopicShaper:
         self.trials: Counter[str] = Counter()  # "birth tried", "birth kept", ...
         self.batches: deque[Batch] = deque(maxlen=self.config.burn_in)
         self.last: _Recent | None = None
+        self.recent: deque[list[list[int]]] = deque(maxlen=self.config.window)
         self.last_trial: Trial | None = None
 
     # --- learning ----------------------------------------------------------------------
@@ -171,6 +175,7 @@ class TopicShaper:
             now = counts.sum(dim=0) / total
             self.shares = now if self.learned == 1 else decay * self.shares + (1 - decay) * now
         self.last = _Recent(_documents(batch), counts, batch.n_documents)
+        self.recent.append(self.last.documents)
 
     # --- the trial ---------------------------------------------------------------------
     def _trial(self, model: StreamingLDA, validation: Batch) -> Reshaped | None:
@@ -247,7 +252,8 @@ class TopicShaper:
                 k for k in old if k not in seeded and float(self.shares[k]) < c.dead_share * mean
             ]
             dead.sort(key=lambda k: float(self.shares[k]))  # type: ignore[index]
-            return dead[: min(c.most, len(live) - c.min_topics)]
+            junk = self._junk(model, [k for k in old if k not in seeded and k not in dead])
+            return (dead + junk)[: min(c.most, len(live) - c.min_topics)]
         if kind == "merge":
             if len(live) <= c.min_topics:
                 return []
@@ -258,6 +264,18 @@ class TopicShaper:
         if kind == "split":
             return self._splits(model, live, len(free))
         return self._births(model, live, len(free))
+
+    def _junk(self, model: StreamingLDA, candidates: list[int]) -> list[int]:
+        """The ``candidates`` whose top words hardly co-occur: NPMI in the last ``window``
+        minibatches' documents below ``junk_npmi``, the least coherent first."""
+        c = self.config
+        documents = [d for batch in self.recent for d in batch]
+        if c.junk_npmi is None or not candidates or not documents:
+            return []
+        top, _ = model.top_words(c.top)
+        npmi = npmi_coherence(top[candidates], documents).tolist()
+        junk = [(v, k) for k, v in zip(candidates, npmi, strict=True) if v < c.junk_npmi]
+        return [k for _, k in sorted(junk)]
 
     def _duplicates(
         self, model: StreamingLDA, live: list[int], seeded: set[int]
@@ -338,6 +356,7 @@ class TopicShaper:
         docs, counts = self.last.documents, self.last.counts
         lengths = torch.tensor([len(d) for d in docs], dtype=torch.float64).clamp_min(1.0)
         beta = model.beta_mean.to("cpu", torch.float64)
+        beta_live = beta[live]
         pi = counts[:, live] / lengths.unsqueeze(1)
         W = model.config.n_words
         out: list[tuple[int, torch.Tensor]] = []
@@ -352,7 +371,7 @@ class TopicShaper:
             taken = torch.zeros(len(pool), W, dtype=torch.float64)
             for i, d in enumerate(pool):
                 words = torch.tensor(docs[d])
-                p = (pi[d] @ beta[live][:, words]).clamp_min(1e-300)
+                p = (pi[d] @ beta_live[:, words]).clamp_min(1e-300)
                 share = float(counts[d, k]) / float(lengths[d])
                 taken[i].index_add_(0, words, share * beta[k, words] / p)
             halves = _two_means(taken)
@@ -439,6 +458,7 @@ class TopicShaper:
         """Drop the minibatches in hand (their words changed, or the learner went back): a
         trial waits for ``burn_in`` new ones."""
         self.batches.clear()
+        self.recent.clear()
         self.last = None
 
     # --- checkpoints -------------------------------------------------------------------

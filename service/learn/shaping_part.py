@@ -35,3 +35,15 @@ class Shaping(Part):
         """The trials as worker counters: ``topic_trials_birth_tried``, ``..._kept``, ..."""
         trials = self.shaper.trials
         return {"counters": {f"topic_trials_{k.replace(' ', '_')}": v for k, v in trials.items()}}
+
+
+def scored_rows(
+    model: StreamingLDA, shaper: TopicShaper | None, pinned: Iterable[int]
+) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
+    """The topics an evaluation's drift matching keeps in place, and the rows it scores (None:
+    all). While topics move every slot keeps its topic (a move, not the matching, says when a
+    topic changes: a free slot's prior draw must never take a live topic's number) and only the
+    live rows are scored."""
+    if shaper is None:
+        return tuple(pinned), None
+    return tuple(range(model.config.n_topics)), tuple(model.topic_ids.live_slots())

@@ -43,7 +43,7 @@ from service.learn.scoring import Scoring, ScoringConfig
 from service.learn.search.part import Search
 from service.learn.seeds import Seeds
 from service.learn.session import Events, LearningSession
-from service.learn.shaping_part import Shaping
+from service.learn.shaping_part import Shaping, scored_rows
 from service.learn.showing import Showing
 from service.learn.topic_record import Record, RecordConfig
 from service.learn.vocabulary_refresh import VocabularyRefresh
@@ -237,9 +237,7 @@ class Worker:
         for point in points:
             matched = point.topics.get("matched")
             moved = None if matched is None else events.LabelsMoved(matched, point.docs_seen)
-            if moved is not None and moved.moves:
-                if self.session.shaper is not None and self.model is not None:
-                    self.model.topic_ids.follow(moved.matched)  # numbers keep their meaning
+            if moved is not None and moved.moves:  # (never while topics move: slots pinned)
                 self.announce(moved)
             self.announce(events.Evaluated(point))
             self.scoring.commit(point)
@@ -368,9 +366,7 @@ class Worker:
             self._news(session.take_events())
             self.announce(events.ModelDue(snapshot=True))  # the API gets the new words at once
         handed = fresh and session.evaluation_due()
-        pinned, live = tuple(self.seeds.pinned()), None
-        if session.shaper is not None:  # slots keep their topics: no label moves; live scored
-            pinned, live = tuple(range(model.config.n_topics)), tuple(model.topic_ids.live_slots())
+        pinned, live = scored_rows(model, session.shaper, self.seeds.pinned())
         if handed and self.scoring.hand_off(session.heldout is not None, pinned, live):
             self.announce(events.ModelDue())
         self.announce(events.StepEnded())

@@ -18,7 +18,9 @@ from lda.shaping import KINDS, Kind, ShapingConfig, TopicShaper
 from lda.topic_ids import FREE, TopicIds
 
 SLOTS, LIVE, W = 8, 5, 40
-CONFIG = ShapingConfig(every=2, start_after=2, burn_in=2, eval_sweeps=4, kinds=KINDS, births=1)
+CONFIG = ShapingConfig(
+    every=2, start_after=2, burn_in=2, eval_sweeps=4, kinds=KINDS, births=1, junk_npmi=None
+)
 
 
 def _batches(n: int, seed: int = 0) -> list[Batch]:
@@ -157,6 +159,24 @@ def test_proposals_find_dead_topics_duplicates_and_unheld_documents() -> None:
         assert k in range(LIVE) and fraction.shape == (W,)
         assert bool(((fraction >= 0) & (fraction <= 1)).all())
         assert 0.0 < float(fraction.min()) < float(fraction.max()) < 1.0
+
+
+def test_a_topic_whose_words_never_meet_is_retired_as_junk() -> None:
+    """Top words drawn from the four blocks (no document mixes blocks) have a negative NPMI in
+    the recent documents: retired like a dead topic; a block's own words are not."""
+    model = _learner()
+    shaper = TopicShaper(dataclasses.replace(CONFIG, junk_npmi=0.0), seed=5)
+    for batch in _batches(4):
+        shaper.update(model, batch)
+    lazy = model.chain.lazy  # type: ignore[attr-defined]
+    mixed = torch.tensor([0, 10, 20, 30, 1, 11, 21, 31, 2, 12])
+    lazy.theta[3] = 1e-3
+    lazy.theta[3, mixed] = 1e3
+    lazy.total[3] = lazy.theta[3]
+    lazy.theta[0] = 1e-3
+    lazy.theta[0, :10] = 1e3  # block 0's words
+    lazy.total[0] = lazy.theta[0]
+    assert shaper._junk(model, [0, 3]) == [3]
 
 
 def test_a_seeded_topic_is_never_retired_or_merged_away() -> None:

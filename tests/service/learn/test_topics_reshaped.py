@@ -212,7 +212,9 @@ def test_while_topics_move_seeds_keep_their_numbers_when_labels_move() -> None:
     seeds = seeds_of(model, {3: TopicSeeds(("opera",), 5.0)}, shaper=True)
     seeds.follow()
     matched = [0, 1, 2, 5, 4, 3]  # slot 3's topic (number 3) is now in slot 5, 5's in 3
-    model.topic_ids.follow(matched)  # as the worker does before it announces the move
+    # (the worker pins every slot while topics move, so its matching moves no label; this is
+    # the contract should one move: the numbers go with their topics first)
+    model.topic_ids.follow(matched)
     with mock.patch("service.learn.seeds.replace_topic_seeds") as written:
         answers = list(seeds.handle(LabelsMoved(matched, since=30)))
     assert answers == [SeedsChanged(prior=True, show=False)] and not written.called
