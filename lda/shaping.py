@@ -20,56 +20,26 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import torch
 
 from lda import moves
+from lda import topic_proposals as proposals
 from lda.batch import Batch
-from lda.evaluation.coherence import npmi_coherence
+from lda.divide import divide
 from lda.evaluation.perplexity import (
     HeldoutSet,
     perplexity_from_probabilities,
     test_token_probabilities,
 )
 from lda.model import NonFiniteError, StreamingLDA
+from lda.shaping_config import KINDS, Kind, ShapingConfig
 from lda.topic_ids import TopicMove
+from lda.topic_proposals import Recent
 
-Kind = Literal["retire", "merge", "birth", "split"]
-KINDS: tuple[Kind, ...] = ("retire", "merge", "split", "birth")
 Words = Callable[[Sequence[int]], tuple[str, ...]]
-SPLIT_PSEUDO = 0.5  # tokens a split's word fraction is smoothed by, toward the halves' ratio
-
-
-@dataclass(frozen=True)
-class ShapingConfig:
-    """When moves are tried, what makes a topic dead or a duplicate, and how a trial decides."""
-
-    every: int = 5  # minibatches between trials
-    start_after: int = 20  # minibatches learned before the first trial; a newborn's grace too
-    burn_in: int = 4  # revisit steps on the last minibatches a trial gives move and control
-    min_topics: int = 2
-    dead_share: float = 0.1  # dead: under this fraction of an average live topic's share
-    junk_npmi: float | None = 0.0  # junk: NPMI of its top words in the recent documents below
-    window: int = 10  # minibatches of recent documents the junk topics' NPMI is counted in
-    share_decay: float = 0.9  # per minibatch, of the running mean of the topics' shares
-    top: int = 10  # the top words two topics are compared by
-    overlap: int = 5  # top words in common that make two topics say the same thing
-    most: int = 8  # topics one trial retires or merges away, at most
-    births: int = 16  # topics one birth or split trial adds, at most
-    birth_docs: int = 4  # the least-held documents one born topic starts from
-    min_length: int = 20  # documents shorter than this never seed a birth
-    tolerance: float = 0.002  # relative perplexity a retire or merge may cost (noise)
-    eval_sweeps: int = 10  # the trial's held-out sweeps (common random numbers)
-    # the moves tried, in turn: births from the least-held documents made junk topics on DEV,
-    # splits of broad topics did not (docs/defaults.md); "birth" may be added
-    kinds: tuple[Kind, ...] = ("retire", "merge", "split")
-
-    def __post_init__(self) -> None:
-        if self.every < 1 or self.burn_in < 1 or self.start_after < 0:
-            raise ValueError("every and burn_in must be at least 1, start_after at least 0")
-        if not 1 <= self.overlap <= self.top:
-            raise ValueError(f"overlap must be in [1, top = {self.top}]")
+__all__ = ["KINDS", "Kind", "Reshaped", "ShapingConfig", "TopicShaper", "Trial"]
 
 
 @dataclass(frozen=True)
@@ -92,15 +62,6 @@ class Trial:
     control: float
     moved: float
     kept: bool
-
-
-@dataclass
-class _Recent:
-    """The last minibatch learned: its documents and their expected topic counts E[n_dk]."""
-
-    documents: list[list[int]]
-    counts: torch.Tensor  # (n, K) float64, CPU
-    n_batch: int
 
 
 class TopicShaper:
@@ -126,7 +87,7 @@ class TopicShaper:
         self.turn = 0  # the next kind to propose
         self.trials: Counter[str] = Counter()  # "birth tried", "birth kept", ...
         self.batches: deque[Batch] = deque(maxlen=self.config.burn_in)
-        self.last: _Recent | None = None
+        self.last: Recent | None = None
         self.recent: deque[list[list[int]]] = deque(maxlen=self.config.window)
         self.last_trial: Trial | None = None
 
@@ -174,7 +135,7 @@ class TopicShaper:
             decay = self.config.share_decay
             now = counts.sum(dim=0) / total
             self.shares = now if self.learned == 1 else decay * self.shares + (1 - decay) * now
-        self.last = _Recent(_documents(batch), counts, batch.n_documents)
+        self.last = Recent(_documents(batch), counts, batch.n_documents)
         self.recent.append(self.last.documents)
 
     # --- the trial ---------------------------------------------------------------------
@@ -243,145 +204,27 @@ class TopicShaper:
         live = ids.live_slots()
         seeded = {int(k) for k in model.seeds.topics.tolist()}
         c = self.config
+        room = len(live) - c.min_topics
         if kind == "retire":
-            if len(live) <= c.min_topics:
+            if room <= 0:
                 return []
-            mean = float(self.shares[live].sum()) / len(live)
             old = [k for k in live if self.learned - int(self.born_at[k]) >= c.start_after]
-            dead = [
-                k for k in old if k not in seeded and float(self.shares[k]) < c.dead_share * mean
-            ]
-            dead.sort(key=lambda k: float(self.shares[k]))  # type: ignore[index]
-            junk = self._junk(model, [k for k in old if k not in seeded and k not in dead])
-            return (dead + junk)[: min(c.most, len(live) - c.min_topics)]
+            dead = proposals.dead(self.shares, live, old, seeded, c.dead_share)
+            rest = [k for k in old if k not in seeded and k not in dead]
+            documents = [d for batch in self.recent for d in batch]
+            junk = [] if c.junk_npmi is None else proposals.junk(model, rest, documents, c)
+            return (dead + junk)[: min(c.most, room)]
         if kind == "merge":
-            if len(live) <= c.min_topics:
+            if room <= 0:
                 return []
-            return self._duplicates(model, live, seeded)[: min(c.most, len(live) - c.min_topics)]
+            return proposals.duplicates(model, live, seeded, self.shares, c)[: min(c.most, room)]
         free = ids.free_slots()
         if not free or self.last is None:
             return []
+        wanted = min(c.births, len(free))
         if kind == "split":
-            return self._splits(model, live, len(free))
-        return self._births(model, live, len(free))
-
-    def _junk(self, model: StreamingLDA, candidates: list[int]) -> list[int]:
-        """The ``candidates`` whose top words hardly co-occur: NPMI in the last ``window``
-        minibatches' documents below ``junk_npmi``, the least coherent first."""
-        c = self.config
-        documents = [d for batch in self.recent for d in batch]
-        if c.junk_npmi is None or not candidates or not documents:
-            return []
-        top, _ = model.top_words(c.top)
-        npmi = npmi_coherence(top[candidates], documents).tolist()
-        junk = [(v, k) for k, v in zip(candidates, npmi, strict=True) if v < c.junk_npmi]
-        return [k for _, k in sorted(junk)]
-
-    def _duplicates(
-        self, model: StreamingLDA, live: list[int], seeded: set[int]
-    ) -> list[tuple[int, int]]:
-        """Disjoint (kept, away) pairs of live topics sharing ``overlap`` of their top words,
-        the most alike first; the smaller share merges into the larger, a seeded one never
-        away."""
-        assert self.shares is not None
-        top, _ = model.top_words(self.config.top)
-        sets = {k: set(top[k].tolist()) for k in live}
-        pairs = []
-        for i, a in enumerate(live):
-            for b in live[i + 1 :]:
-                common = len(sets[a] & sets[b])
-                if common >= self.config.overlap:
-                    pairs.append((common, a, b))
-        pairs.sort(reverse=True)
-        used: set[int] = set()
-        chosen = []
-        for _, a, b in pairs:
-            if a in used or b in used:
-                continue
-            kept, away = (a, b) if float(self.shares[a]) >= float(self.shares[b]) else (b, a)
-            if away in seeded:
-                kept, away = away, kept
-            if away in seeded:
-                continue
-            used |= {a, b}
-            chosen.append((kept, away))
-        return chosen
-
-    def _births(self, model: StreamingLDA, live: list[int], free: int) -> list[torch.Tensor]:
-        """Word counts for new topics: the last minibatch's documents that no live topic holds
-        (the lowest largest share), grouped around the least held by cosine likeness, each
-        group's counts on the chain's scale (N/n)."""
-        assert self.last is not None
-        c = self.config
-        docs, counts = self.last.documents, self.last.counts
-        lengths = torch.tensor([len(d) for d in docs], dtype=torch.float64)
-        held = counts[:, live].max(dim=1).values / lengths.clamp_min(1.0)
-        order = [int(d) for d in torch.argsort(held) if int(lengths[d]) >= c.min_length]
-        wanted = min(c.births, free)
-        pool = order[: wanted * c.birth_docs * 2]
-        if len(pool) < c.birth_docs:
-            return []
-        W = model.config.n_words
-        tf = torch.zeros(len(pool), W, dtype=torch.float64)
-        for i, d in enumerate(pool):
-            tf[i].index_add_(
-                0, torch.tensor(docs[d]), torch.ones(len(docs[d]), dtype=torch.float64)
-            )
-        # each word weighed by how little the document's topics explain it: c_dw / (1 + W p(w|d))
-        pi = counts[pool] / lengths[pool].clamp_min(1.0).unsqueeze(1)
-        explained = pi[:, live] @ model.beta_mean[live].to("cpu", torch.float64)
-        tf = tf / (1.0 + W * explained)
-        unit = tf / tf.norm(dim=1, keepdim=True).clamp_min(1e-12)
-        scale = model.corpus_size(0) / self.last.n_batch
-        left = list(range(len(pool)))
-        born: list[torch.Tensor] = []
-        while left and len(born) < wanted:
-            seed = left[0]
-            likeness = unit[left] @ unit[seed]
-            group = [left[int(i)] for i in torch.argsort(likeness, descending=True)[: c.birth_docs]]
-            left = [i for i in left if i not in group]
-            born.append(tf[group].sum(dim=0) * scale)
-        return born
-
-    def _splits(
-        self, model: StreamingLDA, live: list[int], free: int
-    ) -> list[tuple[int, torch.Tensor]]:
-        """Broad topics divided in two: for each of the largest live topics, the words it took
-        in the last minibatch's documents (each token's responsibility pi_dk beta_kw / p(w|d)),
-        the documents split by two-means on those words' directions, and each word's fraction
-        in the first half (a word neither half used divides as the halves' totals do).
-        (topic, fraction kept by the topic; the rest goes to the new one)."""
-        assert self.last is not None and self.shares is not None
-        c = self.config
-        docs, counts = self.last.documents, self.last.counts
-        lengths = torch.tensor([len(d) for d in docs], dtype=torch.float64).clamp_min(1.0)
-        beta = model.beta_mean.to("cpu", torch.float64)
-        beta_live = beta[live]
-        pi = counts[:, live] / lengths.unsqueeze(1)
-        W = model.config.n_words
-        out: list[tuple[int, torch.Tensor]] = []
-        for k in sorted(live, key=lambda k: -float(self.shares[k])):  # type: ignore[index]
-            if len(out) >= min(c.births, free):
-                break
-            most = torch.argsort(counts[:, k], descending=True)[: 8 * c.birth_docs]
-            pool = [int(d) for d in most]
-            pool = [d for d in pool if float(counts[d, k]) >= c.min_length / 2]
-            if len(pool) < 2 * c.birth_docs:
-                continue
-            taken = torch.zeros(len(pool), W, dtype=torch.float64)
-            for i, d in enumerate(pool):
-                words = torch.tensor(docs[d])
-                p = (pi[d] @ beta_live[:, words]).clamp_min(1e-300)
-                share = float(counts[d, k]) / float(lengths[d])
-                taken[i].index_add_(0, words, share * beta[k, words] / p)
-            halves = _two_means(taken)
-            if halves is None or min(len(h) for h in halves) < c.birth_docs // 2:
-                continue
-            a, b = (taken[h].sum(dim=0) for h in halves)
-            share = float(a.sum() / (a.sum() + b.sum()))
-            fraction = (a + SPLIT_PSEUDO * share) / (a + b + SPLIT_PSEUDO)
-            out.append((k, fraction))
-        return out
+            return proposals.splits(model, live, self.last, self.shares, wanted, c)
+        return proposals.births(model, live, self.last, wanted, c)
 
     # --- applying and recording --------------------------------------------------------
     def _apply(
@@ -408,7 +251,7 @@ class TopicShaper:
         free = ids.free_slots()[: len(proposal)]
         if kind == "split":
             for slot, (k, fraction) in zip(free, proposal, strict=False):
-                moves.divide(model, k, fraction, slot, g)
+                divide(model, k, fraction, slot, g)
                 ids.born(slot, docs, now, parent=k, before=before[k])
             return free
         for slot, counts in zip(free, proposal, strict=False):
@@ -482,26 +325,6 @@ class TopicShaper:
         self.turn = int(state["turn"])
         self.trials = Counter({str(k): int(v) for k, v in state["trials"].items()})
         self.forget_minibatches()
-
-
-def _two_means(rows: torch.Tensor, iterations: int = 8) -> tuple[list[int], list[int]] | None:
-    """The rows split in two by their directions (cosine two-means, started from the largest
-    row and the row least like it); None when one side is empty."""
-    unit = rows / rows.norm(dim=1, keepdim=True).clamp_min(1e-300)
-    first = int(rows.sum(dim=1).argmax())
-    second = int((unit @ unit[first]).argmin())
-    centres = unit[[first, second]]
-    side = torch.zeros(rows.shape[0], dtype=torch.bool)
-    for _ in range(iterations):
-        likeness = unit @ centres.T  # (m, 2)
-        side = likeness[:, 1] > likeness[:, 0]
-        if bool(side.all()) or not bool(side.any()):
-            return None
-        centres = torch.stack([unit[~side].sum(dim=0), unit[side].sum(dim=0)])
-        centres = centres / centres.norm(dim=1, keepdim=True).clamp_min(1e-300)
-    a = [int(i) for i in torch.nonzero(~side).squeeze(1)]
-    b = [int(i) for i in torch.nonzero(side).squeeze(1)]
-    return a, b
 
 
 def _documents(batch: Batch) -> list[list[int]]:

@@ -12,8 +12,9 @@ import torch
 from scipy import stats
 
 from lda.batch import Batch
+from lda.divide import divide
 from lda.model import LearnerConfig, StreamingLDA
-from lda.moves import Undo, birth, divide, merge, retire, split
+from lda.moves import Undo, birth, merge, retire, split
 from lda.prior import GAMMA_FLOOR
 from lda.sgmcmc.averaging import ExponentialMean
 from lda.sgmcmc.chain import DenseChain, all_finite

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import torch
 
+from lda import topic_proposals as proposals
 from lda.batch import Batch
 from lda.model import LearnerConfig, StreamingLDA
 from lda.prior import GAMMA_FLOOR
@@ -176,7 +177,8 @@ def test_a_topic_whose_words_never_meet_is_retired_as_junk() -> None:
     lazy.theta[0] = 1e-3
     lazy.theta[0, :10] = 1e3  # block 0's words
     lazy.total[0] = lazy.theta[0]
-    assert shaper._junk(model, [0, 3]) == [3]
+    documents = [d for batch in shaper.recent for d in batch]
+    assert proposals.junk(model, [0, 3], documents, shaper.config) == [3]
 
 
 def test_a_seeded_topic_is_never_retired_or_merged_away() -> None:
