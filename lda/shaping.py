@@ -87,8 +87,9 @@ class TopicShaper:
         self.turn = 0  # the next kind to propose
         self.trials: Counter[str] = Counter()  # "birth tried", "birth kept", ...
         self.batches: deque[Batch] = deque(maxlen=self.config.burn_in)
-        self.last: Recent | None = None
-        self.recent: deque[list[list[int]]] = deque(maxlen=self.config.window)
+        # the last ``window`` minibatches learned, their documents and E[n_dk]: junk topics'
+        # NPMI is counted in them, splits and births are drawn from the last
+        self.recent: deque[Recent] = deque(maxlen=self.config.window)
         self.last_trial: Trial | None = None
 
     # --- learning ----------------------------------------------------------------------
@@ -135,12 +136,18 @@ class TopicShaper:
             decay = self.config.share_decay
             now = counts.sum(dim=0) / total
             self.shares = now if self.learned == 1 else decay * self.shares + (1 - decay) * now
-        self.last = Recent(_documents(batch), counts, batch.n_documents)
-        self.recent.append(self.last.documents)
+        self.recent.append(Recent(_documents(batch), counts, batch.n_documents))
 
     # --- the trial ---------------------------------------------------------------------
     def _trial(self, model: StreamingLDA, validation: Batch) -> Reshaped | None:
-        kinds = self.config.kinds
+        """One trial: duplicates first, whenever there are any (a split may have just made
+        them) and the last trial was not a merge left undone, else the next kind in turn that
+        has something to propose."""
+        kinds, last = self.config.kinds, self.last_trial
+        undone = last is not None and last.kind == "merge" and not last.kept
+        if "merge" in kinds and not undone and (pairs := self._propose("merge", model)):
+            return self._try("merge", pairs, model, validation)
+        kinds = tuple(k for k in kinds if k != "merge") or kinds
         for _ in kinds:
             kind = kinds[self.turn % len(kinds)]
             self.turn += 1
@@ -211,7 +218,7 @@ class TopicShaper:
             old = [k for k in live if self.learned - int(self.born_at[k]) >= c.start_after]
             dead = proposals.dead(self.shares, live, old, seeded, c.dead_share)
             rest = [k for k in old if k not in seeded and k not in dead]
-            documents = [d for batch in self.recent for d in batch]
+            documents = [d for batch in self.recent for d in batch.documents]
             junk = [] if c.junk_npmi is None else proposals.junk(model, rest, documents, c)
             return (dead + junk)[: min(c.most, room)]
         if kind == "merge":
@@ -219,12 +226,13 @@ class TopicShaper:
                 return []
             return proposals.duplicates(model, live, seeded, self.shares, c)[: min(c.most, room)]
         free = ids.free_slots()
-        if not free or self.last is None:
+        if not free or not self.recent:
             return []
+        last = self.recent[-1]  # (the whole window's documents made worse splits on DEV)
         wanted = min(c.births, len(free))
         if kind == "split":
-            return proposals.splits(model, live, self.last, self.shares, wanted, c)
-        return proposals.births(model, live, self.last, wanted, c)
+            return proposals.splits(model, live, last, self.shares, wanted, c)
+        return proposals.births(model, live, last, wanted, c)
 
     # --- applying and recording --------------------------------------------------------
     def _apply(
@@ -302,7 +310,6 @@ class TopicShaper:
         trial waits for ``burn_in`` new ones."""
         self.batches.clear()
         self.recent.clear()
-        self.last = None
 
     # --- checkpoints -------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:

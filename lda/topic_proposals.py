@@ -18,7 +18,8 @@ SPLIT_PSEUDO = 0.5  # tokens a split's word fraction is smoothed by, toward the 
 
 @dataclass
 class Recent:
-    """The last minibatch learned: its documents and their expected topic counts E[n_dk]."""
+    """Minibatches learned: their documents, their expected topic counts E[n_dk] and how many
+    documents they hold."""
 
     documents: list[list[int]]
     counts: torch.Tensor  # (n, K) float64, CPU
@@ -131,7 +132,8 @@ def splits(
     """Broad topics divided in two: for each of the largest live topics, the words it took
     in the last minibatch's documents (each token's responsibility pi_dk beta_kw / p(w|d)),
     the documents split by two-means on those words' directions, and each word's fraction
-    in the first half (a word neither half used divides as the halves' totals do).
+    in the first half (a word neither half used divides as the halves' totals do); not when
+    the halves' top words would make them duplicates.
     (topic, fraction kept by the topic; the rest goes to the new one)."""
     c = config
     docs, counts = last.documents, last.counts
@@ -159,7 +161,12 @@ def splits(
             continue
         a, b = (taken[h].sum(dim=0) for h in halves)
         ratio = float(a.sum() / (a.sum() + b.sum()))
-        out.append((k, (a + SPLIT_PSEUDO * ratio) / (a + b + SPLIT_PSEUDO)))
+        fraction = (a + SPLIT_PSEUDO * ratio) / (a + b + SPLIT_PSEUDO)
+        kept = set(torch.topk(beta[k] * fraction, c.top).indices.tolist())
+        given = set(torch.topk(beta[k] * (1 - fraction), c.top).indices.tolist())
+        if len(kept & given) >= c.overlap:  # the halves would say the same thing
+            continue
+        out.append((k, fraction))
     return out
 
 

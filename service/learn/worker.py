@@ -312,9 +312,8 @@ class Worker:
             return
         model = self.model
         assert model is not None
-        for r in self.session.take_reshaped():  # topic moves kept before the step: shown
+        for r in self.session.take_reshaped():  # topic moves kept before the step
             self.announce(events.TopicsReshaped(r.moves, r.freed, r.merged, r.born))
-            self.announce(events.ModelDue(snapshot=True))
         if counts:
             self.announce(events.BatchLearned(batch.words, counts[0], refs, model.docs_seen))
         self.counters["updates"] += 1

@@ -94,7 +94,7 @@ def test_a_rejected_trial_leaves_the_learner_as_if_none_was_tried(
     if forced:
         assert {"retire tried", "merge tried", "birth tried"} <= set(shaper.trials)
     else:
-        assert shaper.trials["birth tried"] >= 2
+        assert shaper.trials["birth tried"] + shaper.trials["split tried"] >= 1
     assert not any(k.endswith("kept") for k in shaper.trials)
     torch.testing.assert_close(shaped.state.theta, plain.state.theta, rtol=0, atol=0)
     torch.testing.assert_close(shaped.beta_mean, plain.beta_mean, rtol=0, atol=0)
@@ -152,7 +152,8 @@ def test_proposals_find_dead_topics_duplicates_and_unheld_documents() -> None:
     assert len(born) == CONFIG.births and bool((born[0] >= 0).all()) and float(born[0].sum()) > 0
     # a broad topic splits: each word's fraction in [0, 1], not all on one side
     shaper.shares[:LIVE] = torch.tensor([0.6, 0.1, 0.1, 0.1, 0.1], dtype=torch.float64)
-    shaper.config = dataclasses.replace(CONFIG, birth_docs=2, min_length=4)  # 12 documents
+    # 12 documents a minibatch; on 40 words the halves share top words unless few are compared
+    shaper.config = dataclasses.replace(CONFIG, birth_docs=2, min_length=4, top=3, overlap=3)
     split = shaper._propose("split", model)
     assert split, "the broadest topic's documents give two sides"
     if split:
@@ -177,7 +178,7 @@ def test_a_topic_whose_words_never_meet_is_retired_as_junk() -> None:
     lazy.theta[0] = 1e-3
     lazy.theta[0, :10] = 1e3  # block 0's words
     lazy.total[0] = lazy.theta[0]
-    documents = [d for batch in shaper.recent for d in batch]
+    documents = [d for batch in shaper.recent for d in batch.documents]
     assert proposals.junk(model, [0, 3], documents, shaper.config) == [3]
 
 
