@@ -18,7 +18,8 @@ b. the topics listed by the first model and by the last (numbers are never reuse
 c. ``/topics/events``: the moves by kind and the live topics over time.
 
 The worker's docs/s is the median of ``/stats`` ``docs_per_s`` while it learned; ``--compare``
-runs ``up`` again without ``--max-topics`` (K = ``--topics`` fixed) for the same time.
+runs ``up`` again without ``--max-topics`` (K = ``--topics`` fixed) for the same time, and gives
+check b for its topics too: how much a fixed K's young topics change on their own.
 
     nice .venv/bin/python -m benchmarks.topic_moves_live --json /tmp/moves.json
     nice .venv/bin/python -m benchmarks.topic_moves_live --minutes 2 --compare
@@ -356,9 +357,20 @@ def report(run: Run, fixed: Run | None, settle: int) -> dict[str, Any]:
     )
     print(f"c. moves {by_kind} (totals {run.totals}); live topics (s, docs, live): {run.live}")
     if fixed is not None:
+        base = stability(fixed.evaluations, [], split_parents=False)
+        base_later = stability(
+            [e for e in fixed.evaluations if e.docs_seen >= settle], [], split_parents=False
+        )
         out["fixed"] = {"seconds": round(fixed.seconds, 1), "docs_seen": fixed.docs_seen,
-                        "docs_per_s_median": fixed.speed}  # fmt: skip
-        print(f"without --max-topics: {fixed.docs_seen} docs seen, {_speed(fixed)} docs/s")
+                        "docs_per_s_median": fixed.speed, "stability": _figures(base),
+                        "settled": _figures(base_later)}  # fmt: skip
+        print(
+            f"without --max-topics: {fixed.docs_seen} docs seen, {_speed(fixed)} docs/s; "
+            f"b. {base.kept_topics}/{base.topics} ({_pct(base.fraction)}) keep >= {KEEP}/{TOP} "
+            f"words at every step over {len(fixed.evaluations)} evaluations, "
+            f"{base_later.kept_topics}/{base_later.topics} ({_pct(base_later.fraction)}) "
+            f"from {settle} docs seen"
+        )
     return out
 
 
