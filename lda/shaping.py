@@ -191,8 +191,12 @@ class TopicShaper:
         return moved <= control * (1.0 + tolerance)
 
     def _burn_in(self, model: StreamingLDA) -> None:
+        """The trial's revisit steps; they are the move's, not revisits of the stream, so they
+        leave ``model.revisited_docs`` (a quiet worker's revisit budget) as it was."""
+        revisited = model.revisited_docs
         for batch in list(self.batches)[-self.config.burn_in :]:
             model.update(batch, revisit=True)
+        model.revisited_docs = revisited
 
     def _score(self, model: StreamingLDA, heldout: HeldoutSet) -> float:
         """Perplexity of beta_mean on ``heldout``, the same draws for move and control."""

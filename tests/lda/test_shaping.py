@@ -134,6 +134,16 @@ def test_kept_moves_take_new_numbers_and_answer_for_the_old() -> None:
     assert again.topic_ids.state_dict() == ids.state_dict()
 
 
+def test_a_kept_trials_steps_are_not_counted_as_revisits() -> None:
+    """A quiet worker revisits up to a ratio of ``revisited_docs``: a kept trial's burn-in
+    steps must not use that budget up."""
+    model = _learner()
+    shaper = Forced(True, {"retire": [1], "split": []})
+    results = [r for batch in _batches(6) if (r := shaper.update(model, batch)) is not None]
+    assert results and shaper.trials["retire kept"] == 1
+    assert model.revisited_docs == 0
+
+
 def test_proposals_find_dead_topics_duplicates_and_unheld_documents() -> None:
     model = _learner()
     shaper = TopicShaper(CONFIG, seed=5)
