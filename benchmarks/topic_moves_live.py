@@ -11,10 +11,12 @@ a. every number ``/topics`` ever listed answers now: 200 (live), or 410 with ``m
    live number (410s followed to the end), or 410 with ``retired_at``;
 b. the topics listed by the first model and by the last (numbers are never reused: alive all
    along) keep at least 5 of their top 10 words from one evaluation to the next (the polls that
-   first show a new ``quality_docs``). A topic that absorbed a merge between two evaluations is
-   excused for that step; a split's parent keeps its number and changes, so the fraction is
-   given twice: split parents counted as any topic, and excused like a merge's keeper; and
-   again from the first evaluation at ``--settle-docs`` (the first model's words are young);
+   first show a new ``quality_docs``; the first model, published before any evaluation, is not
+   one). A topic that absorbed a merge between two evaluations is excused for that step; a
+   split's parent keeps its number and changes, so the fraction is given twice: split parents
+   counted as any topic, and excused like a merge's keeper; again from the first evaluation at
+   ``--settle-docs``; and once more with the first model's words (one minibatch learned when
+   the worker is slow enough for a poll to catch it) before the first evaluation's;
 c. ``/topics/events``: the moves by kind and the live topics over time.
 
 The worker's docs/s is the median of ``/stats`` ``docs_per_s`` while it learned; ``--compare``
@@ -152,12 +154,18 @@ class Stability:
 
 
 def stability(
-    evaluations: Sequence[Evaluation], moves: Sequence[Move], split_parents: bool
+    evaluations: Sequence[Evaluation],
+    moves: Sequence[Move],
+    split_parents: bool,
+    first: Evaluation | None = None,
 ) -> Stability:
-    """Each consecutive pair of evaluations compared, topic by topic (see the module docstring)."""
+    """Each consecutive pair of evaluations compared, topic by topic, for the topics the
+    ``first`` model listed (default: the first evaluation) that every evaluation lists (see the
+    module docstring)."""
     if not evaluations:
         return Stability(0, 0, 0, 0, 0, {})
-    alive = sorted(set(evaluations[0].words) & set(evaluations[-1].words))
+    listed = (first or evaluations[0]).words
+    alive = sorted(set(listed) & set(evaluations[-1].words))
     alive = [t for t in alive if all(t in e.words for e in evaluations)]
     steps = kept_steps = excused_steps = 0
     losers: dict[int, list[int]] = {}
@@ -194,6 +202,7 @@ class Run:
     seconds: float = 0.0
     docs_seen: int = 0
     listed: set[int] = field(default_factory=set)
+    first: Evaluation | None = None  # the first model listed, evaluated or not
     evaluations: list[Evaluation] = field(default_factory=list)
     live: list[tuple[float, int, int]] = field(default_factory=list)  # (s, docs seen, live)
     docs_per_s: list[float] = field(default_factory=list)
@@ -269,7 +278,7 @@ def watch(
     with log.open("wb") as out:
         up = subprocess.Popen(argv, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
     try:
-        quality: object = object()
+        quality: int | None = None
         while time.monotonic() - started < args.minutes * 60 and run.docs_seen < args.docs:
             if up.poll() is not None:
                 raise failed(f"{name}: up exited with {up.returncode}", log)
@@ -286,9 +295,11 @@ def watch(
                 docs = int(listed["docs_seen"])
                 if not run.live or run.live[-1][2] != len(words):
                     run.live.append((round(elapsed, 1), docs, len(words)))
-                if listed.get("quality_docs") != quality:
-                    quality = listed.get("quality_docs")
-                    run.evaluations.append(Evaluation(round(elapsed, 1), docs, quality, words))
+                seen = Evaluation(round(elapsed, 1), docs, listed.get("quality_docs"), words)
+                run.first = run.first or seen
+                if seen.quality_docs is not None and seen.quality_docs != quality:
+                    quality = seen.quality_docs
+                    run.evaluations.append(seen)
             time.sleep(args.poll)
         run.seconds = time.monotonic() - started
         run.answers = answers_of(port, run.listed)
@@ -308,12 +319,13 @@ def report(run: Run, fixed: Run | None, settle: int) -> dict[str, Any]:
     verdicts = {n: verdict(n, run.answers) for n in sorted(run.listed)}
     wrong = {n: run.answers.get(n) for n, v in verdicts.items() if v is None}
     states = Counter((v or "WRONG").split(" ")[0] for v in verdicts.values())
-    strict = stability(run.evaluations, run.moves, split_parents=False)
-    lenient = stability(run.evaluations, run.moves, split_parents=True)
+    strict = stability(run.evaluations, run.moves, False, run.first)
+    lenient = stability(run.evaluations, run.moves, True, run.first)
     later = [e for e in run.evaluations if e.docs_seen >= settle]
     settled = {
-        parents: stability(later, run.moves, split_parents=parents) for parents in (False, True)
+        parents: stability(later, run.moves, parents, run.first) for parents in (False, True)
     }
+    young = _from_first(run, run.moves)
     by_kind = kinds(run.moves)
     out: dict[str, Any] = {
         "seconds": round(run.seconds, 1),
@@ -329,6 +341,8 @@ def report(run: Run, fixed: Run | None, settle: int) -> dict[str, Any]:
         "settled_from_docs": settle,
         "settled_split_parents_counted": _figures(settled[False]),
         "settled_split_parents_excused": _figures(settled[True]),
+        "first_model": None if run.first is None else _first(run.first),
+        "from_first_model_split_parents_counted": None if young is None else _figures(young),
         "evaluations": len(run.evaluations),
         "moves_kept": len(run.moves),
         "moves_by_kind": by_kind,
@@ -355,23 +369,51 @@ def report(run: Run, fixed: Run | None, settle: int) -> dict[str, Any]:
         f"{settled[True].kept_topics}/{settled[True].topics} "
         f"({_pct(settled[True].fraction)}) excused"
     )
+    print(_young_line(run, young))
     print(f"c. moves {by_kind} (totals {run.totals}); live topics (s, docs, live): {run.live}")
     if fixed is not None:
-        base = stability(fixed.evaluations, [], split_parents=False)
-        base_later = stability(
-            [e for e in fixed.evaluations if e.docs_seen >= settle], [], split_parents=False
-        )
+        base = stability(fixed.evaluations, [], False, fixed.first)
+        later = [e for e in fixed.evaluations if e.docs_seen >= settle]
+        base_later = stability(later, [], False, fixed.first)
+        base_young = _from_first(fixed, [])
         out["fixed"] = {"seconds": round(fixed.seconds, 1), "docs_seen": fixed.docs_seen,
                         "docs_per_s_median": fixed.speed, "stability": _figures(base),
-                        "settled": _figures(base_later)}  # fmt: skip
+                        "settled": _figures(base_later),
+                        "first_model": None if fixed.first is None else _first(fixed.first),
+                        "from_first_model": None if base_young is None else _figures(base_young),
+                        }  # fmt: skip
         print(
             f"without --max-topics: {fixed.docs_seen} docs seen, {_speed(fixed)} docs/s; "
             f"b. {base.kept_topics}/{base.topics} ({_pct(base.fraction)}) keep >= {KEEP}/{TOP} "
             f"words at every step over {len(fixed.evaluations)} evaluations, "
             f"{base_later.kept_topics}/{base_later.topics} ({_pct(base_later.fraction)}) "
-            f"from {settle} docs seen"
+            f"from {settle} docs seen; {_young_line(fixed, base_young)}"
         )
     return out
+
+
+def _from_first(run: Run, moves: Sequence[Move]) -> Stability | None:
+    """Check b with the first model's words before the first evaluation's, split parents
+    counted; None when the first model a poll saw was already an evaluation."""
+    if run.first is None or run.first.quality_docs is not None:
+        return None
+    return stability([run.first, *run.evaluations], moves, False, run.first)
+
+
+def _first(first: Evaluation) -> dict[str, Any]:
+    return {"docs_seen": first.docs_seen, "quality_docs": first.quality_docs}
+
+
+def _young_line(run: Run, young: Stability | None) -> str:
+    if run.first is None:
+        return "b0. no model listed"
+    if young is None:
+        return f"b0. the first model polled ({run.first.docs_seen} docs seen) was an evaluation"
+    return (
+        f"b0. with the first model's words ({run.first.docs_seen} docs seen, before any "
+        f"evaluation): {young.kept_topics}/{young.topics} ({_pct(young.fraction)}) split "
+        f"parents counted"
+    )
 
 
 def _figures(s: Stability) -> dict[str, Any]:

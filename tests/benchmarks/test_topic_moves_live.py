@@ -53,3 +53,15 @@ def test_a_merge_keeper_is_excused_a_split_parent_only_when_asked() -> None:
     excused = stability(evaluations, moves, split_parents=True)
     assert (excused.kept_topics, excused.fraction) == (3, 1.0)
     assert kinds(moves) == {"birth": 2, "merge": 1, "retire": 1, "split": 1}
+
+
+def test_the_first_model_says_which_topics_count_but_is_no_evaluation() -> None:
+    young = Evaluation(0.0, 100, None, {0: words("a", "b", "c", "d", "e", "f"), 1: words()})
+    evaluations = [
+        Evaluation(5.0, 1000, 1000, {0: words(), 1: words(), 2: words()}),
+        Evaluation(9.0, 2000, 2000, {0: words(), 1: words(), 2: words()}),
+    ]
+    checked = stability(evaluations, [], False, young)
+    assert (checked.topics, checked.kept_topics, checked.steps) == (2, 2, 2)  # 2 came later
+    with_young = stability([young, *evaluations], [], False, young)
+    assert (with_young.topics, with_young.kept_topics, with_young.losers) == (2, 1, {0: [4]})
