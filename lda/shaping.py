@@ -45,12 +45,14 @@ __all__ = ["KINDS", "Kind", "Reshaped", "ShapingConfig", "TopicShaper", "Trial"]
 @dataclass(frozen=True)
 class Reshaped:
     """One kept trial: the moves as ``model.topic_ids`` recorded them, the slots they freed,
-    the freed slots merged into a kept one (``merged[j] = k``) and the slots born into."""
+    the freed slots merged into a kept one (``merged[j] = k``), the slots a new number is in,
+    and the split parents whose number went to their other half's slot (``moved[k] = j``)."""
 
     moves: tuple[TopicMove, ...]
     freed: tuple[int, ...] = ()
     merged: dict[int, int] = field(default_factory=dict)
     born: tuple[int, ...] = ()
+    moved: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -291,19 +293,30 @@ class TopicShaper:
             return Reshaped(tuple(made), freed=tuple(merged), merged=merged)
         live = [k for k in ids.live_slots() if k not in slots]
         mean = float(self.shares[live].sum()) / max(len(live), 1)
+        seeded = {int(k) for k in model.seeds.topics.tolist()}
+        born, moved = [], {}
         for i, slot in enumerate(slots):
             parent = made[i].topics[1:]
             parent_slot = None if not parent else ids.slot_of(parent[0])
             if parent_slot is None:
                 made[i] = dataclasses.replace(made[i], after=(after[slot],))
                 self.shares[slot] = mean
+                born.append(slot)
             else:  # a split: the parent's words after too, its share halved
-                made[i] = dataclasses.replace(made[i], after=(after[slot], after[parent_slot]))
                 self.shares[parent_slot] /= 2
                 self.shares[slot] = self.shares[parent_slot]
-            self.born_at[slot] = self.learned
+                words = set(made[i].before[0])
+                if parent_slot not in seeded and len(words & set(after[slot])) > len(
+                    words & set(after[parent_slot])
+                ):  # the number goes with its words (the slots, and so the chain, stay)
+                    ids.trade(parent_slot, slot)
+                    moved[parent_slot] = slot
+                    slot, parent_slot = parent_slot, slot
+                made[i] = dataclasses.replace(made[i], after=(after[slot], after[parent_slot]))
+                born.append(slot)
+            self.born_at[slots[i]] = self.learned
         ids.moves[first:] = made
-        return Reshaped(tuple(made), born=tuple(slots))
+        return Reshaped(tuple(made), born=tuple(born), moved=moved)
 
     def _top_words(self, model: StreamingLDA) -> dict[int, tuple[str, ...]]:
         top, _ = model.top_words(self.config.top)

@@ -150,6 +150,13 @@ class TopicIds:
             self._record(TopicMove("birth", docs, time, topics, (before,), (after,)))
         return number
 
+    def trade(self, parent: int, born: int) -> None:
+        """A split's halves trade numbers: the parent's goes to slot ``born``, the half that
+        kept more of its words, and the new number to slot ``parent`` (the move's record, new
+        then parent, stays as it is)."""
+        numbers = self._live(parent), self._live(born)
+        self.slots[born], self.slots[parent] = numbers
+
     def merged(
         self,
         kept: int,

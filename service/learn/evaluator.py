@@ -75,7 +75,7 @@ class Evaluator:
         ]
         self.restarts = 0
         self.pinned: tuple[int, ...] = ()  # the seeded topics, which the matching keeps
-        self.live: tuple[int, ...] | None = None  # the rows scored (None: all)
+        self.numbers: tuple[int, ...] | None = None  # each slot's topic number (None: K fixed)
         self._heldout: list[list[int]] | None = None
         self._epoch = 0
         self._context = multiprocessing.get_context("spawn")
@@ -118,7 +118,7 @@ class Evaluator:
         assert self._inbox is not None
         self._inbox.put(("reset", self._epoch, config, self.state, self._heldout))
         for docs, beta in self.pending:
-            self._inbox.put(("score", self._epoch, docs, beta, self.pinned, self.live))
+            self._inbox.put(("score", self._epoch, docs, beta, self.pinned, self.numbers))
 
     def close(self) -> None:
         """Stop the child (what it has not scored stays in ``pending``)."""
@@ -151,24 +151,25 @@ class Evaluator:
         beta: torch.Tensor,
         pinned: tuple[int, ...] = (),
         gamma: Gamma | None = None,
-        live: tuple[int, ...] | None = None,
+        numbers: tuple[int, ...] | None = None,
     ) -> bool:
         """Queue ``beta`` for scoring, kept as it is (StreamingLDA.beta_mean is a tensor of its
         own that later steps do not change: a copy would be one more K x W matrix), the topics
         ``pinned`` matched to themselves, under the learner's ``gamma`` of now when given (a
-        learned prior moves), its perplexity over the ``live`` rows only when given (topics that
-        move: the free slots are not topics); False (nothing queued) when the backlog is full."""
+        learned prior moves), and while topics move each slot's topic ``numbers`` (``FREE``: not a
+        topic, not scored; a topic's drift is from its number's last row); False (nothing
+        queued) when the backlog is full."""
         beta_bytes = beta.numel() * beta.element_size()
         if self._heldout is None or len(self.pending) >= self.room(beta_bytes):
             return False
         kept = beta.detach().cpu().numpy()
         self.pending.append((docs_seen, kept))
         assert self._inbox is not None
-        self.pinned, self.live = pinned, live
+        self.pinned, self.numbers = pinned, numbers
         if gamma is not None and gamma != self.config.gamma:
             self.config = dataclasses.replace(self.config, gamma=gamma)
             self._inbox.put(("gamma", self._epoch, gamma))
-        self._inbox.put(("score", self._epoch, docs_seen, kept, pinned, live))
+        self._inbox.put(("score", self._epoch, docs_seen, kept, pinned, numbers))
         return True
 
     def poll(self, timeout: float = 0.0) -> list[Scored]:

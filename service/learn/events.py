@@ -135,13 +135,15 @@ class LabelsMoved:
 class TopicsReshaped:
     """Topics were born, merged or retired (the learner's kept moves, ``model.topic_ids``
     already says so): what a part holds for slot ``j`` in ``merged`` goes to slot
-    ``merged[j]``, what it holds for a slot in ``freed`` (merged away or retired) or ``born``
-    (a new topic's, from nothing) is dropped."""
+    ``merged[j]``, and for a split parent's slot ``k`` in ``moved`` (its number went with the
+    half more like it) to slot ``moved[k]``; what it holds for a slot in ``freed`` (merged
+    away or retired) or ``born`` (a new number's, from nothing) is dropped."""
 
     moves: Sequence[TopicMove]
     freed: Sequence[int]
     merged: Mapping[int, int]
     born: Sequence[int]
+    moved: Mapping[int, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -174,17 +174,17 @@ class Scoring(Part):
 
     # --- points -----------------------------------------------------------------------------
     def hand_off(
-        self, heldout: bool, pinned: tuple[int, ...] = (), live: tuple[int, ...] | None = None
+        self, heldout: bool, pinned: tuple[int, ...] = (), numbers: tuple[int, ...] | None = None
     ) -> bool:
         """A multiple of eval_every (``heldout``: the set is complete): a copy of beta_mean goes
         to the scoring process, or is skipped, counted, when eval_backlog betas already wait;
         the learner does not wait for it; the ``pinned`` topics (the seeded ones) keep their
-        labels in its drift matching; only the ``live`` rows are scored when given. True when
-        the set is complete."""
+        labels in its drift matching; while topics move (``numbers``, each slot's), only the live
+        rows are scored. True when the set is complete."""
         model, evaluator = self.model, self.evaluator
         if model is None or evaluator is None or not heldout:
             return False
-        if not evaluator.submit(model.docs_seen, model.beta_mean, pinned, model.gamma, live):
+        if not evaluator.submit(model.docs_seen, model.beta_mean, pinned, model.gamma, numbers):
             # By design (scoring must not stall the learner): counted, and said without alarm.
             self.counters["evals_skipped"] += 1
             log.info(

@@ -3,7 +3,8 @@ scoring process (:mod:`service.learn.scoring_process`), in one place both sides 
 
 In: ``("reset", epoch, (gamma, sweeps, method), packed scorer state, held-out documents)``,
 ``("gamma", epoch, gamma)`` (a learned prior moved: the scores after it use it),
-``("score", epoch, docs_seen, beta, pinned topics, live rows or None)`` and ``None`` (exit).
+``("score", epoch, docs_seen, beta, pinned topics, each slot's topic number or None)`` and
+``None`` (exit).
 Out: ``("scored", epoch, docs_seen, perplexity, averaged, coherence, diversity, topics, packed
 state)``. A scorer state crosses the process boundary packed by :func:`pack_state` (numpy arrays,
 pickled by value).

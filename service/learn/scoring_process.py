@@ -2,13 +2,13 @@
 
 Messages in (see :mod:`service.learn.scoring_messages`): ``("reset", epoch, (gamma, sweeps,
 method), packed scorer state, held-out documents)``, ``("score", epoch, docs_seen, beta,
-pinned, live rows or None)`` and
-``None`` (exit). Out: ``("scored", epoch, docs_seen, perplexity, averaged, coherence,
-diversity, topics, packed state)``, ``topics`` each topic's NPMI coherence and, from the second
-beta of an epoch on, how far it moved since the previous one (:mod:`lda.evaluation.drift`;
-the ``pinned`` topics, the seeded ones, are matched to themselves).
-Betas of an older epoch than the last reset are ignored. No Redis, no files: the worker
-publishes and checkpoints.
+pinned, each slot's topic number or None)`` and ``None`` (exit). Out: ``("scored", epoch,
+docs_seen, perplexity, averaged, coherence, diversity, topics, packed state)``, ``topics`` each
+topic's NPMI coherence and, from the second beta of an epoch on, how far it moved since the
+previous one (:mod:`lda.evaluation.drift`; the ``pinned`` topics, the seeded ones, are matched
+to themselves; while topics move, a topic's from its number's row in the previous beta,
+wherever its slot was). Betas of an older epoch than the last reset are ignored. No Redis, no
+files: the worker publishes and checkpoints.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from lda.evaluation.drift import Drift, js_divergence, match_topics, topic_drift
 from lda.evaluation.perplexity import HeldoutSet
 from lda.evaluation.scorer import HeldoutScorer, ScorerConfig
 from lda.gamma import gamma_vector
+from lda.topic_ids import FREE
 from service.learn.runtime import set_threads
 from service.learn.scoring_channel import Receiver, Sender
 from service.learn.scoring_messages import pack_state, unpack_state
@@ -85,6 +86,7 @@ def serve(
     heldout: HeldoutSet | None = None
     documents: list[list[int]] = []
     previous: torch.Tensor | None = None  # the last beta scored in this epoch
+    previous_numbers: tuple[int, ...] | None = None  # its slots' topic numbers
     while (message := _next(inbox, parent)) is not None:
         if message[0] == "reset":
             _, epoch, (gamma, sweeps, method), state, documents = message
@@ -92,13 +94,14 @@ def serve(
             scorer = HeldoutScorer(config, torch.Generator(device=device))
             scorer.load_state_dict(unpack_state(state))
             heldout = HeldoutSet.from_documents(documents, device)
-            previous = None
+            previous, previous_numbers = None, None
             continue
         if message[0] == "gamma":  # a learned prior moved: later betas are scored under it
             if message[1] == epoch and scorer is not None:
                 scorer.config = dataclasses.replace(scorer.config, gamma=message[2])
             continue
-        _, at_epoch, docs_seen, beta, pinned, live = message
+        _, at_epoch, docs_seen, beta, pinned, numbers = message
+        live = None if numbers is None else [s for s, n in enumerate(numbers) if n != FREE]
         if at_epoch != epoch or scorer is None or heldout is None:
             continue
         topics = torch.from_numpy(beta).to(device)
@@ -115,8 +118,9 @@ def serve(
         if live is not None:  # the live topics' mean coherence and diversity
             mean = float(quality.coherence[list(live)].mean())
             diversity = topic_diversity(top_word_ids(scored, DIVERSITY_WORDS))
-        per_topic = _per_topic(quality.coherence, previous, topics, pinned)
-        previous = topics
+        reference = by_number(previous, previous_numbers, numbers)
+        per_topic = _per_topic(quality.coherence, reference, topics, pinned)
+        previous, previous_numbers = topics, numbers
         state = pack_state(scorer.state_dict())
         message = ("scored", epoch, docs_seen, perplexity, averaged, mean, diversity, per_topic)
         outbox.put((*message, state))
@@ -145,6 +149,20 @@ def _per_topic(
         drift = pinned_drift(previous, topics, pinned)
         out["drift"], out["matched"] = drift.divergence.tolist(), drift.matched.tolist()
     return out
+
+
+def by_number(
+    previous: torch.Tensor | None,
+    before: Sequence[int] | None,
+    now: Sequence[int] | None,
+) -> torch.Tensor | None:
+    """``previous``'s rows put where their topic numbers are ``now`` (a split's parent may
+    have traded slots with its new half); a slot whose number is new keeps its own row."""
+    if previous is None or before is None or now is None or list(before) == list(now):
+        return previous
+    was = {n: s for s, n in enumerate(before) if n != FREE}
+    rows = [was.get(n, s) if n != FREE else s for s, n in enumerate(now)]
+    return previous[rows]
 
 
 def pinned_drift(previous: torch.Tensor, current: torch.Tensor, pinned: Sequence[int]) -> Drift:

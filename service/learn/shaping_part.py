@@ -40,10 +40,10 @@ class Shaping(Part):
 def scored_rows(
     model: StreamingLDA, shaper: TopicShaper | None, pinned: Iterable[int]
 ) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
-    """The topics an evaluation's drift matching keeps in place, and the rows it scores (None:
-    all). While topics move every slot keeps its topic (a move, not the matching, says when a
-    topic changes: a free slot's prior draw must never take a live topic's number) and only the
-    live rows are scored."""
+    """The topics an evaluation's drift matching keeps in place, and each slot's topic number
+    (None: K is fixed). While topics move every slot keeps its topic (a move, not the matching,
+    says when a topic changes: a free slot's prior draw must never take a live topic's number),
+    only the live rows are scored, and a topic's drift is from its number's last row."""
     if shaper is None:
         return tuple(pinned), None
-    return tuple(range(model.config.n_topics)), tuple(model.topic_ids.live_slots())
+    return tuple(range(model.config.n_topics)), tuple(model.topic_ids.slots)

@@ -13,9 +13,12 @@ DROPPED = -1  # a slot whose holdings are dropped (a retired topic's, a newborn'
 
 def destinations(event: TopicsReshaped, n_topics: int) -> np.ndarray:
     """(K,) int64: per slot, the slot its holdings go to: itself (untouched), the slot a
-    merged-away topic went into (a chain of merges followed to its end), or ``DROPPED`` for a
-    freed slot not merged and a slot born into (a new topic starts from nothing)."""
-    slots = [*event.freed, *event.born, *event.merged, *event.merged.values()]
+    merged-away topic went into (a chain of merges followed to its end), the slot a split
+    parent's number went to, or ``DROPPED`` for a freed slot not merged and a slot born into
+    (a new topic starts from nothing)."""
+    moved = {int(k): int(j) for k, j in event.moved.items()}
+    slots = [*event.freed, *event.born, *event.merged, *event.merged.values(), *moved]
+    slots += moved.values()
     bad = [s for s in slots if not 0 <= int(s) < n_topics]
     if bad:
         raise ValueError(f"topics reshaped in slots {bad}, outside the {n_topics} slots held")
@@ -30,6 +33,8 @@ def destinations(event: TopicsReshaped, n_topics: int) -> np.ndarray:
             into = merged[into]
         if into not in seen and into not in emptied:
             dest[away] = into
+    for parent, half in moved.items():  # never into a slot emptied by the same event
+        dest[parent] = DROPPED if half in emptied else half
     return dest
 
 

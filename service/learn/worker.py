@@ -313,7 +313,7 @@ class Worker:
         model = self.model
         assert model is not None
         for r in self.session.take_reshaped():  # topic moves kept before the step
-            self.announce(events.TopicsReshaped(r.moves, r.freed, r.merged, r.born))
+            self.announce(events.TopicsReshaped(r.moves, r.freed, r.merged, r.born, r.moved))
         if counts:
             self.announce(events.BatchLearned(batch.words, counts[0], refs, model.docs_seen))
         self.counters["updates"] += 1
@@ -365,8 +365,8 @@ class Worker:
             self._news(session.take_events())
             self.announce(events.ModelDue(snapshot=True))  # the API gets the new words at once
         handed = fresh and session.evaluation_due()
-        pinned, live = scored_rows(model, session.shaper, self.seeds.pinned())
-        if handed and self.scoring.hand_off(session.heldout is not None, pinned, live):
+        pinned, numbers = scored_rows(model, session.shaper, self.seeds.pinned())
+        if handed and self.scoring.hand_off(session.heldout is not None, pinned, numbers):
             self.announce(events.ModelDue())
         self.announce(events.StepEnded())
 

@@ -218,3 +218,49 @@ def test_topic_ids_follow_a_label_move_and_refuse_a_bad_state() -> None:
     state["slots"] = [0, 0, 1, FREE]
     with pytest.raises(ValueError, match="repeat"):
         TopicIds.from_state_dict(state)
+
+
+class Splitting(Forced):
+    """Forced to keep one split of topic 0 whose second half (the new slot) takes the topic's
+    own top words when ``away``, else everything but them."""
+
+    def __init__(self, away: bool) -> None:
+        super().__init__(True, {})
+        self.away, self.done = away, False
+
+    def _propose(self, kind: Kind, model: StreamingLDA) -> list[Any]:
+        if kind != "split" or self.done:
+            return []
+        self.done = True
+        top = model.top_words(10)[0][0]
+        fraction = torch.full((W,), 1.0 if self.away else 0.0, dtype=torch.float64)
+        fraction[top] = 0.0 if self.away else 1.0
+        return [(0, fraction)]
+
+
+@pytest.mark.parametrize("away", [True, False])
+def test_a_split_topics_number_stays_with_the_half_that_kept_its_words(away: bool) -> None:
+    """The halves trade numbers when the new slot's half kept more of the topic's words: a
+    relabelling only, so the chain is bit for bit that of the split without the trade."""
+    model, plain = _learner(), _learner()
+    plain.topic_ids.trade = lambda parent, born: None  # type: ignore[method-assign]
+    shaper, other = Splitting(away), Splitting(away)
+    results = [r for batch in _batches(6) if (r := shaper.update(model, batch)) is not None]
+    for batch in _batches(6):
+        other.update(plain, batch)
+    [reshaped] = results
+    [move] = reshaped.moves
+    new, parent = move.topics
+    ids = model.topic_ids
+    assert (parent, new) == (0, LIVE) and ids.status(parent).state == "live"
+    free = LIVE  # the first free slot took the second half
+    if away:
+        assert (ids.slot_of(parent), ids.slot_of(new)) == (free, 0)
+        assert (reshaped.moved, reshaped.born) == ({0: free}, (0,))
+    else:
+        assert (ids.slot_of(parent), ids.slot_of(new)) == (0, free)
+        assert (reshaped.moved, reshaped.born) == ({}, (free,))
+    kept = len(set(move.before[0]) & set(move.after[1]))  # the parent's words, after
+    assert kept > len(set(move.before[0]) & set(move.after[0]))
+    torch.testing.assert_close(model.state.theta, plain.state.theta, rtol=0, atol=0)
+    torch.testing.assert_close(model.beta_mean, plain.beta_mean, rtol=0, atol=0)

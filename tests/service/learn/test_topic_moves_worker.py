@@ -93,6 +93,24 @@ def test_moves_are_kept_or_undone_and_survive_a_restart(
     sizes = record.sizes()
     assert sizes is not None and sizes[2] == 0.0  # the merged-away slot holds nothing
 
+    # Kept: a split whose new half took topic 3's top words: the halves trade numbers (3 goes
+    # with its words), and the record's articles go with the number.
+    top = model.top_words(10)[0][3]
+    fraction = torch.ones(model.config.n_words, dtype=torch.float64)
+    fraction[top] = 0.0
+    held = {a[1] for a in record.now.article_rows(model.docs_seen)[3]}
+    queue_articles(client, 600, 300)
+    _force(shaper, True, {"split": [(3, fraction)]})
+    _step_until(worker, lambda: len(model.topic_ids.moves) >= 4)
+    ids = model.topic_ids  # (a trial loads the learner's saved state: a new object)
+    split = ids.moves[-1]
+    assert split.kind == "birth" and split.topics[1] == 3
+    moved_to = ids.slot_of(3)
+    assert moved_to is not None and moved_to != 3 and ids.slot_of(split.topics[0]) == 3
+    assert len(set(split.before[0]) & set(split.after[1])) >= 5  # 3 kept its words
+    kept = {a[1] for a in record.now.article_rows(model.docs_seen)[moved_to]}
+    assert held and held & kept  # (articles learned since may have joined)
+
     # A restart brings the numbers, the shaper and the parts back.
     worker._checkpoint("requested")
     saved_ids = ids.state_dict()

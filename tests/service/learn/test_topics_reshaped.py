@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from lda.model import LearnerConfig, StreamingLDA
-from lda.topic_ids import TopicIds
+from lda.topic_ids import FREE, TopicIds
 from lda.vocab import Vocabulary
 from service.learn.entry_ref import EntryRef
 from service.learn.events import (
@@ -24,6 +24,7 @@ from service.learn.events import (
     SeedsChanged,
     TopicsReshaped,
 )
+from service.learn.scoring_process import by_number, pinned_drift
 from service.learn.search.index import ArticleIndex
 from service.learn.search.part import Search
 from service.learn.seeds import Seeds
@@ -79,6 +80,28 @@ def test_destinations_follow_merges_and_drop_the_freed_and_the_born() -> None:
     assert destinations(chained, 3).tolist() == [0, 0, 0]  # 1 went into 2, then 2 into 0
     with pytest.raises(ValueError, match="outside the 3 slots"):
         destinations(TopicsReshaped((), freed=(7,), merged={}, born=()), 3)
+
+
+def test_a_split_parents_holdings_go_with_its_number_to_its_halfs_slot() -> None:
+    """The halves of a split traded numbers: the parent's slot holds the new number (born, from
+    nothing), the parent's holdings go to the slot its number went to."""
+    traded = TopicsReshaped((), freed=(), merged={}, born=(3,), moved={3: 4})
+    assert destinations(traded, K).tolist() == [0, 1, 2, 4, 4, 5]
+    into_a_freed = TopicsReshaped((), freed=(4,), merged={}, born=(3,), moved={3: 4})
+    assert destinations(into_a_freed, K).tolist() == [0, 1, 2, DROPPED, DROPPED, 5]
+    config = RecordConfig(topic_articles=2, topic_half_life=10**9, export_docs=10, seed=0)
+    record, model, vocab = Record(config), learner(), Vocabulary(WORDS)
+    record.handle(LearnerBegun(model, vocab, {}))
+    words = torch.tensor([0, 1, 2, 3, 4])
+    record.handle(BatchLearned(words, counts(*SHARES), [ref(i) for i in range(5)], 5))
+    now = record.now
+    assert now is not None
+    before, tokens = now.article_rows(5), now.tally.topic_tokens.copy()
+    record.handle(traded)
+    rows = now.article_rows(5)
+    assert rows[3] == [] and {r[1] for r in rows[4]} == {r[1] for r in before[3]}
+    assert now.tally.topic_tokens[4] == pytest.approx(tokens[3] + tokens[4])
+    assert now.tally.topic_tokens[3] == 0
 
 
 def test_the_record_merges_sizes_and_articles_and_empties_the_freed_and_the_born() -> None:
@@ -232,3 +255,19 @@ def test_while_k_is_fixed_seeds_are_by_slot_as_they_always_were() -> None:
         answers = list(seeds.handle(LabelsMoved([2, 1, 0, 3], since=10)))
     assert answers == [SeedsChanged(prior=True, show=False)]
     assert set(seeds.topics) == {0} and prior_slots(model) == {0: {1}}
+
+
+def test_a_traded_numbers_drift_is_from_its_own_last_row() -> None:
+    """Number 1 split, its number going to slot 2 (free before): its drift is measured from
+    its own row of the last evaluation, not from the free slot's prior draw."""
+    previous = torch.rand((4, 6), generator=torch.Generator().manual_seed(1))
+    previous /= previous.sum(1, keepdim=True)
+    before, now = (0, 1, FREE, 2), (0, 7, 1, 2)
+    reference = by_number(previous, before, now)
+    assert reference is not None
+    assert torch.equal(reference, previous[[0, 1, 1, 3]])
+    current = previous[[0, 2, 1, 3]]  # 1's words now in slot 2
+    drift = pinned_drift(reference, current, range(4)).divergence
+    assert float(drift[2]) == 0.0 and float(drift[1]) > 0.0
+    assert by_number(previous, before, before) is previous
+    assert by_number(previous, None, now) is previous
