@@ -220,6 +220,7 @@ def test_kept_articles_are_indexed_refolded_published_and_served_while_topics_mo
         assert [a.status_code for a in answers] == [200] * len(answers)
         assert [a.json()["topic"] for a in answers] == ids.live_ids()
         assert sum(a.json()["total"] for a in answers) >= len(kept)  # each under one at least
+        assert {x["id"] for a in answers for x in a.json()["articles"]} <= kept
         assert ids.gone, moved(worker)  # numbers retired or merged away
         for number in ids.gone:
             assert api.get(f"/topics/{number}/articles").status_code == 410
