@@ -24,11 +24,10 @@ from service.learn.heldout_store import HeldoutStore
 from service.learn.search.part import Search
 from service.learn.worker import Worker
 from service.settings import Settings
-from service.store.published_model import read_model
 from service.store.redis_client import connect
-from service.store.search import index_rows
 from service.store.snapshot import read_snapshot
 from service.store.topic_seeds import TopicSeeds, read_topic_seeds, set_topic_seeds
+from tests.service.learn.guards import kept_rows, revisited_up_to_the_ratio
 from tests.service.learn.helpers import (
     HELDOUT,
     articles,
@@ -114,18 +113,10 @@ def test_a_quiet_stream_is_revisited_up_to_the_ratio_then_idles_while_topics_mov
             return drained(client) and snap is not None and snap.idle_since is not None
 
         wait_until(idle, "the worker to learn, revisit up to the ratio and go idle")
+        assert moved(worker), trials(worker)
+        trained = revisited_up_to_the_ratio(worker, client, settings, 120, RATIO)
         model = worker.model
         assert model is not None
-        assert moved(worker), trials(worker)
-        trained = model.docs_seen
-        assert trained == 120 - HELDOUT - worker.counters["empty_docs"]
-        batch = settings.model.batch_size
-        assert RATIO * trained <= model.revisited_docs < RATIO * trained + batch
-        assert worker.revisits.reservoir is not None and worker.revisits.reservoir.size == trained
-        snap = read_snapshot(client)
-        assert snap is not None and snap.docs_seen == trained
-        assert snap.reservoir_articles == trained
-        assert snap.reservoir_passes == pytest.approx(model.revisited_docs / trained)
         with TestClient(create_app(settings)) as api:
             assert api.app.state.view.wait_fresh(10)  # type: ignore[attr-defined]
             stats = api.get("/stats").json()
@@ -144,6 +135,7 @@ def test_a_quiet_stream_is_revisited_up_to_the_ratio_then_idles_while_topics_mov
         assert sum(trials(worker).values()) > tried
         trained = model.docs_seen
         assert trained == 150 - HELDOUT - worker.counters["empty_docs"]
+        batch = settings.model.batch_size
         assert RATIO * trained <= model.revisited_docs < RATIO * trained + batch
     finally:
         stopped(stop, thread)
@@ -195,18 +187,8 @@ def test_kept_articles_are_indexed_refolded_published_and_served_while_topics_mo
     assert worker.model is not None
     ids = worker.model.topic_ids
 
-    model = read_model(client)
-    assert model is not None and model.index_fields is not None
+    model, stream, kept = kept_rows(client, settings, COUNT)
     assert model.topic_ids is not None and list(model.topic_ids) == ids.live_ids()
-    rows = index_rows(model.index_fields, model.n_topics)
-    assert rows is not None
-    stream = {a.id: a for a in articles(0, COUNT)}
-    held_texts = set(HeldoutStore(client, settings.queue.heldout_key).texts())
-    heldout = {key for key, a in stream.items() if a.text in held_texts}
-    kept = {ref[1] for ref in rows.refs}
-    assert kept and kept <= stream.keys() - heldout
-    assert len(kept) == len(rows.refs)  # one row each
-    assert all(title == stream[key].title for title, key, _ in rows.refs)
 
     with TestClient(create_app(settings)) as api:
         some = next(iter(kept))

@@ -22,6 +22,7 @@ from service.learn.model_store import CHECKPOINT_NAME, load_model
 from service.settings import Settings
 from service.store.redis_client import connect
 from service.store.snapshot import read_snapshot
+from tests.service.learn.guards import revisited_up_to_the_ratio
 from tests.service.learn.helpers import (
     HELDOUT,
     WorkerProcess,
@@ -66,17 +67,9 @@ def test_a_quiet_stream_is_revisited_up_to_the_ratio_then_idles(
             return drained(client) and snap is not None and snap.idle_since is not None
 
         wait_until(idle, "the worker to learn, revisit up to the ratio and go idle")
+        trained = revisited_up_to_the_ratio(worker, client, settings, 120, RATIO)
         model = worker.model
         assert model is not None
-        trained = model.docs_seen
-        assert trained == 120 - HELDOUT - worker.counters["empty_docs"]
-        batch = settings.model.batch_size
-        assert RATIO * trained <= model.revisited_docs < RATIO * trained + batch
-        assert worker.revisits.reservoir is not None and worker.revisits.reservoir.size == trained
-        snap = read_snapshot(client)
-        assert snap is not None and snap.docs_seen == trained
-        assert snap.reservoir_articles == trained
-        assert snap.reservoir_passes == pytest.approx(model.revisited_docs / trained)
         with TestClient(create_app(settings)) as api:
             assert api.app.state.view.wait_fresh(10)  # type: ignore[attr-defined]
             stats = api.get("/stats").json()

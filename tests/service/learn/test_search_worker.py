@@ -10,14 +10,11 @@ import pytest
 from fastapi.testclient import TestClient
 
 from service.api.app import create_app
-from service.learn.heldout_store import HeldoutStore
 from service.learn.search.part import Search
 from service.learn.worker import Worker
-from service.store.published_model import read_model
 from service.store.redis_client import connect
-from service.store.search import index_rows
+from tests.service.learn.guards import kept_rows
 from tests.service.learn.helpers import (
-    articles,
     drained,
     queue_articles,
     started,
@@ -51,17 +48,7 @@ def test_kept_articles_are_indexed_refolded_published_served_and_kept(
     wait_until(lambda: drained(client) and refolded(worker), "the stream learned and refolded")
     stopped(stop, thread)
 
-    model = read_model(client)
-    assert model is not None and model.index_fields is not None
-    rows = index_rows(model.index_fields, model.n_topics)
-    assert rows is not None
-    stream = {a.id: a for a in articles(0, COUNT)}
-    held_texts = set(HeldoutStore(client, settings.queue.heldout_key).texts())
-    heldout = {key for key, a in stream.items() if a.text in held_texts}
-    kept = {ref[1] for ref in rows.refs}
-    assert kept and kept <= stream.keys() - heldout
-    assert len(kept) == len(rows.refs)  # one row each
-    assert all(title == stream[key].title for title, key, _ in rows.refs)
+    _, stream, kept = kept_rows(client, settings, COUNT)
 
     with TestClient(create_app(settings)) as api:
         some = next(iter(kept))

@@ -82,6 +82,18 @@ def test_destinations_follow_merges_and_drop_the_freed_and_the_born() -> None:
         destinations(TopicsReshaped((), freed=(7,), merged={}, born=()), 3)
 
 
+RECORD = RecordConfig(topic_articles=2, topic_half_life=10**9, export_docs=10, seed=0)
+
+
+def recorded() -> tuple[Record, StreamingLDA, Vocabulary]:
+    """A record that learned the five articles of ``SHARES`` (its learner and words too)."""
+    record, model, vocab = Record(RECORD), learner(), Vocabulary(WORDS)
+    record.handle(LearnerBegun(model, vocab, {}))
+    words = torch.tensor([0, 1, 2, 3, 4])
+    record.handle(BatchLearned(words, counts(*SHARES), [ref(i) for i in range(5)], 5))
+    return record, model, vocab
+
+
 def test_a_split_parents_holdings_go_with_its_number_to_its_halfs_slot() -> None:
     """The halves of a split traded numbers: the parent's slot holds the new number (born, from
     nothing), the parent's holdings go to the slot its number went to."""
@@ -89,11 +101,7 @@ def test_a_split_parents_holdings_go_with_its_number_to_its_halfs_slot() -> None
     assert destinations(traded, K).tolist() == [0, 1, 2, 4, 4, 5]
     into_a_freed = TopicsReshaped((), freed=(4,), merged={}, born=(3,), moved={3: 4})
     assert destinations(into_a_freed, K).tolist() == [0, 1, 2, DROPPED, DROPPED, 5]
-    config = RecordConfig(topic_articles=2, topic_half_life=10**9, export_docs=10, seed=0)
-    record, model, vocab = Record(config), learner(), Vocabulary(WORDS)
-    record.handle(LearnerBegun(model, vocab, {}))
-    words = torch.tensor([0, 1, 2, 3, 4])
-    record.handle(BatchLearned(words, counts(*SHARES), [ref(i) for i in range(5)], 5))
+    record = recorded()[0]
     now = record.now
     assert now is not None
     before, tokens = now.article_rows(5), now.tally.topic_tokens.copy()
@@ -105,11 +113,7 @@ def test_a_split_parents_holdings_go_with_its_number_to_its_halfs_slot() -> None
 
 
 def test_the_record_merges_sizes_and_articles_and_empties_the_freed_and_the_born() -> None:
-    config = RecordConfig(topic_articles=2, topic_half_life=10**9, export_docs=10, seed=0)
-    record, model, vocab = Record(config), learner(), Vocabulary(WORDS)
-    record.handle(LearnerBegun(model, vocab, {}))
-    words = torch.tensor([0, 1, 2, 3, 4])
-    record.handle(BatchLearned(words, counts(*SHARES), [ref(i) for i in range(5)], 5))
+    record, model, vocab = recorded()
     now = record.now
     assert now is not None
     before = now.article_rows(5)
@@ -139,7 +143,7 @@ def test_the_record_merges_sizes_and_articles_and_empties_the_freed_and_the_born
     assert answers == (ArticlesListed(frozenset(listed)),)
     assert {a[1] for a in now.articles.articles.values()} == listed
 
-    again = Record(config)
+    again = Record(RECORD)
     again.handle(LearnerBegun(model, vocab, {"topics": record.state_dict()}))
     assert again.now is not None
     assert again.now.article_rows(5) == rows and again.sizes() == sizes
