@@ -215,7 +215,7 @@ class TopicShaper:
             return []
         ids = model.topic_ids
         live = ids.live_slots()
-        seeded = {int(k) for k in model.seeds.topics.tolist()}
+        seeded = _seeded(model)
         c = self.config
         room = len(live) - c.min_topics
         if kind == "retire":
@@ -293,7 +293,7 @@ class TopicShaper:
             return Reshaped(tuple(made), freed=tuple(merged), merged=merged)
         live = [k for k in ids.live_slots() if k not in slots]
         mean = float(self.shares[live].sum()) / max(len(live), 1)
-        seeded = {int(k) for k in model.seeds.topics.tolist()}
+        seeded = _seeded(model)
         born, moved = [], {}
         for i, slot in enumerate(slots):
             parent = made[i].topics[1:]
@@ -349,6 +349,11 @@ class TopicShaper:
         self.turn = int(state["turn"])
         self.trials = Counter({str(k): int(v) for k, v in state["trials"].items()})
         self.forget_minibatches()
+
+
+def _seeded(model: StreamingLDA) -> set[int]:
+    """The slots whose topic holds seeds (never retired, merged away or traded)."""
+    return {int(k) for k in model.seeds.topics.tolist()}
 
 
 def _documents(batch: Batch) -> list[list[int]]:

@@ -108,7 +108,7 @@ def serve(
         scored, config = topics, scorer.config
         if live is not None:  # topics that move: the free slots are not scored
             index = torch.tensor(live, dtype=torch.int64, device=device)
-            vector = gamma_vector(config.gamma, topics.shape[0])[list(live)]
+            vector = gamma_vector(config.gamma, topics.shape[0])[live]
             scored = topics[index]
             scorer.config = dataclasses.replace(config, gamma=tuple(float(g) for g in vector))
         perplexity, averaged = scorer.score(scored, heldout)
@@ -116,7 +116,7 @@ def serve(
         quality = topic_quality(topics, documents)
         mean, diversity = quality.mean_coherence, quality.diversity
         if live is not None:  # the live topics' mean coherence and diversity
-            mean = float(quality.coherence[list(live)].mean())
+            mean = float(quality.coherence[live].mean())
             diversity = topic_diversity(top_word_ids(scored, DIVERSITY_WORDS))
         reference = by_number(previous, previous_numbers, numbers)
         per_topic = _per_topic(quality.coherence, reference, topics, pinned)
