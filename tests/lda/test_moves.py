@@ -12,15 +12,15 @@ import torch
 from scipy import stats
 
 from lda.batch import Batch
-from lda.divide import divide
 from lda.model import LearnerConfig, StreamingLDA
-from lda.moves import Undo, birth, merge, retire, split
 from lda.prior import GAMMA_FLOOR
 from lda.sgmcmc.averaging import ExponentialMean
 from lda.sgmcmc.chain import DenseChain, all_finite
 from lda.sgmcmc.samplers import init_state
 from lda.sgmcmc.scir.chain import LazySCIRChain
 from lda.sgmcmc.seeds import SeedPrior
+from lda.shaping.divide import divide
+from lda.shaping.moves import Undo, birth, merge, retire, split
 
 K, W = 5, 30
 # Every sampler; SCIR both ways: lazy (the CPU's chain) and dense (the GPU's, built here).

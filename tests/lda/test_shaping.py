@@ -10,12 +10,11 @@ from typing import Any
 import pytest
 import torch
 
-from lda import topic_proposals as proposals
 from lda.batch import Batch
 from lda.model import LearnerConfig, StreamingLDA
 from lda.prior import GAMMA_FLOOR
 from lda.sgmcmc.seeds import SeedPrior
-from lda.shaping import KINDS, Kind, ShapingConfig, TopicShaper
+from lda.shaping import KINDS, Kind, ShapingConfig, TopicShaper, proposals
 from lda.topic_ids import FREE, TopicIds
 
 SLOTS, LIVE, W = 8, 5, 40

@@ -15,10 +15,10 @@ import numpy as np
 import redis
 import torch
 
-from lda import moves
 from lda.batch import Batch
 from lda.config import LearnerConfig
 from lda.model import StreamingLDA
+from lda.shaping import moves
 from lda.vocab import Vocabulary
 from service.learn.publisher import PublishConfig, Publisher, WorkerStatus
 from service.learn.topic_watch import TopicWatch

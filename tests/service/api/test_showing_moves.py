@@ -11,8 +11,8 @@ import pytest
 import redis
 import torch
 
-from lda import moves
 from lda.model import StreamingLDA
+from lda.shaping import moves
 from lda.vocab import Vocabulary
 from service.learn.events import LabelsMoved, ModelDue, Part, Parts, TopicsReshaped
 from service.learn.recent_rates import RecentRates

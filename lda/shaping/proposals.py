@@ -11,7 +11,7 @@ import torch
 
 from lda.evaluation.coherence import npmi_coherence
 from lda.model import StreamingLDA
-from lda.shaping_config import ShapingConfig
+from lda.shaping.config import ShapingConfig
 
 SPLIT_PSEUDO = 0.5  # tokens a split's word fraction is smoothed by, toward the halves' ratio
 

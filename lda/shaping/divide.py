@@ -1,13 +1,16 @@
 """A topic divided in two, the reverse of a merge's sum: the split the topic shaper makes
 (docs/model.md, "Divide: a split that keeps the topic's history"). Undone as every move is
-(lda.moves.Undo)."""
+(lda.shaping.moves.Undo)."""
 
 from __future__ import annotations
 
 import torch
 
 from lda.model import StreamingLDA
-from lda.moves import (
+from lda.sgmcmc.averaging import ExponentialMean
+from lda.sgmcmc.samplers import SamplerState
+from lda.sgmcmc.scir.chain import LazySCIRChain
+from lda.shaping.moves import (
     Undo,
     _check_topic,
     _check_unseeded,
@@ -16,9 +19,6 @@ from lda.moves import (
     _recount_stale,
     _snapshot,
 )
-from lda.sgmcmc.averaging import ExponentialMean
-from lda.sgmcmc.samplers import SamplerState
-from lda.sgmcmc.scir.chain import LazySCIRChain
 
 
 def divide(

@@ -24,19 +24,18 @@ from typing import Any
 
 import torch
 
-from lda import moves
-from lda import topic_proposals as proposals
 from lda.batch import Batch
-from lda.divide import divide
 from lda.evaluation.perplexity import (
     HeldoutSet,
     perplexity_from_probabilities,
     test_token_probabilities,
 )
 from lda.model import NonFiniteError, StreamingLDA
-from lda.shaping_config import KINDS, Kind, ShapingConfig
+from lda.shaping import moves, proposals
+from lda.shaping.config import KINDS, Kind, ShapingConfig
+from lda.shaping.divide import divide
+from lda.shaping.proposals import Recent
 from lda.topic_ids import TopicMove
-from lda.topic_proposals import Recent
 
 Words = Callable[[Sequence[int]], tuple[str, ...]]
 __all__ = ["KINDS", "Kind", "Reshaped", "ShapingConfig", "TopicShaper", "Trial"]
