@@ -4,8 +4,9 @@ watched from outside, as a client would.
 Replays the first ``--articles`` DEV articles (``benchmarks/live.py``'s ``prepare``) through
 ``streamlda up --source jsonl:FILE --replay-rate R --max-topics N`` (embedded Redis, a fresh data
 directory, K = ``--topics`` at the start through ``STREAMLDA_TOPICS``: ``up`` has no ``--topics``
-flag), polls ``/topics?top=10`` and ``/stats`` every ``--poll`` seconds for ``--minutes`` or until
-``--docs`` documents are learned, then, before stopping ``up``, checks:
+flag), polls ``/topics?top=10`` and
+``/stats`` every ``--poll`` seconds for ``--minutes`` or until ``--docs`` documents are
+learned, then, before stopping ``up``, checks:
 
 a. every number ``/topics`` ever listed answers now: 200 (live), or 410 with ``merged_into`` a
    live number (410s followed to the end), or 410 with ``retired_at``;
@@ -20,8 +21,9 @@ b. the topics listed by the first model and by the last (numbers are never reuse
 c. ``/topics/events``: the moves by kind and the live topics over time.
 
 The worker's docs/s is the median of ``/stats`` ``docs_per_s`` while it learned; ``--compare``
-runs ``up`` again without ``--max-topics`` (K = ``--topics`` fixed) for the same time, and gives
-check b for its topics too: how much a fixed K's young topics change on their own.
+runs ``up --fixed-topics`` again for the same time, K the moving run's last number of live
+topics, and gives check b for its topics too: how much a fixed K's young topics change on their
+own.
 
     nice .venv/bin/python -m benchmarks.topic_moves_live --json /tmp/moves.json
     nice .venv/bin/python -m benchmarks.topic_moves_live --minutes 2 --compare
@@ -262,16 +264,27 @@ def all_moves(port: int) -> tuple[list[Move], dict[str, int]]:
 
 
 def watch(
-    args: argparse.Namespace, env: dict[str, str], articles: Path, work: Path, moving: bool
+    args: argparse.Namespace,
+    env: dict[str, str],
+    articles: Path,
+    work: Path,
+    fixed_at: int | None = None,
 ) -> Run:
-    """``up`` on ``articles`` polled until time or documents run out; checked, then stopped."""
+    """``up`` on ``articles`` polled until time or documents run out; checked, then stopped.
+    Topics move (the default), or K = ``fixed_at`` is fixed (``--fixed-topics``)."""
+    moving = fixed_at is None
     name = "moves" if moving else "fixed"
     data, log = work / f"up-{name}", work / f"up-{name}.log"
     port = free_port()
     argv = command("up", "--source", f"jsonl:{articles}", "--replay-rate", f"{args.rate:g}")
     argv += ["--data-dir", str(data), "--port", str(port)]
+    env = dict(env)
     if moving:
         argv += ["--max-topics", str(args.max_topics)]
+        env["STREAMLDA_TOPICS"] = str(args.topics)
+    else:
+        argv += ["--fixed-topics"]
+        env["STREAMLDA_TOPICS"] = str(fixed_at)
     print(f"{name}: {' '.join(argv[1:])} (log {log})", file=sys.stderr, flush=True)
     run = Run(args.max_topics if moving else None)
     started = time.monotonic()
@@ -443,7 +456,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=5000,
         help="b is also given from the first evaluation at this many docs seen",
     )
-    p.add_argument("--compare", action="store_true", help="also run up without --max-topics")
+    p.add_argument(
+        "--compare",
+        action="store_true",
+        help="also run up --fixed-topics at the moving run's last K",
+    )
     p.add_argument("--corpus-dir", type=Path, default=CORPORA)
     p.add_argument("--json", type=Path, default=None)
     p.add_argument("--work", type=Path, default=None, help="keep articles and logs here")
@@ -456,12 +473,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
     env = {
         **os.environ,
-        "STREAMLDA_TOPICS": str(args.topics),
         "PYTHONPATH": os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]),
     }
     for name in ("STREAMLDA_REDIS_URL", "STREAMLDA_DATA_DIR", "STREAMLDA_REPLAY_RATE"):
         env.pop(name, None)
-    env.pop("STREAMLDA_MAX_TOPICS", None)  # the flag says which run moves
+    for name in ("STREAMLDA_MAX_TOPICS", "STREAMLDA_TOPICS", "STREAMLDA_FIXED_TOPICS"):
+        env.pop(name, None)  # each run's own flags and variables say how its topics go
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # still stop `up`
     with contextlib.ExitStack() as stack:
         if args.work is None:
@@ -470,8 +487,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             work = args.work
             work.mkdir(parents=True, exist_ok=True)
         articles, written = prepare(work, args.corpus_dir, args.articles)
-        run = watch(args, env, articles, work, moving=True)
-        fixed = watch(args, env, articles, work, moving=False) if args.compare else None
+        run = watch(args, env, articles, work)
+        last_k = run.live[-1][2] if run.live else args.topics
+        fixed = watch(args, env, articles, work, fixed_at=last_k) if args.compare else None
     result = report(run, fixed, args.settle_docs)
     if args.json is not None:
         result = {

@@ -223,14 +223,26 @@ def learn_shaped(config: LearnerConfig, batches: list[Batch], seed: int) -> Lear
     """StreamingLDA over the slots, each minibatch learned through the topic shaper."""
     model = StreamingLDA(config, seed=seed)
     shaper = TopicShaper(ShapingConfig(), seed=seed)
+    deciding = [0.0]
+    decide = shaper.decide
+
+    def timed(m: StreamingLDA) -> Any:
+        began = time.perf_counter()
+        try:
+            return decide(m)
+        finally:
+            deciding[0] += time.perf_counter() - began
+
+    shaper.decide = timed  # type: ignore[method-assign]
     start = time.perf_counter()
     for batch in batches:
         shaper.update(model, batch)
     seconds = time.perf_counter() - start
     live = model.topic_ids.live_slots()
     gamma = live_gamma(model.gamma, live, config.n_topics)
-    trials = {kind: int(n) for kind, n in sorted(shaper.trials.items())}
-    return Learned(model.beta_mean[live], gamma, seconds, {"trials": trials})
+    decisions = {kind: int(n) for kind, n in sorted(shaper.decisions.items())}
+    extra = {"decisions": decisions, "deciding_seconds": round(deciding[0], 1)}
+    return Learned(model.beta_mean[live], gamma, seconds, extra)
 
 
 def learn_hdp(

@@ -86,9 +86,9 @@ class ModelSettings(Group):
     ] = Field(
         default=False,
         description="Keep K fixed even with max_topics given (a benchmark against fixed-K "
-        "peers at the same slots). Without max_topics K is fixed; with it topics are born, "
+        "peers at the same slots). Without max_topics K is fixed; with it topics are split, "
         'merged and retired while the stream runs (docs/topics.md, "Topics that shape '
-        'themselves"; why that is not the default: docs/defaults.md)',
+        'themselves"; why that is not the default yet: docs/defaults.md)',
     )
     vocab: Annotated[
         Path | None, Flag("--vocab", "vocabulary file, one word per line", exclusive="vocabulary")

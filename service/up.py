@@ -379,11 +379,6 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     if not settings.store.redis_url:
         settings = settings.updated(redis_url=_start_redis(supervisor, settings))
     workers = settings.up.workers
-    if workers > 1 and settings.model.topics_move:
-        raise CommandError(
-            "--max-topics moves topics with one worker rank: drop it or --workers (or add "
-            "--fixed-topics)"
-        )
     if settings.model.threads is None:
         settings = settings.updated(threads=shared_machine_threads(workers))
         supervisor.say(

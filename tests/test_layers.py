@@ -223,7 +223,8 @@ def test_only_the_commands_import_settings() -> None:
 
 
 def lda_room(module: str) -> str:
-    """The room of an lda module (sgmcmc, gibbs, evaluation), "model", or "top" for the rest."""
+    """The room of an lda module (sgmcmc, gibbs, evaluation, shaping), "model", or "top" for
+    the rest."""
     if module == "lda.model":
         return "model"
     pieces = module.split(".")[1:]
@@ -232,7 +233,8 @@ def lda_room(module: str) -> str:
 
 def test_the_lda_graph_sees_every_room_and_known_edges() -> None:
     graph = import_graph(LDA)
-    assert {lda_room(m) for m in graph} == {"top", "sgmcmc", "gibbs", "evaluation", "model"}
+    rooms = {"top", "sgmcmc", "gibbs", "evaluation", "model", "shaping"}
+    assert {lda_room(m) for m in graph} == rooms
     assert "gibbs" in {lda_room(m) for m in graph["lda.evaluation.perplexity"]}
     assert {"sgmcmc", "gibbs", "evaluation"} <= {lda_room(m) for m in graph["lda.model"]}
     # a deferred import inside a function is seen too

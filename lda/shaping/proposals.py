@@ -1,29 +1,84 @@
 """What the topic shaper proposes (lda.shaping; docs/model.md, "The shaper"): dead and junk
-topics to retire, duplicate pairs to merge, broad topics to split, and new topics' counts from
-the documents no topic holds. Pure functions of the learner and the last minibatches."""
+topics to retire, duplicate pairs to merge and broad topics to split. Pure functions of the
+learner and the last minibatches; the shaper scores each proposal before making it."""
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Protocol
 
 import torch
 
+from lda.batch import Batch
 from lda.evaluation.coherence import npmi_coherence
 from lda.model import StreamingLDA
-from lda.shaping.config import ShapingConfig
-
-SPLIT_PSEUDO = 0.5  # tokens a split's word fraction is smoothed by, toward the halves' ratio
+from lda.shaping.config import Kind, ShapingConfig
 
 
-@dataclass
+@dataclass(frozen=True)
 class Recent:
-    """Minibatches learned: their documents, their expected topic counts E[n_dk] and how many
-    documents they hold."""
+    """A minibatch learned: its tokens, its documents' lengths and their expected topic counts
+    E[n_dk] from the learner's sweeps."""
 
-    documents: list[list[int]]
+    words: torch.Tensor  # (T,) int64 word ids, CPU, document after document
+    lengths: torch.Tensor  # (n,) int64
     counts: torch.Tensor  # (n, K) float64, CPU
-    n_batch: int
+
+    @classmethod
+    def of(cls, batch: Batch, counts: torch.Tensor) -> Recent:
+        offsets = batch.offsets.cpu()
+        return cls(batch.words.cpu(), offsets[1:] - offsets[:-1], counts)
+
+    @property
+    def n_batch(self) -> int:
+        return int(self.lengths.numel())
+
+    @cached_property
+    def documents(self) -> list[list[int]]:
+        """The documents as lists of word ids (for the per-document proposals)."""
+        return [d.tolist() for d in torch.split(self.words, self.lengths.tolist())]
+
+
+class Window(Protocol):
+    """What the proposals read of the shaper: its settings, the slots' running shares and
+    birth times, the minibatches learned and the window of recent ones."""
+
+    config: ShapingConfig
+    shares: torch.Tensor | None
+    born_at: torch.Tensor | None
+    learned: int
+    recent: deque[Recent]
+
+
+def propose(kind: Kind, model: StreamingLDA, shaper: Window) -> list[Any]:
+    """The default proposals of ``kind`` from the shaper's window: retire, the dead then the
+    junk topics; merge, the duplicate pairs; split, the broadest topics, one per free slot."""
+    if shaper.shares is None or shaper.born_at is None or not shaper.recent:
+        return []
+    ids = model.topic_ids
+    live = ids.live_slots()
+    seeded = {int(k) for k in model.seeds.topics.tolist()}
+    c = shaper.config
+    room = len(live) - c.min_topics
+    if kind == "retire":
+        if room <= 0:
+            return []
+        old = [k for k in live if shaper.learned - int(shaper.born_at[k]) >= c.start_after]
+        found = dead(shaper.shares, live, old, seeded, c.dead_share)
+        rest = [k for k in old if k not in seeded and k not in found]
+        documents = [d for batch in shaper.recent for d in batch.documents]
+        return (found + junk(model, rest, documents, c))[: min(c.most, room)]
+    if kind == "merge":
+        if room <= 0:
+            return []
+        return duplicates(model, live, seeded, shaper.shares, c)[: min(c.most, room)]
+    free = ids.free_slots()
+    if kind != "split" or not free:
+        return []
+    return splits(live, shaper.shares, min(c.births, len(free)))
 
 
 def dead(
@@ -86,105 +141,20 @@ def duplicates(
     return chosen
 
 
-def births(
-    model: StreamingLDA, live: list[int], last: Recent, wanted: int, config: ShapingConfig
-) -> list[torch.Tensor]:
-    """Word counts for new topics: the last minibatch's documents that no live topic holds
-    (the lowest largest share), grouped around the least held by cosine likeness, each
-    group's counts on the chain's scale (N/n)."""
-    c = config
-    docs, counts = last.documents, last.counts
-    lengths = torch.tensor([len(d) for d in docs], dtype=torch.float64)
-    held = counts[:, live].max(dim=1).values / lengths.clamp_min(1.0)
-    order = [int(d) for d in torch.argsort(held) if int(lengths[d]) >= c.min_length]
-    pool = order[: wanted * c.birth_docs * 2]
-    if len(pool) < c.birth_docs:
-        return []
-    W = model.config.n_words
-    tf = torch.zeros(len(pool), W, dtype=torch.float64)
-    for i, d in enumerate(pool):
-        tf[i].index_add_(0, torch.tensor(docs[d]), torch.ones(len(docs[d]), dtype=torch.float64))
-    # each word weighed by how little the document's topics explain it: c_dw / (1 + W p(w|d))
-    pi = counts[pool] / lengths[pool].clamp_min(1.0).unsqueeze(1)
-    explained = pi[:, live] @ model.beta_mean[live].to("cpu", torch.float64)
-    tf = tf / (1.0 + W * explained)
-    unit = tf / tf.norm(dim=1, keepdim=True).clamp_min(1e-12)
-    scale = model.corpus_size(0) / last.n_batch
-    left = list(range(len(pool)))
-    born: list[torch.Tensor] = []
-    while left and len(born) < wanted:
-        seed = left[0]
-        likeness = unit[left] @ unit[seed]
-        group = [left[int(i)] for i in torch.argsort(likeness, descending=True)[: c.birth_docs]]
-        left = [i for i in left if i not in group]
-        born.append(tf[group].sum(dim=0) * scale)
-    return born
-
-
 def splits(
-    model: StreamingLDA,
-    live: list[int],
-    last: Recent,
-    shares: torch.Tensor,
-    wanted: int,
-    config: ShapingConfig,
-) -> list[tuple[int, torch.Tensor]]:
-    """Broad topics divided in two: for each of the largest live topics, the words it took
-    in the last minibatch's documents (each token's responsibility pi_dk beta_kw / p(w|d)),
-    the documents split by two-means on those words' directions, and each word's fraction
-    in the first half (a word neither half used divides as the halves' totals do); not when
-    the halves' top words would make them duplicates.
-    (topic, fraction kept by the topic; the rest goes to the new one)."""
-    c = config
-    docs, counts = last.documents, last.counts
-    lengths = torch.tensor([len(d) for d in docs], dtype=torch.float64).clamp_min(1.0)
-    beta = model.beta_mean.to("cpu", torch.float64)
-    beta_live = beta[live]
-    pi = counts[:, live] / lengths.unsqueeze(1)
-    W = model.config.n_words
-    out: list[tuple[int, torch.Tensor]] = []
-    for k in sorted(live, key=lambda k: -float(shares[k])):
-        if len(out) >= wanted:
-            break
-        most = torch.argsort(counts[:, k], descending=True)[: 8 * c.birth_docs]
-        pool = [int(d) for d in most if float(counts[int(d), k]) >= c.min_length / 2]
-        if len(pool) < 2 * c.birth_docs:
-            continue
-        taken = torch.zeros(len(pool), W, dtype=torch.float64)
-        for i, d in enumerate(pool):
-            words = torch.tensor(docs[d])
-            p = (pi[d] @ beta_live[:, words]).clamp_min(1e-300)
-            share = float(counts[d, k]) / float(lengths[d])
-            taken[i].index_add_(0, words, share * beta[k, words] / p)
-        halves = _two_means(taken)
-        if halves is None or min(len(h) for h in halves) < c.birth_docs // 2:
-            continue
-        a, b = (taken[h].sum(dim=0) for h in halves)
-        ratio = float(a.sum() / (a.sum() + b.sum()))
-        fraction = (a + SPLIT_PSEUDO * ratio) / (a + b + SPLIT_PSEUDO)
-        kept = set(torch.topk(beta[k] * fraction, c.top).indices.tolist())
-        given = set(torch.topk(beta[k] * (1 - fraction), c.top).indices.tolist())
-        if len(kept & given) >= c.overlap:  # the halves would say the same thing
-            continue
-        out.append((k, fraction))
-    return out
+    live: list[int], shares: torch.Tensor, wanted: int
+) -> list[tuple[int, torch.Tensor | None]]:
+    """The ``wanted`` broadest live topics (the largest running shares), each to be divided
+    by the halves its documents in the window make (lda.shaping.evidence.halves): (topic,
+    None: no fraction given)."""
+    order = sorted(live, key=lambda k: -float(shares[k]))
+    return [(k, None) for k in order[:wanted]]
 
 
-def _two_means(rows: torch.Tensor, iterations: int = 8) -> tuple[list[int], list[int]] | None:
-    """The rows split in two by their directions (cosine two-means, started from the largest
-    row and the row least like it); None when one side is empty."""
-    unit = rows / rows.norm(dim=1, keepdim=True).clamp_min(1e-300)
-    first = int(rows.sum(dim=1).argmax())
-    second = int((unit @ unit[first]).argmin())
-    centres = unit[[first, second]]
-    side = torch.zeros(rows.shape[0], dtype=torch.bool)
-    for _ in range(iterations):
-        likeness = unit @ centres.T  # (m, 2)
-        side = likeness[:, 1] > likeness[:, 0]
-        if bool(side.all()) or not bool(side.any()):
-            return None
-        centres = torch.stack([unit[~side].sum(dim=0), unit[side].sum(dim=0)])
-        centres = centres / centres.norm(dim=1, keepdim=True).clamp_min(1e-300)
-    a = [int(i) for i in torch.nonzero(~side).squeeze(1)]
-    b = [int(i) for i in torch.nonzero(side).squeeze(1)]
-    return a, b
+def distinct(beta: torch.Tensor, fraction: torch.Tensor, config: ShapingConfig) -> bool:
+    """Whether a topic (``beta`` its (W,) row) divided by ``fraction`` gives halves that are
+    not a duplicate pair: f beta and (1 - f) beta share fewer than ``overlap`` top words."""
+    f = fraction.to(beta.device, torch.float64)
+    kept = set(torch.topk(beta * f, config.top).indices.tolist())
+    given = set(torch.topk(beta * (1 - f), config.top).indices.tolist())
+    return len(kept & given) < config.overlap

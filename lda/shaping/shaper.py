@@ -1,50 +1,69 @@
-"""Topics that shape themselves: retire, merge and birth moves tried while the stream runs, each
-kept only if the held-out fit does not get worse (docs/model.md, "Topic moves", "The acceptance
-test").
+"""Topics that shape themselves: retire, merge and split moves decided while the stream runs, each
+kept when it raises the collapsed log joint of the recent documents (docs/model.md, "The
+shaper", "Scoring moves in closed form").
 
-Every ``every`` minibatches the shaper proposes one kind of move (in turn: retire the dead
-topics, merge the topics that say the same thing, birth topics from the documents no topic
-holds). A trial scores the next minibatch, before it is learned (documents the learner has not
-seen), twice from the same saved state: once after ``burn_in`` revisit steps on the last
-minibatches (the control), once after the move and the same steps. The move is kept when its
-perplexity is at most the control's times (1 + tolerance); otherwise the learner goes back to
-the saved state exactly, as if no trial had been made. Pure: the learner, the minibatches and a
-seed come in; no clock but the one passed.
+The shaper learns every minibatch as the learner would without it, keeping each minibatch's
+documents and expected topic counts E[n_dk] (the window). Every ``every`` minibatches it
+proposes moves of every kind (duplicates to merge, dead and junk topics to retire, broad topics
+to split into the free slots), scores each from one draw of the window's topic assignments
+(lda.shaping.evidence) and makes those whose score is positive. No step is taken and no
+document is revisited for a decision: the learning path is untouched between decisions. What is
+proposed and what is kept can be passed in. Pure: the learner, the minibatches and a seed come
+in; no clock but the one passed.
 """
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
 from lda.batch import Batch
-from lda.evaluation.perplexity import (
-    HeldoutSet,
-    perplexity_from_probabilities,
-    test_token_probabilities,
-)
-from lda.model import NonFiniteError, StreamingLDA
-from lda.shaping import moves, proposals
+from lda.model import StreamingLDA
+from lda.parallel import Layout, Reducer
+from lda.shaping import evidence, moves, proposals
 from lda.shaping.config import KINDS, Kind, ShapingConfig
 from lda.shaping.divide import divide
-from lda.shaping.proposals import Recent
+from lda.shaping.proposals import Recent, Window
 from lda.topic_ids import TopicMove
 
 Words = Callable[[Sequence[int]], tuple[str, ...]]
-__all__ = ["KINDS", "Kind", "Reshaped", "ShapingConfig", "TopicShaper", "Trial"]
+__all__ = [
+    "KINDS",
+    "Accept",
+    "Kind",
+    "Plan",
+    "Propose",
+    "Reshaped",
+    "ShapingConfig",
+    "TopicShaper",
+]
+
+
+class Propose(Protocol):
+    """What one kind of move proposes for ``model`` now, from the shaper's window."""
+
+    def __call__(self, kind: Kind, model: StreamingLDA, shaper: Window) -> list[Any]: ...
+
+
+Accept = Callable[[Kind, float], bool]
+
+
+def positive(kind: Kind, gain: float) -> bool:
+    """A move is made when it raises the log joint (its score, less the tolerance a retire or
+    merge is given: :meth:`TopicShaper.decide`)."""
+    return gain > 0.0
 
 
 @dataclass(frozen=True)
 class Reshaped:
-    """One kept trial: the moves as ``model.topic_ids`` recorded them, the slots they freed,
-    the freed slots merged into a kept one (``merged[j] = k``), the slots a new number is in,
+    """One decision's moves as ``model.topic_ids`` recorded them, the slots they freed, the
+    freed slots merged into a kept one (``merged[j] = k``), the slots a new number is in,
     and the split parents whose number went to their other half's slot (``moved[k] = j``)."""
 
     moves: tuple[TopicMove, ...]
@@ -55,18 +74,65 @@ class Reshaped:
 
 
 @dataclass(frozen=True)
-class Trial:
-    """A trial's outcome, kept or not: its kind, the slots it concerned, both perplexities."""
+class Plan:
+    """A decision: the merges (kept, away), the retires, the splits (topic, free slot, the
+    fraction f row k keeps), and how many proposals of each kind were scored."""
+
+    merges: tuple[tuple[int, int], ...] = ()
+    retires: tuple[int, ...] = ()
+    splits: tuple[tuple[int, int, torch.Tensor], ...] = ()
+    scored: dict[str, int] = field(default_factory=dict)
+
+    def shared(self, group: Reducer, n_words: int, device: torch.device) -> Plan:
+        """Rank 0's plan on every rank of ``group`` (the others pass an empty one): two sums,
+        the sizes, then the moves with each split's fraction."""
+        head = torch.zeros(3 + len(KINDS), dtype=torch.float64)
+        if group.rank == 0:
+            head[:3] = torch.tensor([len(self.merges), len(self.retires), len(self.splits)])
+            head[3:] = torch.tensor([float(self.scored.get(k, 0)) for k in KINDS])
+        head = _summed(group, head, device)
+        m, r, s = (int(v) for v in head[:3])
+        body = torch.zeros(2 * m + r + s * (2 + n_words), dtype=torch.float64)
+        if group.rank == 0:
+            rows = [float(v) for pair in self.merges for v in pair] + [
+                float(k) for k in self.retires
+            ]
+            rows += [float(v) for k, slot, _ in self.splits for v in (k, slot)]
+            parts = [f.to("cpu", torch.float64) for _, _, f in self.splits]
+            body = torch.cat([torch.tensor(rows, dtype=torch.float64), *parts])
+        body = _summed(group, body, device)
+        ints = [int(v) for v in body[: 2 * m + r + 2 * s].tolist()]
+        fractions = body[2 * m + r + 2 * s :].reshape(s, n_words)
+        return Plan(
+            merges=tuple(zip(ints[0 : 2 * m : 2], ints[1 : 2 * m : 2], strict=True)),
+            retires=tuple(ints[2 * m : 2 * m + r]),
+            splits=tuple(
+                (ints[2 * m + r + 2 * i], ints[2 * m + r + 2 * i + 1], fractions[i])
+                for i in range(s)
+            ),
+            scored={k: int(v) for k, v in zip(KINDS, head[3:].tolist(), strict=True) if v},
+        )
+
+
+def _summed(group: Reducer, tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """``tensor`` summed over the group's ranks (on ``device``, the learner's, where its
+    collectives run)."""
+    out = tensor.to(device)
+    group.sum_(out)
+    return out.cpu()
+
+
+@dataclass(frozen=True)
+class Scored:
+    """A proposed move and its score: the change in the window's log joint."""
 
     kind: Kind
-    slots: tuple[int, ...]
-    control: float
-    moved: float
-    kept: bool
+    proposal: Any
+    gain: float
 
 
 class TopicShaper:
-    """Tries topic moves between minibatches; :meth:`update` learns one minibatch through it."""
+    """Decides topic moves between minibatches; :meth:`update` learns one minibatch through it."""
 
     def __init__(
         self,
@@ -74,24 +140,27 @@ class TopicShaper:
         seed: int = 0,
         words: Words | None = None,
         clock: Callable[[], float] = time.time,
+        *,
+        propose: Propose | None = None,
+        accept: Accept = positive,
     ) -> None:
         """``words``: a topic's top word ids as text, for the moves' record (default: the ids);
-        ``clock``: the moves' time."""
+        ``clock``: the moves' time; ``propose`` and ``accept``: what is proposed and what is
+        kept (default: lda.shaping.proposals, and a positive score)."""
         self.config = config or ShapingConfig()
         self.generator = torch.Generator().manual_seed(seed)
         self.seed = seed
         self.words: Words = words or (lambda ids: tuple(str(i) for i in ids))
         self.clock = clock
+        self.propose: Propose = propose or proposals.propose
+        self.accept = accept
         self.shares: torch.Tensor | None = None  # (K,) running mean of each slot's token share
         self.born_at: torch.Tensor | None = None  # (K,) minibatch count at each slot's birth
         self.learned = 0  # minibatches learned through the shaper
-        self.turn = 0  # the next kind to propose
-        self.trials: Counter[str] = Counter()  # "birth tried", "birth kept", ...
-        self.batches: deque[Batch] = deque(maxlen=self.config.burn_in)
-        # the last ``window`` minibatches learned, their documents and E[n_dk]: junk topics'
-        # NPMI is counted in them, splits and births are drawn from the last
+        self.decisions: Counter[str] = Counter()  # "merge scored", "merge kept", ...
+        # the last ``window`` minibatches learned: their documents and E[n_dk]
         self.recent: deque[Recent] = deque(maxlen=self.config.window)
-        self.last_trial: Trial | None = None
+        self.last: tuple[Scored, ...] = ()  # the last decision's scored proposals
 
     # --- learning ----------------------------------------------------------------------
     def update(
@@ -99,10 +168,12 @@ class TopicShaper:
         model: StreamingLDA,
         batch: Batch,
         documents: Callable[[torch.Tensor], None] | None = None,
+        reducer: Reducer | None = None,
+        where: Layout | None = None,
     ) -> Reshaped | None:
-        """Learn ``batch``; first, when a trial is due, try a move scored on it (not yet
-        learned). What the kept move changed, or None."""
-        reshaped = self._trial(model, batch) if self._due() else None
+        """Learn ``batch`` (with a group's ``reducer``, every rank's union); then, when a
+        decision is due, make the moves it keeps: rank 0 decides from its own window, every
+        rank makes the same moves. What they changed, or None."""
         received: list[torch.Tensor] = []
 
         def observe(counts: torch.Tensor) -> None:
@@ -110,212 +181,222 @@ class TopicShaper:
             if documents is not None:
                 documents(counts)
 
-        model.update(batch, documents=observe)
+        model.update(batch, reducer, where, documents=observe)
         self.learned += 1
-        self.batches.append(batch)
-        if received:
-            self._observe(model, batch, received[-1])
-        return reshaped
+        group = reducer if reducer is not None and reducer.world_size > 1 else None
+        K = model.config.n_topics
+        counts = received[-1] if received else torch.zeros(0, K, dtype=torch.float64)
+        self._observe(model, batch, counts, group)
+        if not self._due():
+            return None
+        plan = self.decide(model) if group is None or group.rank == 0 else Plan()
+        if group is not None:
+            plan = plan.shared(group, model.config.n_words, model.device)
+        return self.make(model, plan)
 
     def _due(self) -> bool:
         c = self.config
         return (
-            self.learned >= max(c.start_after, c.burn_in)
-            and len(self.batches) >= c.burn_in
+            self.learned >= c.start_after
+            and len(self.recent) >= max(1, c.window // 2)
             and (self.learned - c.start_after) % c.every == 0
         )
 
-    def _observe(self, model: StreamingLDA, batch: Batch, counts: torch.Tensor) -> None:
-        """The topics' running token shares, and the minibatch kept for births."""
+    def _observe(
+        self, model: StreamingLDA, batch: Batch, counts: torch.Tensor, group: Reducer | None
+    ) -> None:
+        """The topics' running token shares (over a group's every rank), and this rank's
+        minibatch kept in the window."""
         counts = counts.detach().to("cpu", torch.float64)
         K = model.config.n_topics
         if self.shares is None or self.shares.numel() != K:
             self.shares = torch.zeros(K, dtype=torch.float64)
             self.born_at = torch.zeros(K, dtype=torch.int64)
-        total = counts.sum()
+        by_topic = counts.sum(dim=0)
+        if group is not None:
+            by_topic = _summed(group, by_topic, model.device)
+        total = by_topic.sum()
         if float(total) > 0:
             decay = self.config.share_decay
-            now = counts.sum(dim=0) / total
+            now = by_topic / total
             self.shares = now if self.learned == 1 else decay * self.shares + (1 - decay) * now
-        self.recent.append(Recent(_documents(batch), counts, batch.n_documents))
+        if counts.shape[0]:
+            self.recent.append(Recent.of(batch, counts))
 
-    # --- the trial ---------------------------------------------------------------------
-    def _trial(self, model: StreamingLDA, validation: Batch) -> Reshaped | None:
-        """One trial: duplicates first, whenever there are any (a split may have just made
-        them) and the last trial was not a merge left undone, else the next kind in turn that
-        has something to propose."""
-        kinds, last = self.config.kinds, self.last_trial
-        undone = last is not None and last.kind == "merge" and not last.kept
-        if "merge" in kinds and not undone and (pairs := self._propose("merge", model)):
-            return self._try("merge", pairs, model, validation)
-        kinds = tuple(k for k in kinds if k != "merge") or kinds
-        for _ in kinds:
-            kind = kinds[self.turn % len(kinds)]
-            self.turn += 1
-            proposal = self._propose(kind, model)
-            if proposal:
-                return self._try(kind, proposal, model, validation)
-        return None
+    # --- the decision ------------------------------------------------------------------
+    def decide(self, model: StreamingLDA) -> Plan:
+        """Propose every kind, score each proposal on one draw of the window, and choose the
+        kept ones: merges (the best first, disjoint), then retires, then splits into the
+        slots free before this decision."""
+        kinds = self.config.kinds
+        merges = self.propose("merge", model, self) if "merge" in kinds else []
+        retires = self.propose("retire", model, self) if "retire" in kinds else []
+        splits = self.propose("split", model, self) if "split" in kinds else []
+        if not (merges or retires or splits) or not self.recent:
+            return Plan()
+        # the scores' draws come from a generator of their own, so that the moves' draws
+        # (self.generator) are the same on every rank of a group, which scores nothing
+        g = torch.Generator().manual_seed(self.seed * 1_000_003 + self.learned)
+        beta = model.live(model.beta_mean).to("cpu", torch.float64)  # read once: (L, W)
+        draw, position = self._draw(model, beta, g)
+        learned = model.prior.learn
+        scored: list[Scored] = []
+        for kept, away in merges:
+            gain = evidence.merge_gain(draw, position[kept], position[away], learned)
+            scored.append(Scored("merge", (kept, away), gain))
+        for k in retires:
+            tokens, to = evidence.reassign(draw, position[k], beta, g)
+            gain = evidence.retire_gain(draw, position[k], tokens, to)
+            scored.append(Scored("retire", k, gain))
+        # a retire or merge takes a topic away: it may cost ``tolerance`` nats per token of
+        # the window (the noise of one draw), so that junk and dead topics make room for splits
+        allowance = self.config.tolerance * float(draw.lengths.sum()) * draw.scale
+        scored = [dataclasses.replace(s, gain=s.gain + allowance) for s in scored]
+        counted: Counter[str] = Counter(s.kind for s in scored)
+        for k, proposed in splits:
+            counted["split"] += 1
+            first = evidence.halves(draw, position[k], proposed)
+            if not bool(first.any()):
+                continue  # the topic's documents give no two halves
+            gain = evidence.split_gain(draw, position[k], first, learned)
+            fraction = evidence.fraction_of(draw, position[k], first)
+            if not proposals.distinct(beta[position[k]], fraction, self.config):
+                continue  # the halves would be a duplicate pair
+            scored.append(Scored("split", (k, fraction), gain))
+        self.last = tuple(scored)
+        return self._choose(model, scored, counted)
 
-    def _try(
-        self, kind: Kind, proposal: list[Any], model: StreamingLDA, validation: Batch
-    ) -> Reshaped | None:
-        heldout = HeldoutSet.from_documents(_documents(validation), model.device)
-        saved = model.state_dict()
-        try:
-            model.load_state_dict(copy.deepcopy(saved))  # the saved tensors stay untouched
-            self._burn_in(model)
-            control = self._score(model, heldout)
-            model.load_state_dict(copy.deepcopy(saved))
-            before = self._top_words(model)
-            first = len(model.topic_ids.moves)
-            slots = self._apply(kind, proposal, model, before)
-            self._burn_in(model)
-            moved = self._score(model, heldout)
-        except NonFiniteError:  # a trial's step would not be finite: no move, nothing changed
-            model.load_state_dict(saved)
-            self.trials[f"{kind} failed"] += 1
-            return None
-        kept = self._accept(kind, control, moved)
-        self.trials[f"{kind} tried"] += 1
-        self.last_trial = Trial(kind, tuple(slots), control, moved, kept)
-        if not kept:
-            model.load_state_dict(saved)
-            return None
-        self.trials[f"{kind} kept"] += 1
-        return self._record(kind, slots, model, first)
+    def _draw(
+        self, model: StreamingLDA, beta: torch.Tensor, generator: torch.Generator
+    ) -> tuple[evidence.Draw, dict[int, int]]:
+        """One draw of the window's topic assignments over the live topics (``beta`` their
+        beta_mean), and each live slot's position in it. The window's documents stand for
+        those beta_mean remembers (docs/model.md, "Scoring moves in closed form")."""
+        live = model.topic_ids.live_slots()
+        words = torch.cat([r.words for r in self.recent])
+        lengths = torch.cat([r.lengths for r in self.recent])
+        expected = torch.cat([r.counts[:, live] for r in self.recent])
+        gamma = model.prior.gamma[live].to(torch.float64)
+        held = float(lengths.numel())
+        stands = max(held, min(float(model.docs_seen), self._remembered(model)))
+        assert model.config.alpha is not None
+        alpha = model.config.alpha * stands / model.corpus_size(0)
+        d = evidence.draw(words, lengths, expected, beta, gamma, alpha, generator)
+        d = dataclasses.replace(d, scale=stands / held)
+        return d, {k: i for i, k in enumerate(live)}
 
-    def _accept(self, kind: Kind, control: float, moved: float) -> bool:
-        """Kept when the held-out perplexity is no worse than the control's: a retire or merge
-        may cost ``tolerance`` (the score's noise), a birth or split must not cost anything."""
-        tolerance = 0.0 if kind in ("birth", "split") else self.config.tolerance
-        return moved <= control * (1.0 + tolerance)
+    def _remembered(self, model: StreamingLDA) -> float:
+        """The documents beta_mean stands for: a minibatch's over 1 - mean_decay."""
+        decay = model.config.mean_decay
+        per_batch = sum(r.n_batch for r in self.recent) / len(self.recent)
+        return per_batch / max(1.0 - (decay if decay is not None else 0.0), 1e-9)
 
-    def _burn_in(self, model: StreamingLDA) -> None:
-        """The trial's revisit steps; they are the move's, not revisits of the stream, so they
-        leave ``model.revisited_docs`` (a quiet worker's revisit budget) as it was."""
-        revisited = model.revisited_docs
-        for batch in list(self.batches)[-self.config.burn_in :]:
-            model.update(batch, revisit=True)
-        model.revisited_docs = revisited
-
-    def _score(self, model: StreamingLDA, heldout: HeldoutSet) -> float:
-        """Perplexity of beta_mean on ``heldout``, the same draws for move and control."""
-        sweeps = self.config.eval_sweeps
-        gibbs = dataclasses.replace(model.scorer_config.gibbs, sweeps=sweeps, burn_in=sweeps // 5)
-        generator = torch.Generator(device=model.device).manual_seed(self.seed + self.learned)
-        beta = model.live(model.beta_mean)
-        probabilities = test_token_probabilities(beta, heldout, gibbs, generator)
-        return perplexity_from_probabilities(probabilities)
-
-    # --- proposals ---------------------------------------------------------------------
-    def _propose(self, kind: Kind, model: StreamingLDA) -> list[Any]:
-        if self.shares is None or self.born_at is None:
-            return []
-        ids = model.topic_ids
-        live = ids.live_slots()
-        seeded = _seeded(model)
-        c = self.config
-        room = len(live) - c.min_topics
-        if kind == "retire":
-            if room <= 0:
-                return []
-            old = [k for k in live if self.learned - int(self.born_at[k]) >= c.start_after]
-            dead = proposals.dead(self.shares, live, old, seeded, c.dead_share)
-            rest = [k for k in old if k not in seeded and k not in dead]
-            documents = [d for batch in self.recent for d in batch.documents]
-            junk = [] if c.junk_npmi is None else proposals.junk(model, rest, documents, c)
-            return (dead + junk)[: min(c.most, room)]
-        if kind == "merge":
-            if room <= 0:
-                return []
-            return proposals.duplicates(model, live, seeded, self.shares, c)[: min(c.most, room)]
+    def _choose(self, model: StreamingLDA, scored: list[Scored], counted: Counter[str]) -> Plan:
+        """The scored moves that ``accept`` keeps, at most ``most`` merges and retires and
+        never fewer than ``min_topics`` live; a topic in one move only."""
+        ids, c = model.topic_ids, self.config
+        room = len(ids.live_slots()) - c.min_topics
+        best = sorted(scored, key=lambda s: -s.gain)
+        touched: set[int] = set()
+        merges: list[tuple[int, int]] = []
+        for s in best:
+            kept, away = s.proposal if s.kind == "merge" else (-1, -1)
+            if s.kind != "merge" or len(merges) >= min(c.most, room):
+                continue
+            if not {kept, away} & touched and self.accept("merge", s.gain):
+                merges.append((kept, away))
+                touched |= {kept, away}
+        room -= len(merges)
+        retires: list[int] = []
+        for s in best:
+            if s.kind != "retire" or len(retires) >= min(c.most, room):
+                continue
+            if s.proposal not in touched and self.accept("retire", s.gain):
+                retires.append(s.proposal)
+                touched.add(s.proposal)
+        # the slots free before this decision: one a merge or retire frees is a new topic's
+        # at the next decision, so a slot is never freed and taken in one event
         free = ids.free_slots()
-        if not free or not self.recent:
-            return []
-        last = self.recent[-1]  # (the whole window's documents made worse splits on DEV)
-        wanted = min(c.births, len(free))
-        if kind == "split":
-            return proposals.splits(model, live, last, self.shares, wanted, c)
-        return proposals.births(model, live, last, wanted, c)
+        splits: list[tuple[int, int, torch.Tensor]] = []
+        for s in best:
+            if s.kind != "split" or len(splits) >= len(free):
+                continue
+            k, fraction = s.proposal
+            if k not in touched and self.accept("split", s.gain):
+                splits.append((k, free[len(splits)], fraction))
+                touched.add(k)
+        return Plan(tuple(merges), tuple(retires), tuple(splits), dict(counted))
 
-    # --- applying and recording --------------------------------------------------------
-    def _apply(
-        self,
-        kind: Kind,
-        proposal: list[Any],
-        model: StreamingLDA,
-        before: dict[int, tuple[str, ...]],
-    ) -> list[int]:
-        """Make the proposed moves on the learner's state and in ``model.topic_ids`` (so the
-        trial's steps and score see the topics as moved; a rejection restores both); the
-        slots they touched."""
+    def make(self, model: StreamingLDA, plan: Plan) -> Reshaped | None:
+        """The plan's moves, made on the learner and recorded in ``model.topic_ids``."""
         g, ids, docs, now = self.generator, model.topic_ids, model.docs_seen, self.clock()
-        if kind == "retire":
-            for k in proposal:
-                moves.retire(model, k, g)
-                ids.retired(k, docs, now, before[k])
-            return list(proposal)
-        if kind == "merge":
-            for kept, away in proposal:
-                moves.merge(model, kept, away, g)
-                ids.merged(kept, away, docs, now, (before[kept], before[away]))
-            return [s for pair in proposal for s in pair]
-        free = ids.free_slots()[: len(proposal)]
-        if kind == "split":
-            for slot, (k, fraction) in zip(free, proposal, strict=False):
-                divide(model, k, fraction, slot, g)
-                ids.born(slot, docs, now, parent=k, before=before[k])
-            return free
-        for slot, counts in zip(free, proposal, strict=False):
-            moves.birth(model, slot, counts, g)
-            ids.born(slot, docs, now)
-        return free
+        for kind, n in plan.scored.items():
+            self.decisions[f"{kind} scored"] += n
+        if not (plan.merges or plan.retires or plan.splits):
+            return None
+        before = self._top_words(model)
+        first = len(ids.moves)
+        for kept, away in plan.merges:
+            moves.merge(model, kept, away, g)
+            ids.merged(kept, away, docs, now, (before[kept], before[away]))
+        for k in plan.retires:
+            moves.retire(model, k, g)
+            ids.retired(k, docs, now, before[k])
+        for k, slot, fraction in plan.splits:
+            divide(model, k, fraction, slot, g)
+            ids.born(slot, docs, now, parent=k, before=before[k])
+        self.decisions["merge kept"] += len(plan.merges)
+        self.decisions["retire kept"] += len(plan.retires)
+        self.decisions["split kept"] += len(plan.splits)
+        merged = {away: kept for kept, away in plan.merges}
+        split = [(k, slot) for k, slot, _ in plan.splits]
+        return self._record(model, first, merged, list(plan.retires), split)
 
-    def _record(self, kind: Kind, slots: list[int], model: StreamingLDA, first: int) -> Reshaped:
-        """A kept trial: its moves' words after, and the shaper's shares and ages follow."""
+    def _record(
+        self,
+        model: StreamingLDA,
+        first: int,
+        merged: dict[int, int],
+        retired: list[int],
+        split: list[tuple[int, int]],
+    ) -> Reshaped:
+        """The kept moves' words after; the shaper's shares and ages follow them; a split's
+        number stays with the half that kept more of its words."""
         assert self.shares is not None and self.born_at is not None
         ids = model.topic_ids
         after = self._top_words(model)
         made = ids.moves[first:]
-        if kind == "retire":
-            self.shares[slots] = 0.0
-            return Reshaped(tuple(made), freed=tuple(slots))
-        if kind == "merge":
-            pairs = list(zip(slots[::2], slots[1::2], strict=True))
-            for i, (kept, away) in enumerate(pairs):
-                made[i] = dataclasses.replace(made[i], after=(after[kept],))
-                self.shares[kept] += self.shares[away]
-                self.shares[away] = 0.0
-            ids.moves[first:] = made
-            merged = {away: kept for kept, away in pairs}
-            return Reshaped(tuple(made), freed=tuple(merged), merged=merged)
-        live = [k for k in ids.live_slots() if k not in slots]
-        mean = float(self.shares[live].sum()) / max(len(live), 1)
         seeded = _seeded(model)
-        born, moved = [], {}
-        for i, slot in enumerate(slots):
-            parent = made[i].topics[1:]
-            parent_slot = None if not parent else ids.slot_of(parent[0])
-            if parent_slot is None:
-                made[i] = dataclasses.replace(made[i], after=(after[slot],))
-                self.shares[slot] = mean
-                born.append(slot)
-            else:  # a split: the parent's words after too, its share halved
+        born: list[int] = []
+        moved: dict[int, int] = {}
+        splits = iter(split)
+        for i, move in enumerate(made):
+            if move.kind == "merge":
+                kept_slot = ids.slot_of(move.topics[0])
+                assert kept_slot is not None
+                away = next(j for j, k in merged.items() if k == kept_slot)
+                made[i] = dataclasses.replace(move, after=(after[kept_slot],))
+                self.shares[kept_slot] += self.shares[away]
+                self.shares[away] = 0.0
+            elif move.kind == "birth":  # a split: the parent's words after too, its share halved
+                parent_slot, slot = next(splits)
                 self.shares[parent_slot] /= 2
                 self.shares[slot] = self.shares[parent_slot]
-                words = set(made[i].before[0])
+                self.born_at[slot] = self.born_at[parent_slot] = self.learned
+                words = set(move.before[0])
                 if parent_slot not in seeded and len(words & set(after[slot])) > len(
                     words & set(after[parent_slot])
                 ):  # the number goes with its words (the slots, and so the chain, stay)
                     ids.trade(parent_slot, slot)
                     moved[parent_slot] = slot
                     slot, parent_slot = parent_slot, slot
-                made[i] = dataclasses.replace(made[i], after=(after[slot], after[parent_slot]))
+                made[i] = dataclasses.replace(move, after=(after[slot], after[parent_slot]))
                 born.append(slot)
-            self.born_at[slots[i]] = self.learned
+        for k in retired:
+            self.shares[k] = 0.0
         ids.moves[first:] = made
-        return Reshaped(tuple(made), born=tuple(born), moved=moved)
+        freed = (*merged, *retired)
+        return Reshaped(tuple(made), freed=freed, merged=merged, born=tuple(born), moved=moved)
 
     def _top_words(self, model: StreamingLDA) -> dict[int, tuple[str, ...]]:
         top, _ = model.top_words(self.config.top)
@@ -323,21 +404,19 @@ class TopicShaper:
 
     def forget_minibatches(self) -> None:
         """Drop the minibatches in hand (their words changed, or the learner went back): a
-        trial waits for ``burn_in`` new ones."""
-        self.batches.clear()
+        decision waits for new ones."""
         self.recent.clear()
 
     # --- checkpoints -------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
-        """What goes on after a restart (the minibatches in hand do not: a trial waits for
-        ``burn_in`` new ones)."""
+        """What goes on after a restart (the window does not: decisions wait for new
+        minibatches)."""
         return {
             "generator": self.generator.get_state(),
             "shares": None if self.shares is None else self.shares.clone(),
             "born_at": None if self.born_at is None else self.born_at.clone(),
             "learned": self.learned,
-            "turn": self.turn,
-            "trials": dict(self.trials),
+            "decisions": dict(self.decisions),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -345,18 +424,12 @@ class TopicShaper:
         self.shares = state["shares"]
         self.born_at = state["born_at"]
         self.learned = int(state["learned"])
-        self.turn = int(state["turn"])
-        self.trials = Counter({str(k): int(v) for k, v in state["trials"].items()})
+        # (an older checkpoint's held-out trials are not decisions: they are not carried)
+        decisions = state.get("decisions", {})
+        self.decisions = Counter({str(k): int(v) for k, v in decisions.items()})
         self.forget_minibatches()
 
 
 def _seeded(model: StreamingLDA) -> set[int]:
     """The slots whose topic holds seeds (never retired, merged away or traded)."""
     return {int(k) for k in model.seeds.topics.tolist()}
-
-
-def _documents(batch: Batch) -> list[list[int]]:
-    """A minibatch's documents as lists of word ids."""
-    words = batch.words.cpu().tolist()
-    offsets = batch.offsets.tolist()
-    return [words[offsets[d] : offsets[d + 1]] for d in range(len(offsets) - 1)]

@@ -119,13 +119,6 @@ class LearningSession(Generic[Item]):
         self.next_refresh = config.vocab_refresh
         self.events: Events[Item] = Events()
         self.kept_words: frozenset[str] = frozenset()  # a refresh keeps (or brings in) these
-        # Topics born, merged and retired between minibatches (max_topics given): one learner
-        # only, as a trial steps and scores on its own.
-        if config.topics_move and ranks > 1:
-            raise CannotLearn(
-                "topics that move (max_topics) need a single learner: unset max_topics "
-                f"(or set fixed_topics) to learn with {ranks} ranks"
-            )
         self.shaper: TopicShaper | None = None
         if config.topics_move:
             self.shaper = TopicShaper(ShapingConfig(), config.seed, self._top_words)
@@ -427,8 +420,8 @@ class LearningSession(Generic[Item]):
         model = self.model
         assert model is not None
         started = time.perf_counter()
-        if self.shaper is not None and not revisit:  # a move may be tried first
-            reshaped = self.shaper.update(model, batch, documents)
+        if self.shaper is not None and not revisit:  # moves may be decided after the step
+            reshaped = self.shaper.update(model, batch, documents, reducer, where)
             if reshaped is not None:
                 self.events.reshaped.append(reshaped)
         else:

@@ -1,4 +1,4 @@
-"""The topic shaper's part of the worker: its state in the checkpoint, its trials in the
+"""The topic shaper's part of the worker: its state in the checkpoint, its decisions in the
 snapshot (the shaper itself lives in the session, which ``train`` shares: lda.shaping)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 
 class Shaping(Part):
-    """Saves and restores the shaper's running shares, ages and trial counts; shows the trials
+    """Saves and restores the shaper's running shares, ages and decision counts; shows them
     by kind and outcome among the worker's counters."""
 
     key = "shaping"
@@ -32,9 +32,9 @@ class Shaping(Part):
         return self.shaper.state_dict()
 
     def shown(self, model: StreamingLDA) -> dict[str, Any]:
-        """The trials as worker counters: ``topic_trials_birth_tried``, ``..._kept``, ..."""
-        trials = self.shaper.trials
-        return {"counters": {f"topic_trials_{k.replace(' ', '_')}": v for k, v in trials.items()}}
+        """The decisions as worker counters: ``topic_decisions_split_scored``, ``..._kept``, ..."""
+        made = self.shaper.decisions
+        return {"counters": {f"topic_decisions_{k.replace(' ', '_')}": v for k, v in made.items()}}
 
 
 def scored_rows(

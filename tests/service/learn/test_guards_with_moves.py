@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import threading
-import types
 import zlib
 from dataclasses import replace
 from pathlib import Path
@@ -42,25 +41,23 @@ from tests.support.redis_server import RedisServer
 pytestmark = pytest.mark.slow  # a real Redis, a worker in this process, the API
 
 MAX_TOPICS = 10  # twice the helpers' K = 5: room for births and splits
-# A trial every other minibatch from the second on, each kind in turn (duplicates first).
+# A decision every other minibatch from the second on, of every kind.
 MOVING = ShapingConfig(
     every=2,
     start_after=2,
-    burn_in=1,
-    eval_sweeps=4,
+    window=2,
     kinds=KINDS,
     births=2,
     most=2,
     dead_share=0.9,
-    birth_docs=2,
 )
 RATIO = 2.0
 
 
 def _moving(shaper: TopicShaper) -> None:
-    """The shaper tries its own proposals often, and keeps every trial."""
+    """The shaper decides on its own proposals often, and keeps every one."""
     shaper.config = MOVING
-    shaper._accept = types.MethodType(lambda self, *_: True, shaper)  # type: ignore[method-assign]
+    shaper.accept = lambda kind, gain: True
 
 
 def started_moving(settings: Settings) -> tuple[Worker, threading.Event, threading.Thread]:
@@ -84,9 +81,9 @@ def moved(worker: Worker) -> list[str]:
 
 
 def trials(worker: Worker) -> dict[str, int]:
-    """The shaper's trials so far ("birth tried", "birth kept", ...)."""
+    """The shaper's decisions so far ("split scored", "split kept", ...)."""
     assert worker.session.shaper is not None
-    return dict(worker.session.shaper.trials)
+    return dict(worker.session.shaper.decisions)
 
 
 # --- learning while quiet -------------------------------------------------------------------
