@@ -11,6 +11,7 @@ make the choice (:func:`is_lazy`).
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 import torch
@@ -19,7 +20,13 @@ from lda.config import Estimate, LearnerConfig
 from lda.sgmcmc.averaging import ExponentialMean
 from lda.sgmcmc.columns import ColumnMap, prior_columns, remap_mean
 from lda.sgmcmc.gradient import MinibatchStatistics
-from lda.sgmcmc.minibatch import Chain, Minibatch
+from lda.sgmcmc.minibatch import (
+    Chain,
+    Minibatch,
+    divide_mean_rows,
+    merge_mean_rows,
+    restart_mean_row,
+)
 from lda.sgmcmc.samplers import SAMPLERS, NonFiniteError, SamplerState, StepInfo, init_state, step
 from lda.sgmcmc.scir.chain import LazySCIRChain
 from lda.sgmcmc.scir.lazy import LazyChain
@@ -122,6 +129,56 @@ class DenseChain:
         remap_mean(self.mean, columns, self.beta)
         self.set_seeds(self.seeds.remap(columns.keep, columns.n_old))
 
+    # --- the topic moves' row edits (Chain); each makes a new state, as a step does ---------
+
+    def merge_rows(self, k: int, j: int, row: torch.Tensor, generator: torch.Generator) -> None:
+        """theta_k + theta_j in row k, momentum (r_k + r_j) / sqrt(2) (N(0, 1) again, the
+        pair's mean direction), the mean weighted by the rows' sums; row j restarted at
+        ``row`` with a fresh momentum."""
+        state = self._state
+        sums = state.theta[[k, j]].to(torch.float64).sum(dim=1)  # (theta_k., theta_j.)
+        theta = state.theta.clone()
+        theta[k] += theta[j]
+        theta[j] = row.to(theta.dtype)
+        momentum = state.momentum
+        if momentum is not None:
+            momentum = momentum.clone()
+            momentum[k] = (momentum[k] + momentum[j]) / math.sqrt(2.0)
+            momentum[j] = _normal_row(momentum, generator)
+        self._state = SamplerState(theta=theta, momentum=momentum, step=state.step)
+        merge_mean_rows(self.mean, k, j, sums)
+        restart_mean_row(self.mean, j, row)
+
+    def restart_row(self, k: int, row: torch.Tensor, generator: torch.Generator) -> None:
+        """Row k set to ``row`` with a fresh N(0, 1) momentum, its mean restarted there."""
+        state = self._state
+        theta = state.theta.clone()
+        theta[k] = row.to(theta.device, theta.dtype)
+        momentum = state.momentum
+        if momentum is not None:
+            momentum = momentum.clone()
+            momentum[k] = _normal_row(momentum, generator)
+        self._state = SamplerState(theta=theta, momentum=momentum, step=state.step)
+        restart_mean_row(self.mean, k, row)
+
+    def divide_row(
+        self, k: int, free: int, fraction: torch.Tensor, generator: torch.Generator
+    ) -> None:
+        """Row k keeps ``fraction`` of theta_k and its momentum, row ``free`` the rest and a
+        fresh N(0, 1) momentum (the pair's difference is new); the mean divided alike."""
+        state = self._state
+        theta = state.theta.clone()
+        f = fraction.to(theta.device, theta.dtype)
+        tiny = torch.finfo(theta.dtype).tiny  # a row of zeros would have no beta
+        theta[free] = (theta[k] * (1 - f)).clamp_min(tiny)
+        theta[k] = (theta[k] * f).clamp_min(tiny)
+        momentum = state.momentum
+        if momentum is not None:
+            momentum = momentum.clone()
+            momentum[free] = _normal_row(momentum, generator)
+        self._state = SamplerState(theta=theta, momentum=momentum, step=state.step)
+        divide_mean_rows(self.mean, k, free, fraction)
+
     def state_dict(self) -> dict[str, Any]:
         return {
             "theta": self._state.theta,
@@ -130,6 +187,11 @@ class DenseChain:
             "mean": self.mean.state_dict(),
             "lazy": None,
         }
+
+
+def _normal_row(like: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """(W,) N(0, 1) in ``like``'s dtype and device: a momentum's stationary law, whatever theta."""
+    return torch.randn(like.shape[1], generator=generator, device=like.device, dtype=like.dtype)
 
 
 def is_lazy(config: LearnerConfig, device: torch.device) -> bool:

@@ -1,5 +1,6 @@
-"""What a learner's chain takes and what it offers: one step's :class:`Minibatch` and the
-:class:`Chain` interface that :class:`lda.model.StreamingLDA` steps and reads.
+"""What a learner's chain takes and what it offers: one step's :class:`Minibatch`, the
+:class:`Chain` interface that :class:`lda.model.StreamingLDA` steps and reads, and the edits of a
+dense mean's rows that both chains' topic moves make.
 
 Both chains (:mod:`lda.sgmcmc.chain`, :mod:`lda.sgmcmc.scir.chain`) import these from here, so
 neither imports the other for them.
@@ -16,6 +17,7 @@ import torch
 from lda.batch import Batch
 from lda.config import Estimate
 from lda.parallel import Reducer
+from lda.sgmcmc.averaging import ExponentialMean
 from lda.sgmcmc.columns import ColumnMap
 from lda.sgmcmc.samplers import SamplerState, StepInfo
 from lda.sgmcmc.seeds import SeedPrior
@@ -110,3 +112,57 @@ class Chain(Protocol):
         ``generator`` from the law of a column no data has touched (docs/model.md, "When the
         vocabulary changes")."""
         ...
+
+    # The topic moves' edits of a few rows (lda.shaping, docs/model.md "Topic moves"): the
+    # chain changes its own state, so a move touches none of it. A fresh momentum (HMC
+    # samplers) is drawn from ``generator``, never from the learner's generators.
+
+    def merge_rows(self, k: int, j: int, row: torch.Tensor, generator: torch.Generator) -> None:
+        """Row j added into row k (theta, momentum and the running average of the pair's sum),
+        then row j restarted at ``row`` as :meth:`restart_row` does: a merge."""
+        ...
+
+    def restart_row(self, k: int, row: torch.Tensor, generator: torch.Generator) -> None:
+        """Row k set to ``row`` ((W,) theta) as a new row: a fresh N(0, 1) momentum and its
+        running average restarted there (no history to average)."""
+        ...
+
+    def divide_row(
+        self, k: int, free: int, fraction: torch.Tensor, generator: torch.Generator
+    ) -> None:
+        """Row k divided by ``fraction`` ((W,) float64 in [0, 1]): k keeps that share of each
+        theta_kw and of its average, row ``free`` takes the rest and a fresh momentum."""
+        ...
+
+
+# --- a dense mean's rows under the topic moves ------------------------------------------------
+
+
+def merge_mean_rows(mean: ExponentialMean, k: int, j: int, sums: torch.Tensor) -> None:
+    """A dense mean of beta: the merged row's mean is the two means weighted by the rows' sums
+    ``sums`` = (theta_k., theta_j.) now (the weights of the merged sample, theta_k. beta_k +
+    theta_j. beta_j over their sum)."""
+    if mean.total is None:
+        return
+    a, b = float(sums[0]), float(sums[1])
+    mean.total[k] = (a * mean.total[k] + b * mean.total[j]) / (a + b)
+
+
+def restart_mean_row(mean: ExponentialMean, k: int, theta_row: torch.Tensor) -> None:
+    """A dense mean of beta restarted at row k's new beta (no history to average)."""
+    if mean.total is None:
+        return
+    row = theta_row.to(mean.total.device, torch.float64)
+    mean.total[k] = (mean.weight * row / row.sum()).to(mean.total.dtype)
+
+
+def divide_mean_rows(mean: ExponentialMean, k: int, j: int, fraction: torch.Tensor) -> None:
+    """A dense mean of beta divided as row k was (k keeps ``fraction``, j the rest): each half
+    renormalised to the row's sum."""
+    if mean.total is None:
+        return
+    row = mean.total[k].to(torch.float64)
+    f = fraction.to(row.device)
+    for slot, part in ((j, row * (1 - f)), (k, row * f)):
+        part = part.clamp_min(torch.finfo(torch.float64).tiny)
+        mean.total[slot] = (part / part.sum() * row.sum()).to(mean.total.dtype)

@@ -17,7 +17,12 @@ from lda.batch import Batch
 from lda.config import Estimate
 from lda.sgmcmc.averaging import ExponentialMean
 from lda.sgmcmc.columns import ColumnMap
-from lda.sgmcmc.minibatch import Minibatch
+from lda.sgmcmc.minibatch import (
+    Minibatch,
+    divide_mean_rows,
+    merge_mean_rows,
+    restart_mean_row,
+)
 from lda.sgmcmc.samplers import NonFiniteError, SamplerState, StepInfo
 from lda.sgmcmc.scir.lazy import LazyChain
 from lda.sgmcmc.scir.lazy_kernel import columns_of
@@ -164,6 +169,32 @@ class LazySCIRChain:
         self.seeds = self.seeds.remap(columns.keep, columns.n_old)
         if self.mean.count:
             self.mean = ExponentialMean(self.mean.decay)
+
+    # --- the topic moves' row edits (Chain): in place, so every read is dropped -----------
+    # SCIR has no momentum: ``generator`` is not drawn from. A dense mean a checkpoint brought
+    # is edited as the dense chain edits its own.
+
+    def merge_rows(self, k: int, j: int, row: torch.Tensor, generator: torch.Generator) -> None:
+        """Row j added into row k, then restarted at ``row`` (:meth:`LazyChain.merge_rows`)."""
+        self._reads.clear()
+        sums = self.lazy.theta[[k, j]].to(torch.float64).sum(dim=1)  # (theta_k., theta_j.)
+        self.lazy.merge_rows(k, j, row)
+        merge_mean_rows(self.mean, k, j, sums)
+        restart_mean_row(self.mean, j, row)
+
+    def restart_row(self, k: int, row: torch.Tensor, generator: torch.Generator) -> None:
+        """Row k set to ``row``, its average restarted there (:meth:`LazyChain.restart_row`)."""
+        self._reads.clear()
+        self.lazy.restart_row(k, row)
+        restart_mean_row(self.mean, k, row)
+
+    def divide_row(
+        self, k: int, free: int, fraction: torch.Tensor, generator: torch.Generator
+    ) -> None:
+        """Row k divided with row ``free`` by ``fraction`` (:meth:`LazyChain.divide_row`)."""
+        self._reads.clear()
+        self.lazy.divide_row(k, free, fraction)
+        divide_mean_rows(self.mean, k, free, fraction)
 
     def state_dict(self) -> dict[str, Any]:
         return {

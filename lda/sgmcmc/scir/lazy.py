@@ -310,6 +310,53 @@ class LazyChain:
                 self.row_stale.numpy(),
             )
 
+    # --- the topic moves' row edits (lda.shaping; docs/model.md, "Topic moves") ----------
+
+    def merge_rows(self, k: int, j: int, row: torch.Tensor) -> None:
+        """Row j added into row k at each column's clock, the running totals added too (the
+        mean of the summed path, column by column); row j then restarted at ``row``."""
+        self.theta[k] += self.theta[j]
+        self.total[k] += self.total[j]
+        self._restart(j, row)
+        self._recount_stale([k, j])
+
+    def restart_row(self, k: int, row: torch.Tensor) -> None:
+        """Row k set to ``row`` ((W,) theta) at every column's clock, its total restarted."""
+        self._restart(k, row)
+        self._recount_stale([k])
+
+    def divide_row(self, k: int, free: int, fraction: torch.Tensor) -> None:
+        """Row k keeps ``fraction`` ((W,) in [0, 1]) of each theta_kw and of its running total,
+        row ``free`` takes the rest: the two add up to the row before (values that underflow
+        raised to the dtype's smallest normal number)."""
+        f = fraction.to(self.theta.device, self.theta.dtype)
+        tiny = torch.finfo(self.theta.dtype).tiny
+        self.theta[free] = (self.theta[k] * (1 - f)).clamp_min(tiny)
+        self.theta[k] = (self.theta[k] * f).clamp_min(tiny)
+        ft = fraction.to(self.total.device, self.total.dtype)
+        self.total[free] = self.total[k] * (1 - ft)
+        self.total[k] = self.total[k] * ft
+        self._recount_stale([k, free])
+
+    def _restart(self, k: int, row: torch.Tensor) -> None:
+        """Row k set to ``row``, its running total restarted as if the row had held that value
+        up to the column's last step: W_s theta_kw, W_s = 1 - decay^(steps then) the mean's
+        weight at that step (zero before any step)."""
+        self.theta[k] = row.to(self.theta.dtype)
+        before = self.steps_total - self.steps  # steps taken before the last sync
+        exponent = (before + self.column_step).to(torch.float64)
+        weights = 1.0 - torch.pow(torch.tensor(self.decay, dtype=torch.float64), exponent)
+        self.total[k] = (weights * self.theta[k].to(torch.float64)).to(self.total.dtype)
+
+    def _recount_stale(self, rows: list[int]) -> None:
+        """The row sums' stale part, sum_w (theta_kw - alpha) e^(t_w), counted again on
+        ``rows``."""
+        grown = torch.exp(self.column_time)
+        stale = self.row_stale.clone()
+        for k in rows:
+            stale[k] = ((self.theta[k].to(torch.float64) - self.alpha) * grown).sum()
+        self.row_stale = stale
+
     # --- checkpoints ---------------------------------------------------------------------
 
     def state_dict(self) -> dict[str, Any]:

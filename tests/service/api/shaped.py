@@ -4,7 +4,8 @@ while topics are born, merged and retired, made without a worker.
 Six slots, four live topics (numbers 0-3) at the start; then, in order: slot 1's topic 1 merged
 into slot 0's topic 0, topic 2 retired, topic 4 born in slot 4, topic 5 born in slot 1, and
 topic 0 merged into topic 3 (so 1 -> 0 -> 3 is a chain). Live at the end: slots 1, 3, 4 with
-numbers 5, 3, 4; gone: 0 and 1 (merged into 3), 2 (retired); 6 was never used.
+numbers 5, 3, 4; gone: 0 and 1 (merged into 3), 2 (retired); 6 was never used. A birth is a
+division (the shaper's split) that gives a few words to the free slot, recorded as a birth.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from lda.batch import Batch
 from lda.config import LearnerConfig
 from lda.model import StreamingLDA
 from lda.shaping import moves
+from lda.shaping.divide import divide
 from lda.vocab import Vocabulary
 from service.learn.publisher import PublishConfig, Publisher, WorkerStatus
 from service.learn.topic_watch import TopicWatch
@@ -56,7 +58,7 @@ def _config(live: int | None) -> LearnerConfig:
         sampler="sgrld",
         sweeps=2,
         corpus_size=50.0,
-        learn_gamma=True,  # gamma_k per topic: a merge adds them, a birth takes their mean
+        learn_gamma=True,  # gamma_k per topic: a merge adds them, a division shares them
     )
 
 
@@ -65,10 +67,13 @@ def _top(model: StreamingLDA, slot: int) -> tuple[str, ...]:
     return tuple(WORDS[i] for i in ids[slot].tolist())
 
 
-def _counts(words: list[int]) -> torch.Tensor:
-    counts = torch.zeros(len(WORDS), dtype=torch.float64)
-    counts[words] = 200.0
-    return counts
+def _born(model: StreamingLDA, slot: int, words: list[int], g: torch.Generator) -> None:
+    """Free ``slot`` takes ``words`` whole from the live topic that holds most of them."""
+    beta = model.beta_mean
+    parent = max(model.topic_ids.live_slots(), key=lambda s: float(beta[s, words].sum()))
+    fraction = torch.ones(len(WORDS), dtype=torch.float64)
+    fraction[words] = 0.0  # what the parent keeps
+    divide(model, parent, fraction, slot, g)
 
 
 def unmoved_model() -> StreamingLDA:
@@ -89,9 +94,9 @@ def shaped_model() -> StreamingLDA:
     gone = _top(model, 2)
     moves.retire(model, 2, g)
     numbers.retired(2, *AT[1], before=gone)
-    moves.birth(model, 4, _counts([12, 13, 14]), g)
+    _born(model, 4, [12, 13, 14], g)
     assert numbers.born(4, *AT[2], after=_top(model, 4)) == 4
-    moves.birth(model, 1, _counts([8, 9, 10]), g)
+    _born(model, 1, [8, 9, 10], g)
     assert numbers.born(1, *AT[3], after=_top(model, 1)) == 5
     before = (_top(model, 3), _top(model, 0))
     moves.merge(model, 3, 0, g)

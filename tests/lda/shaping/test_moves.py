@@ -1,11 +1,8 @@
-"""Topic moves (docs/model.md, "Topic moves"): each undone bit for bit on every sampler, a merge
-that adds the rows, a retired row drawn from the prior, births where their counts are, K kept
-and a learner that goes on learning."""
+"""Topic moves (docs/model.md, "Topic moves") on every sampler: a merge that adds the rows, a
+retired row drawn from the prior, a division that keeps the row sum, K kept and a learner that
+goes on learning."""
 
 from __future__ import annotations
-
-import copy
-from typing import Any
 
 import pytest
 import torch
@@ -20,7 +17,7 @@ from lda.sgmcmc.samplers import init_state
 from lda.sgmcmc.scir.chain import LazySCIRChain
 from lda.sgmcmc.seeds import SeedPrior
 from lda.shaping.divide import divide
-from lda.shaping.moves import Undo, birth, merge, retire, split
+from lda.shaping.moves import merge, retire
 
 K, W = 5, 30
 # Every sampler; SCIR both ways: lazy (the CPU's chain) and dense (the GPU's, built here).
@@ -55,63 +52,6 @@ def _trained(name: str, n_words: int = W, alpha: float | None = None) -> Streami
     # an asymmetric gamma, so the moves' gamma rules show
     model.prior.gamma = torch.linspace(0.05, 0.25, K, dtype=torch.float64)
     return model
-
-
-def _counts(words: list[int], n_words: int = W, value: float = 200.0) -> torch.Tensor:
-    counts = torch.zeros(n_words, dtype=torch.float64)
-    counts[words] = value
-    return counts
-
-
-def _same(a: Any, b: Any, where: str = "state") -> None:
-    """Every tensor bitwise equal (torch.equal), everything else ==, recursively."""
-    if isinstance(a, torch.Tensor):
-        assert isinstance(b, torch.Tensor) and a.dtype == b.dtype, where
-        assert torch.equal(a, b), where
-    elif isinstance(a, dict):
-        assert isinstance(b, dict) and a.keys() == b.keys(), where
-        for key in a:
-            _same(a[key], b[key], f"{where}.{key}")
-    elif isinstance(a, list | tuple):
-        assert len(a) == len(b), where
-        for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            _same(x, y, f"{where}[{i}]")
-    else:
-        assert a == b, where
-
-
-MOVES = {
-    "merge": lambda m, g: merge(m, 1, 3, g),
-    "retire": lambda m, g: retire(m, 2, g),
-    "birth": lambda m, g: birth(m, 4, _counts([6, 7, 8]), g),
-    "split": lambda m, g: split(m, 0, _counts([0, 1]), _counts([2, 3]), 4, g),
-    "divide": lambda m, g: divide(m, 0, torch.linspace(0.0, 1.0, W), 4, g),
-}
-
-
-@pytest.mark.parametrize("move", sorted(MOVES))
-@pytest.mark.parametrize("name", CHAINS)
-def test_every_move_is_undone_bit_for_bit(name: str, move: str) -> None:
-    model = _trained(name)
-    before = copy.deepcopy(model.state_dict())
-    mean_before = model.beta_mean.clone()
-    undo = MOVES[move](model, torch.Generator().manual_seed(11))
-    assert isinstance(undo, Undo)
-    assert not torch.equal(model.beta_mean, mean_before)  # the move changed what is served
-    undo.restore(model)
-    _same(before, model.state_dict())
-    assert torch.equal(model.beta_mean, mean_before)  # no read left over from the move
-    model.update(Batch.from_ids(BATCHES[0]))  # and it learns on from there
-    assert all_finite(model.state.theta)
-
-
-@pytest.mark.parametrize("name", ["scir", "sghmc"])
-def test_an_undo_is_refused_once_the_chain_has_stepped(name: str) -> None:
-    model = _trained(name)
-    undo = retire(model, 0, torch.Generator().manual_seed(1))
-    model.update(Batch.from_ids(BATCHES[1]))
-    with pytest.raises(ValueError, match="stepped since"):
-        undo.restore(model)
 
 
 @pytest.mark.parametrize("name", CHAINS)
@@ -162,33 +102,6 @@ def test_a_retired_row_is_drawn_from_the_prior(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", CHAINS)
-def test_a_birth_puts_its_mass_where_the_counts_are(name: str) -> None:
-    model = _trained(name)
-    gamma_mean = float(model.prior.gamma.mean())
-    words = [6, 7, 8, 9]
-    birth(model, 4, _counts(words), torch.Generator().manual_seed(2))
-    row = model.state.theta[4]
-    assert float(row[words].sum() / row.sum()) > 0.9
-    assert float(model.beta_mean[4, words].sum()) > 0.9  # the served mean restarted there
-    assert float(model.prior.gamma[4]) == pytest.approx(gamma_mean)
-    if name in ("scir", "scir-dense"):  # SCIR's theta holds the counts: about 200 each
-        assert bool((row[words] > 150).all()) and bool((row[words] < 260).all())
-
-
-@pytest.mark.parametrize("name", CHAINS)
-def test_a_split_gives_each_half_its_words_and_shares_gamma(name: str) -> None:
-    model = _trained(name)
-    gamma = model.prior.gamma.clone()
-    a, b = _counts([0, 1, 2], value=1000.0), _counts([3], value=1000.0)
-    split(model, 0, a, b, 4, torch.Generator().manual_seed(4))
-    beta = model.state.theta / model.state.theta.sum(dim=1, keepdim=True)
-    assert float(beta[0, [0, 1, 2]].sum()) > 0.9 and float(beta[4, 3]) > 0.9
-    pair = float(gamma[0] + gamma[4])
-    assert float(model.prior.gamma[0]) == pytest.approx(pair * 0.75)
-    assert float(model.prior.gamma[4]) == pytest.approx(pair * 0.25)
-
-
-@pytest.mark.parametrize("name", CHAINS)
 def test_a_division_keeps_the_row_sum_and_undoes_a_merge(name: str) -> None:
     """Divided, the two rows add up to the row before (the reverse of a merge's sum), each
     word in its fraction; gamma_k is shared by the rows' sums."""
@@ -205,18 +118,28 @@ def test_a_division_keeps_the_row_sum_and_undoes_a_merge(name: str) -> None:
     share = float(theta[0].sum() / (theta[0].sum() + theta[4].sum()))
     assert float(model.prior.gamma[0]) == pytest.approx(gamma * share)
     assert float(model.prior.gamma[0] + model.prior.gamma[4]) == pytest.approx(gamma)
+    merge(model, 0, 4, torch.Generator().manual_seed(5))  # and a merge gives the row back
+    torch.testing.assert_close(model.state.theta[0], before, rtol=1e-12, atol=4 * tiny)
+    assert float(model.prior.gamma[0]) == pytest.approx(gamma)
     with pytest.raises(ValueError, match="fraction"):
         divide(model, 1, torch.full((W,), 2.0), 3, torch.Generator())
+
+
+HALVES = torch.linspace(0.0, 1.0, W, dtype=torch.float64)  # a division's fraction per word
+
+
+def _every_move(model: StreamingLDA, generator: torch.Generator) -> None:
+    """A merge, a retire and a division into each of the two slots they freed."""
+    merge(model, 0, 1, generator)
+    retire(model, 2, generator)
+    divide(model, 3, HALVES, 1, generator)
+    divide(model, 0, 1 - HALVES, 2, generator)
 
 
 @pytest.mark.parametrize("name", CHAINS)
 def test_the_learner_keeps_learning_after_every_move(name: str) -> None:
     model = _trained(name)
-    generator = torch.Generator().manual_seed(8)
-    merge(model, 0, 1, generator)
-    retire(model, 2, generator)
-    birth(model, 1, _counts([10, 11, 12]), generator)
-    split(model, 3, _counts([20, 21]), _counts([22, 23]), 2, generator)
+    _every_move(model, torch.Generator().manual_seed(8))
     for ids in BATCHES:
         model.update(Batch.from_ids(ids))
     assert model.state.theta.shape == model.beta_mean.shape == (K, W)
@@ -225,16 +148,17 @@ def test_the_learner_keeps_learning_after_every_move(name: str) -> None:
     torch.testing.assert_close(model.beta_mean.sum(dim=1), torch.ones(K, dtype=torch.float64))
 
 
-def test_moves_take_no_draw_from_the_learners_generators() -> None:
-    model = _trained("scir")
+@pytest.mark.parametrize("name", ["scir", "sghmc"])
+def test_moves_take_no_draw_from_the_learners_generators(name: str) -> None:
+    model = _trained(name)
     before = (model.generator.get_state(), model.eval_generator.get_state())
-    birth(model, 4, _counts([1, 2]), torch.Generator().manual_seed(0))
+    _every_move(model, torch.Generator().manual_seed(0))
     assert torch.equal(before[0], model.generator.get_state())
     assert torch.equal(before[1], model.eval_generator.get_state())
 
 
 @pytest.mark.parametrize("name", ["scir", "sgrld"])
-def test_seeded_topics_are_never_merged_away_retired_or_born_into(name: str) -> None:
+def test_seeded_topics_are_never_merged_away_retired_or_divided_into(name: str) -> None:
     model = _trained(name)
     model.set_seeds(SeedPrior.of([(1, 4, 5.0)]))
     generator = torch.Generator().manual_seed(0)
@@ -243,10 +167,9 @@ def test_seeded_topics_are_never_merged_away_retired_or_born_into(name: str) -> 
     with pytest.raises(ValueError, match="seeded"):
         retire(model, 1, generator)
     with pytest.raises(ValueError, match="seeded"):
-        birth(model, 1, _counts([3]), generator)
-    with pytest.raises(ValueError, match="seeded"):
-        split(model, 0, _counts([3]), _counts([5]), 1, generator)
+        divide(model, 0, HALVES, 1, generator)
     merge(model, 1, 0, generator)  # a seeded topic may absorb another, and keeps its seeds
+    divide(model, 1, HALVES, 0, generator)  # and be divided, keeping them
     assert model.seeds.triples() == [(1, 4, 5.0)]
 
 
@@ -257,19 +180,19 @@ def test_bad_moves_are_refused() -> None:
         merge(model, 2, 2, generator)
     with pytest.raises(ValueError, match="outside"):
         retire(model, K, generator)
-    with pytest.raises(ValueError, match="words for a vocabulary"):
-        birth(model, 0, torch.ones(W + 1), generator)
-    with pytest.raises(ValueError, match="non-negative"):
-        birth(model, 0, -torch.ones(W), generator)
-    with pytest.raises(ValueError, match="some counts"):
-        birth(model, 0, torch.zeros(W), generator)
+    with pytest.raises(ValueError, match="outside"):
+        divide(model, 0, HALVES, -1, generator)
     with pytest.raises(ValueError, match="differ"):
-        split(model, 0, _counts([1]), _counts([2]), 0, generator)
+        divide(model, 0, HALVES, 0, generator)
+    with pytest.raises(ValueError, match="fraction"):
+        divide(model, 0, torch.ones(W + 1), 1, generator)
+    with pytest.raises(ValueError, match="fraction"):
+        divide(model, 0, -HALVES, 1, generator)
 
 
 def test_a_fixed_prior_keeps_its_value_on_live_topics_and_floors_free_ones() -> None:
     """Under a fixed prior a freed slot still sits at the floor (else it would go on taking
-    tokens as a live topic); the kept and the born topics hold the symmetric value."""
+    tokens as a live topic); the kept and the divided topics hold the symmetric value."""
     model = StreamingLDA(LearnerConfig(K, W, sampler="sgrld", sweeps=4), seed=1)
     model.update(Batch.from_ids(BATCHES[0]))
     start = model.config.gamma
@@ -277,21 +200,22 @@ def test_a_fixed_prior_keeps_its_value_on_live_topics_and_floors_free_ones() -> 
     merge(model, 0, 1, generator)
     assert float(model.prior.gamma[0]) == start
     assert float(model.prior.gamma[1]) == GAMMA_FLOOR
-    birth(model, 1, _counts([3]), generator)
+    divide(model, 0, HALVES, 1, generator)
     assert model.gamma == start
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_a_tiny_alpha_never_leaves_a_row_of_zeros(dtype: str) -> None:
-    """With alpha 1e-4 (SGRLD's) nearly every Gamma(alpha) draw underflows: a redrawn row is
-    floored at the dtype's smallest normal number, so its beta exists and the chain steps on."""
+    """With alpha 1e-4 (SGRLD's) nearly every Gamma(alpha) draw underflows: a redrawn or
+    divided row is floored at the dtype's smallest normal number, so its beta exists and the
+    chain steps on."""
     config = LearnerConfig(K, 20, sampler="sgrld", sweeps=4, dtype=dtype)
     model = StreamingLDA(config, seed=1)
     model.update(Batch.from_ids([[0, 1, 2], [3, 4, 4, 5]]))
     generator = torch.Generator().manual_seed(0)
     retire(model, 2, generator)
     merge(model, 0, 1, generator)
-    birth(model, 3, _counts([7], n_words=20, value=1e-3), generator)
+    divide(model, 3, torch.zeros(20, dtype=torch.float64), 1, generator)  # row 3 all given away
     assert bool((model.state.theta.sum(dim=1) > 0).all())
     for _ in range(5):
         model.update(Batch.from_ids([[0, 1, 2]]))
