@@ -211,7 +211,8 @@ build_streamlda() {
   # Even a build whose every step is cached takes a minute on two busy cores: skip it when the
   # image was built from these very files, arguments and base (a label on the image says).
   inputs=$( { cd "$ROOT" && find Dockerfile .dockerignore pyproject.toml README.md lda service \
-                deploy/warm_kernels.py -type f ! -name '*.pyc' -print0 | sort -z | xargs -0 sha256sum
+                deploy/warm_kernels.py -type f ! -path '*/__pycache__/*' ! -name '*.pt' -print0 \
+                | sort -z | xargs -0 sha256sum
               printf '%s\n' "${args[@]}"; "$ENGINE" image inspect --format '{{.Id}}' "$STREAMLDA_PYTHON_IMAGE"
             } | sha256sum | cut -c1-16)
   if [ "$("$ENGINE" image inspect --format '{{index .Config.Labels "streamlda.inputs"}}' "$image" 2>/dev/null)" = "$inputs" ]; then
