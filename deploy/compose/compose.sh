@@ -61,7 +61,7 @@ can_apt() { command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; }
 apt_install() {
   say "installing $* (apt)"
   apt-get update -qq >/dev/null
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
 }
 
 # ENGINE and COMPOSE: Docker if its daemon answers, else Podman (installed if $1 = install;
@@ -78,8 +78,10 @@ find_engine() {
   fi
   if ! command -v podman >/dev/null 2>&1 || ! command -v docker-compose >/dev/null 2>&1; then
     if [ "$1" = install ] && can_apt; then
-      # runc: crun refuses hybrid cgroups; netavark and aardvark-dns: services reach each other by name
-      apt_install podman runc netavark aardvark-dns slirp4netns uidmap docker-compose
+      # runc: crun refuses hybrid cgroups; netavark, aardvark-dns and iptables: the stack's
+      # network, where services reach each other by name and the API's port is published
+      apt_install podman runc netavark aardvark-dns iptables slirp4netns uidmap fuse-overlayfs \
+        docker-compose debootstrap
     fi
   fi
   if ! command -v podman >/dev/null 2>&1; then
