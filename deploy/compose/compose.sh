@@ -146,10 +146,12 @@ build_base() {
     chroot "$rootfs" update-ca-certificates >/dev/null 2>&1
   fi
   rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
-  tar -C "$rootfs" -c . | "$ENGINE" import \
-    --change 'ENV PIP_CERT=/etc/ssl/certs/ca-certificates.crt' \
-    --change 'ENV SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt' \
-    --change 'CMD ["bash"]' - "$LOCAL_BASE" >/dev/null
+  if ! tar -C "$rootfs" -c . | "$ENGINE" import \
+      --change 'ENV PIP_CERT=/etc/ssl/certs/ca-certificates.crt' \
+      --change 'ENV SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt' \
+      --change 'CMD ["bash"]' - "$LOCAL_BASE" >/dev/null 2>"$STATE/import.log"; then
+    rm -rf "$rootfs"; die "importing $LOCAL_BASE failed: $(tail -3 "$STATE/import.log")"
+  fi
   rm -rf "$rootfs"
 }
 
