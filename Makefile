@@ -12,7 +12,7 @@ DEV    := $(VENV)/.installed-dev
 TORCH  ?= torch==2.13.0
 ARGS   ?=
 
-.PHONY: install tools run test lint bench clean
+.PHONY: install tools run test lint bench clean compose-up compose-down compose-test
 
 $(BASE):
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -44,7 +44,21 @@ test: $(DEV) tools
 	$(PY) -m ruff check lda service tests benchmarks
 	$(PY) -m ruff format --check lda service tests benchmarks
 	$(PY) -m mypy
-	$(PY) -m pytest -q $(ARGS)
+	$(PY) -m pytest -q -m "not compose" $(ARGS)
+
+# The stack of docker-compose.yml under the engine this host has (Docker, or Podman installed
+# with apt), its images built from Debian's packages where no registry serves them; the API on
+# 127.0.0.1:8000. `make compose-up STREAMLDA_SOURCE=jsonl:PATH` replays a file of this host.
+compose-up:
+	deploy/compose/compose.sh up
+
+# Stops the stack; its volumes (checkpoints, Redis' data) are kept for the next compose-up.
+compose-down:
+	deploy/compose/compose.sh down
+
+# The end-to-end test of that stack (CI's step after `make test`, which leaves it out).
+compose-test: $(DEV)
+	$(PY) -m pytest -q -m compose tests/service/test_compose_stack.py $(ARGS)
 
 lint: $(DEV)
 	$(PY) -m ruff check lda service tests benchmarks

@@ -29,9 +29,11 @@ def test_settings_doc_lists_every_setting_as_the_code_defines_it():
 
 def test_docs_name_only_variables_that_exist():
     """Every STREAMLDA_ name in the README and docs/ is a setting or a variable the compose
-    files or the tests read: a renamed setting cannot linger in the prose."""
+    files, their script (make compose-up) or the tests read: a renamed setting cannot linger in
+    the prose."""
     known = {f"STREAMLDA_{name.upper()}" for name in GROUP_OF}
-    for compose in REPO.glob("docker-compose*.yml"):
+    scripts = [*REPO.glob("docker-compose*.yml"), *(REPO / "deploy" / "compose").glob("*.*")]
+    for compose in scripts:
         known |= set(re.findall(r"\$\{(STREAMLDA_[A-Z0-9_]+)", compose.read_text()))
     for support in ("corpora.py", "cuda_child.py"):  # STREAMLDA_SHARED, STREAMLDA_CUDA_TESTS
         text = (REPO / "tests" / "support" / support).read_text()
