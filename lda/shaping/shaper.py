@@ -3,13 +3,13 @@ kept when it raises the collapsed log joint of the recent documents (docs/model.
 shaper", "Scoring moves in closed form").
 
 The shaper learns every minibatch as the learner would without it, keeping each minibatch's
-documents and expected topic counts E[n_dk] (the window). Every ``every`` minibatches it
-proposes moves of every kind (duplicates to merge, dead and junk topics to retire, broad topics
-to split into the free slots), scores each from one draw of the window's topic assignments
-(lda.shaping.evidence) and makes those whose score is positive. No step is taken and no
-document is revisited for a decision: the learning path is untouched between decisions. What is
-proposed and what is kept can be passed in. Pure: the learner, the minibatches and a seed come
-in; no clock but the one passed.
+documents and expected topic counts E[n_dk] (the window). Every ``every`` minibatches, before
+the next step, it proposes moves of every kind (duplicates to merge, dead and junk topics to
+retire, broad topics to split into the free slots), scores each from one draw of the window's
+topic assignments (lda.shaping.evidence) and makes those whose score is positive. No step is
+taken and no document is revisited for a decision: the learning path is untouched between
+decisions. What is proposed and what is kept can be passed in. Pure: the learner, the
+minibatches and a seed come in; no clock but the one passed.
 """
 
 from __future__ import annotations
@@ -171,9 +171,16 @@ class TopicShaper:
         reducer: Reducer | None = None,
         where: Layout | None = None,
     ) -> Reshaped | None:
-        """Learn ``batch`` (with a group's ``reducer``, every rank's union); then, when a
+        """Learn ``batch`` (with a group's ``reducer``, every rank's union); first, when a
         decision is due, make the moves it keeps: rank 0 decides from its own window, every
         rank makes the same moves. What they changed, or None."""
+        group = reducer if reducer is not None and reducer.world_size > 1 else None
+        reshaped = None
+        if self._due():  # before the step: the minibatch is learned by the topics as moved
+            plan = self.decide(model) if group is None or group.rank == 0 else Plan()
+            if group is not None:
+                plan = plan.shared(group, model.config.n_words, model.device)
+            reshaped = self.make(model, plan)
         received: list[torch.Tensor] = []
 
         def observe(counts: torch.Tensor) -> None:
@@ -183,16 +190,10 @@ class TopicShaper:
 
         model.update(batch, reducer, where, documents=observe)
         self.learned += 1
-        group = reducer if reducer is not None and reducer.world_size > 1 else None
         K = model.config.n_topics
         counts = received[-1] if received else torch.zeros(0, K, dtype=torch.float64)
         self._observe(model, batch, counts, group)
-        if not self._due():
-            return None
-        plan = self.decide(model) if group is None or group.rank == 0 else Plan()
-        if group is not None:
-            plan = plan.shared(group, model.config.n_words, model.device)
-        return self.make(model, plan)
+        return reshaped
 
     def _due(self) -> bool:
         c = self.config

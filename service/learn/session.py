@@ -420,7 +420,7 @@ class LearningSession(Generic[Item]):
         model = self.model
         assert model is not None
         started = time.perf_counter()
-        if self.shaper is not None and not revisit:  # moves may be decided after the step
+        if self.shaper is not None and not revisit:  # moves may be decided before the step
             reshaped = self.shaper.update(model, batch, documents, reducer, where)
             if reshaped is not None:
                 self.events.reshaped.append(reshaped)

@@ -312,10 +312,10 @@ class Worker:
             return
         model = self.model
         assert model is not None
-        if counts:  # the documents' counts are by the slots as they were when learned
-            self.announce(events.BatchLearned(batch.words, counts[0], refs, model.docs_seen))
-        for r in self.session.take_reshaped():  # topic moves decided after the step
+        for r in self.session.take_reshaped():  # topic moves kept before the step
             self.announce(events.TopicsReshaped(r.moves, r.freed, r.merged, r.born, r.moved))
+        if counts:
+            self.announce(events.BatchLearned(batch.words, counts[0], refs, model.docs_seen))
         self.counters["updates"] += 1
         # A group's documents in all, as its docs/s and revisits count them.
         self.recent.add(fresh=len(entries) if step.where is None else step.where.documents)

@@ -244,7 +244,7 @@ def test_a_split_topics_number_stays_with_the_half_that_kept_its_words(away: boo
         fraction = torch.zeros(W, dtype=torch.float64)  # the first half keeps one block
         fraction[(second if away else most) * 10 : (second if away else most) * 10 + 10] = 1.0
         shaper.propose = forced({"split": [(0, fraction)]})
-        shaper.config = dataclasses.replace(QUIET, start_after=shaper.learned + 1)
+        shaper.config = dataclasses.replace(QUIET, start_after=shaper.learned)
         made.append([r for b in _batches(1, 1) if (r := shaper.update(m, b)) is not None])
     [reshaped] = made[0]
     [move] = reshaped.moves
