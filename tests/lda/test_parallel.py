@@ -18,6 +18,7 @@ import torch.multiprocessing as mp
 from lda.batch import Batch
 from lda.model import LearnerConfig, StreamingLDA
 from service.learn.distributed import DistributedReducer, Group, join, leave
+from tests.support.gloo import free_port
 
 pytestmark = pytest.mark.slow
 
@@ -64,14 +65,6 @@ def _rank(rank: int, sampler: str, dtype: str, rendezvous: str, out: str) -> Non
         leave()
 
 
-def _free_port() -> str:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return str(s.getsockname()[1])
-
-
 @pytest.mark.parametrize(
     ("sampler", "dtype"),
     [("sgrld", "float64"), ("sgrhmc", "float64"), ("scir", "float64"), ("scir", "float32")],
@@ -80,7 +73,7 @@ def test_two_ranks_equal_one_learner_with_both_halves(
     tmp_path: Path, sampler: str, dtype: str
 ) -> None:
     outs = [str(tmp_path / f"rank{r}.pt") for r in range(2)]
-    port = _free_port()
+    port = free_port()
     context = mp.get_context("spawn")
     procs = [
         context.Process(target=_rank, args=(r, sampler, dtype, port, outs[r])) for r in range(2)

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 import torch
-import torch.multiprocessing as mp
 
 from lda.batch import Batch
 from lda.model import StreamingLDA
 from lda.prior import PriorSchedule
 from service.learn.distributed import DistributedReducer, Group, join, leave
-from tests.lda.test_parallel import PER_RANK, STEPS, _config, _documents, _free_port
+from tests.lda.test_parallel import PER_RANK, STEPS, _config, _documents
+from tests.support.gloo import two_ranks
 
 pytestmark = pytest.mark.slow
 
@@ -44,16 +44,7 @@ def _rank(rank: int, rendezvous: str, out: str) -> None:
 
 
 def test_two_ranks_learn_the_gamma_of_one_learner(tmp_path: Path) -> None:
-    outs = [str(tmp_path / f"rank{r}.pt") for r in range(2)]
-    port = _free_port()
-    context = mp.get_context("spawn")
-    procs = [context.Process(target=_rank, args=(r, port, outs[r])) for r in range(2)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(timeout=120)
-        assert p.exitcode == 0
-    ranks = [torch.load(o) for o in outs]
+    ranks = two_ranks(_rank, tmp_path, timeout=120)
     single = _learner()
     for step in range(STEPS):
         documents = _documents(step)

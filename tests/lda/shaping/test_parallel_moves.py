@@ -5,17 +5,16 @@ real process group (gloo over loopback)."""
 from __future__ import annotations
 
 import os
-import socket
 from pathlib import Path
 
 import pytest
 import torch
-import torch.multiprocessing as mp
 
 from lda.batch import Batch
 from lda.model import LearnerConfig, StreamingLDA
 from lda.shaping import ShapingConfig, TopicShaper
 from service.learn.distributed import DistributedReducer, Group, join, leave
+from tests.support.gloo import two_ranks
 
 pytestmark = pytest.mark.slow
 
@@ -59,23 +58,8 @@ def _rank(rank: int, rendezvous: str, out: str) -> None:
         leave()
 
 
-def _free_port() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return str(s.getsockname()[1])
-
-
 def test_two_ranks_make_rank_0s_moves_and_stay_equal(tmp_path: Path) -> None:
-    outs = [str(tmp_path / f"rank{r}.pt") for r in range(2)]
-    port = _free_port()
-    context = mp.get_context("spawn")
-    procs = [context.Process(target=_rank, args=(r, port, outs[r])) for r in range(2)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(timeout=180)
-        assert p.exitcode == 0
-    ranks = [torch.load(o) for o in outs]
+    ranks = two_ranks(_rank, tmp_path)
     assert ranks[0]["docs"] == ranks[1]["docs"] == STEPS * 2 * PER_RANK
     assert ranks[0]["ids"]["moves"], "moves were made (else the equality says nothing)"
     assert ranks[0]["ids"] == ranks[1]["ids"]
