@@ -237,7 +237,7 @@ class StreamingLDA:
         else:  # free slots take no part: their rows get no tokens
             rows = live.to(beta.device)
             result = gibbs_expectations(beta[rows], batch, sweeps, self.generator, where.shard)
-            result = widen(result, live, self.config.n_topics)
+            result = widen(result, live, self.config.n_topics, beta.shape[1])
         if documents is not None or learning:
             counts = result.document_topic().to(torch.float64)
             if documents is not None:

@@ -104,6 +104,33 @@ class GibbsExpectations:
         out = torch.zeros(n_words, k, dtype=token_topics.dtype, device=token_topics.device)
         return out.index_add_(0, self.batch.words, token_topics).T.contiguous()
 
+    def reduced(self, n_words: int) -> GibbsExpectations:
+        """The same expectations with no per-token sums: float64 sums by word ((K, n_words))
+        and by document, already divided by the kept sweeps (``kept`` 1)."""
+        if self.summed is None:
+            return self
+        k = self.summed.shape[1]
+        if self.summed.device.type == "cpu":
+            from lda.gibbs.dense import add_by_document, add_by_word
+
+            words = torch.zeros(k, n_words, dtype=torch.float64)
+            add_by_word(self.batch.words.numpy(), self.summed.numpy(), self.kept, words.numpy())
+            documents = torch.zeros(self.batch.n_documents, k, dtype=torch.float64)
+            add_by_document(
+                self.batch.offsets.numpy(), self.summed.numpy(), self.kept, documents.numpy()
+            )
+        else:
+            token_topics = self.summed.to(torch.float64) / self.kept
+            words = torch.zeros(n_words, k, dtype=torch.float64, device=token_topics.device)
+            words = words.index_add_(0, self.batch.words, token_topics).T
+            documents = torch.zeros(
+                self.batch.n_documents, k, dtype=torch.float64, device=token_topics.device
+            ).index_add_(0, self.batch.document_index(), token_topics)
+        return dataclasses.replace(
+            self, summed=None, kept=1, topic_word_sums=words, document_topic_sums=documents,
+            topic_words=None,
+        )  # fmt: skip
+
     def topic_word_compact(self) -> tuple[torch.Tensor, torch.Tensor]:
         """(W_b,) the minibatch's distinct word ids, ascending, and (K, W_b) the sum over
         documents of E[n_dkw] for those words: topic_word() without its zero columns."""
@@ -122,25 +149,22 @@ class GibbsExpectations:
         return ids, self.topic_word(n_words)[:, ids]
 
 
-def widen(result: GibbsExpectations, rows: torch.Tensor, n_topics: int) -> GibbsExpectations:
+def widen(
+    result: GibbsExpectations, rows: torch.Tensor, n_topics: int, n_words: int
+) -> GibbsExpectations:
     """``result`` of sweeps over the topics ``rows`` only, as sweeps over all ``n_topics``
-    (the others with no token): free slots take no part in the sweeps (lda.topic_ids)."""
-
-    def columns(sums: torch.Tensor | None) -> torch.Tensor | None:
-        if sums is None:
-            return None
-        out = sums.new_zeros(sums.shape[0], n_topics)
-        out[:, rows.to(sums.device)] = sums
-        return out
-
+    (the others with no token): free slots take no part in the sweeps (lda.topic_ids).
+    Per-token sums are first reduced by word (``n_words`` columns) and by document, so what
+    is widened is (L, n_words) and (n, L), never (T, K)."""
+    if result.summed is not None:
+        result = result.reduced(n_words)
+    rows = rows.to(result.batch.words.device)
     words = result.topic_word_sums
-    if words is not None:
-        wide = words.new_zeros(n_topics, words.shape[1])
-        wide[rows.to(words.device)] = words
-        words = wide
-    return dataclasses.replace(
-        result,
-        summed=columns(result.summed),
-        topic_word_sums=words,
-        document_topic_sums=columns(result.document_topic_sums),
-    )
+    if words is not None:  # word-major as the kernels keep it: the step reads it uncopied
+        wide = words.new_zeros(words.shape[1], n_topics)
+        words = wide.index_copy_(1, rows.to(words.device), words.T).T
+    documents = result.document_topic_sums
+    if documents is not None:
+        wide = documents.new_zeros(documents.shape[0], n_topics)
+        documents = wide.index_copy_(1, rows.to(documents.device), documents)
+    return dataclasses.replace(result, topic_word_sums=words, document_topic_sums=documents)
