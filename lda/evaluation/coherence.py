@@ -26,7 +26,7 @@ def npmi_coherence(
 ) -> torch.Tensor:
     """(K,) mean NPMI over the pairs of each row of ``top_words`` (K x N word ids), counted in
     ``documents`` (word-id lists); NaN when there are no documents."""
-    n_topics, n_top = top_words.shape
+    n_topics = top_words.shape[0]
     if not documents:
         return torch.full((n_topics,), float("nan"), dtype=torch.float64)
     vocab, local = torch.unique(top_words.cpu(), return_inverse=True)  # local: K x N
@@ -36,7 +36,33 @@ def npmi_coherence(
         hits = [position[w] for w in set(words) if w in position]
         if hits:
             present[d, hits] = 1.0
-    n_docs = float(len(documents))
+    return _npmi(local, present, eps)
+
+
+def npmi_coherence_of_tokens(
+    top_words: torch.Tensor, words: torch.Tensor, lengths: torch.Tensor, eps: float = EPS
+) -> torch.Tensor:
+    """:func:`npmi_coherence` over the documents given as ``words`` ((T,) word ids, one
+    document after another) and ``lengths`` ((D,) tokens each): no pass over them in Python."""
+    n_topics = top_words.shape[0]
+    n_docs = int(lengths.numel())
+    if n_docs == 0:
+        return torch.full((n_topics,), float("nan"), dtype=torch.float64)
+    vocab, local = torch.unique(top_words.cpu(), return_inverse=True)  # local: K x N
+    words = words.cpu()
+    at = torch.searchsorted(vocab, words).clamp_max(vocab.numel() - 1)
+    hit = vocab[at] == words
+    document = torch.repeat_interleave(torch.arange(n_docs), lengths.cpu())
+    present = torch.zeros(n_docs, int(vocab.numel()), dtype=torch.float64)
+    present[document[hit], at[hit]] = 1.0
+    return _npmi(local, present, eps)
+
+
+def _npmi(local: torch.Tensor, present: torch.Tensor, eps: float) -> torch.Tensor:
+    """(K,) mean pairwise NPMI of each row of ``local`` ((K, N) columns of ``present``), the
+    documents' (D, V) word presence."""
+    n_topics, n_top = local.shape
+    n_docs = float(present.shape[0])
     single = present.sum(0) / n_docs  # p(w)
     joint = present.T @ present / n_docs  # p(a, b)
     a = local[:, :, None].expand(n_topics, n_top, n_top)

@@ -20,8 +20,11 @@ the caller's generator.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
+import numpy as np
 import torch
+from scipy import sparse
 
 CANDIDATES = 16  # topics a token of the window is drawn among: its document's likeliest
 SUB_SWEEPS = 10  # rounds that settle a split's two halves over the topic's documents
@@ -40,6 +43,7 @@ class Draw:
     words: torch.Tensor  # (U,) int64 the vocabulary ids the window uses
     topic_word: torch.Tensor  # (L, U) float64 n_kw
     doc_topic: torch.Tensor  # (D, L) float64 n_dk
+    beta_words: torch.Tensor  # (U, L) float64 the live topics' beta at the window's words
     gamma: torch.Tensor  # (L,) float64 gamma_k of the live topics
     alpha: float  # alpha_S, the topic-word prior on the window's scale
     n_words: int  # W
@@ -58,6 +62,19 @@ class Draw:
     def gamma_total(self) -> float:
         return float(self.gamma.sum())
 
+    def tokens_of(self, k: int) -> torch.Tensor:
+        """(n_k,) int64 the tokens that drew live position ``k``, ascending: one sort of the
+        draw serves every proposal, instead of a pass over all tokens for each."""
+        order, starts = self._by_topic
+        return order[int(starts[k]) : int(starts[k + 1])]
+
+    @cached_property
+    def _by_topic(self) -> tuple[torch.Tensor, torch.Tensor]:
+        order = torch.argsort(self.token_topic, stable=True)
+        L = self.topic_word.shape[0]
+        starts = torch.searchsorted(self.token_topic[order], torch.arange(L + 1))
+        return order, starts
+
 
 def draw(
     words: torch.Tensor,
@@ -68,18 +85,23 @@ def draw(
     alpha: float,
     generator: torch.Generator,
     chunk_tokens: int = 1 << 16,
+    rows: torch.Tensor | None = None,
 ) -> Draw:
     """Each token of the documents (``words`` (T,) one after another, ``lengths`` (D,)) given
-    a topic among the ``beta`` rows ((L, W), the live topics' beta_mean), drawn with
+    a topic among the ``beta`` rows ((L, W), the live topics' beta_mean; or (K, W) and the
+    live ``rows`` of it: only the window's words are read), drawn with
     probability proportional to (E[n_dk] + gamma_k) beta[k, w] (``expected`` (D, L) the
     documents' expected counts from the learner's sweeps) among the document's CANDIDATES
     topics of most E[n_dk] + gamma_k: a document uses few topics, and one it gave under a
     token in the learner's sweeps holds next to none of its tokens."""
-    L, W = beta.shape
+    W = beta.shape[1]
     D = int(lengths.numel())
     token_doc = torch.repeat_interleave(torch.arange(D), lengths)
     vocabulary, token_word = torch.unique(words, return_inverse=True)
-    beta_u = beta[:, vocabulary].to(torch.float64).T.contiguous()  # (U, L)
+    columns = beta.index_select(1, vocabulary.to(beta.device))  # (K or L, U)
+    columns = columns if rows is None else columns[rows.to(columns.device)]
+    beta_u = columns.to("cpu", torch.float64).T.contiguous()  # (U, L)
+    L = beta_u.shape[1]
     M = min(L, CANDIDATES)
     weight, candidates = (expected.to(torch.float64) + gamma.to(torch.float64)).topk(M, dim=1)
     topics = torch.empty_like(words)
@@ -97,6 +119,7 @@ def draw(
         words=vocabulary,
         topic_word=_bincount2(topics, token_word, L, U),
         doc_topic=_bincount2(token_doc, topics, D, L),
+        beta_words=beta_u,
         gamma=gamma.to(torch.float64),
         alpha=alpha,
         n_words=W,
@@ -156,13 +179,15 @@ def split_gain(d: Draw, k: int, first: torch.Tensor, learned: bool) -> float:
     the tokens of k going to the first half; the rest of k's tokens go to the second) and the
     rest, minus before. The halves' gamma: gamma_k shared by their token counts when learned
     (gamma_0 kept), else the symmetric value for both (gamma_0 grows by one topic's)."""
-    on_k = d.token_topic == k
-    a_tokens, b_tokens = on_k & first, on_k & ~first
+    on_k = d.tokens_of(k)
+    side = first[on_k]
+    a_tokens, b_tokens = on_k[side], on_k[~side]
     U, D = d.words.numel(), d.doc_topic.shape[0]
     wa = torch.bincount(d.token_word[a_tokens], minlength=U).to(torch.float64)
     wb = torch.bincount(d.token_word[b_tokens], minlength=U).to(torch.float64)
-    halves = torch.stack([wa, wb])
-    words = d.evidence(halves).sum() - d.evidence(d.topic_word[k : k + 1]).squeeze()
+    used = d.topic_word[k] > 0  # a word k never drew adds lnGamma(alpha) - lnGamma(alpha) = 0
+    halves = torch.stack([wa[used], wb[used]])
+    words = d.evidence(halves).sum() - d.evidence(d.topic_word[k : k + 1, used]).squeeze()
     da = torch.bincount(d.token_doc[a_tokens], minlength=D).to(torch.float64)
     db = torch.bincount(d.token_doc[b_tokens], minlength=D).to(torch.float64)
     gk = d.gamma[k]
@@ -180,16 +205,14 @@ def split_gain(d: Draw, k: int, first: torch.Tensor, learned: bool) -> float:
     return float(words + d.scale * docs) + _total_change(d, total)
 
 
-def reassign(
-    d: Draw, k: int, beta: torch.Tensor, generator: torch.Generator
-) -> tuple[torch.Tensor, torch.Tensor]:
+def reassign(d: Draw, k: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
     """(tokens of topic ``k``, the live position each is drawn to among the other topics with
     probability proportional to (n_dj + gamma_j) beta[j, w]): where a retire sends them."""
-    on_k = torch.nonzero(d.token_topic == k).squeeze(1)
+    on_k = d.tokens_of(k)
     if on_k.numel() == 0:
         return on_k, on_k
     weight = d.doc_topic[d.token_doc[on_k]] + d.gamma
-    p = weight * beta[:, d.words[d.token_word[on_k]]].to(torch.float64).T
+    p = weight * d.beta_words[d.token_word[on_k]]
     p[:, k] = 0.0
     return on_k, _categorical(p, generator)
 
@@ -198,7 +221,8 @@ def retire_gain(d: Draw, k: int, tokens: torch.Tensor, to: torch.Tensor) -> floa
     """log p(w, z) after topic ``k`` is taken away and its ``tokens`` go to the live positions
     ``to`` (:func:`reassign`), minus before; gamma_0 loses gamma_k."""
     L, U, D = d.topic_word.shape[0], d.words.numel(), d.doc_topic.shape[0]
-    removed = -d.evidence(d.topic_word[k : k + 1]).squeeze()
+    used = d.topic_word[k] > 0  # a word k never drew adds nothing to its evidence
+    removed = -d.evidence(d.topic_word[k : k + 1, used]).squeeze()
     removed = removed - d.scale * _documents(d.doc_topic[:, k : k + 1], d.gamma[k].reshape(1))
     total = d.gamma_total - float(d.gamma[k])
     if tokens.numel() == 0:
@@ -242,7 +266,7 @@ def halves(
     of k's documents use tells the halves nothing), in ``sweeps`` rounds started from
     ``fraction`` ((W,), a proposal's f: the documents it leans to most) when given; the other
     documents go to the nearer half. All False (no split) when a side would be empty."""
-    on_k = torch.nonzero(d.token_topic == k).squeeze(1)
+    on_k = d.tokens_of(k)
     first = torch.zeros(d.token_topic.numel(), dtype=torch.bool)
     if on_k.numel() == 0:
         return first
@@ -262,9 +286,9 @@ def halves(
     used = torch.bincount(col, minlength=n_columns).to(torch.float64)
     weighted = values * torch.log(n_docs / used[col])
     norms = torch.bincount(row, weights=weighted**2, minlength=n_docs).sqrt().clamp_min(1e-300)
-    unit = torch.sparse_coo_tensor(
-        torch.stack([row, col]), weighted / norms[row], (n_docs, n_columns), check_invariants=False
-    ).coalesce()  # (the indices are unique and in range: made above)
+    unit = sparse.csr_matrix(
+        ((weighted / norms[row]).numpy(), (row.numpy(), col.numpy())), shape=(n_docs, n_columns)
+    )  # (the cells are unique and in range: made above)
     start = None
     if fraction is not None:  # the documents f leans to most, against the others
         f = fraction.to(torch.float64)[d.words[columns]].clamp(1e-6, 1 - 1e-6)
@@ -281,10 +305,11 @@ def fraction_of(d: Draw, k: int, first: torch.Tensor) -> torch.Tensor:
     """(W,) f: each word's share in the first half, from the halves' window counts smoothed by
     half a token towards the halves' token ratio s (f_w = (a_w + s/2) / (a_w + b_w + 1/2));
     a word the window does not use divides as s."""
-    on_k = d.token_topic == k
+    on_k = d.tokens_of(k)
+    side = first[on_k]
     U = int(d.words.numel())
-    a = torch.bincount(d.token_word[on_k & first], minlength=U).to(torch.float64)
-    b = torch.bincount(d.token_word[on_k & ~first], minlength=U).to(torch.float64)
+    a = torch.bincount(d.token_word[on_k[side]], minlength=U).to(torch.float64)
+    b = torch.bincount(d.token_word[on_k[~side]], minlength=U).to(torch.float64)
     ratio = float(a.sum()) / max(float(a.sum() + b.sum()), 1.0)
     f = torch.full((d.n_words,), ratio, dtype=torch.float64)
     f[d.words] = (a + SPLIT_PSEUDO * ratio) / (a + b + SPLIT_PSEUDO)
@@ -292,38 +317,38 @@ def fraction_of(d: Draw, k: int, first: torch.Tensor) -> torch.Tensor:
 
 
 def two_means(
-    unit: torch.Tensor, sure: torch.Tensor, iterations: int, start: torch.Tensor | None = None
+    unit: sparse.csr_matrix, sure: torch.Tensor, iterations: int, start: torch.Tensor | None = None
 ) -> torch.Tensor:
     """(m,) bool: the rows of ``unit`` ((m, n) sparse, each of unit length) split in two by
     cosine two-means over the ``sure`` rows, started from ``start`` or from the longest sure
     row against the sure row least like it; every row then goes to the nearer centre. All
-    False when a side empties."""
+    False when a side empties. (scipy's CSR products: a topic's few hundred documents are far
+    below what torch's sparse kernels pay off at.)"""
     m = unit.shape[0]
     nothing = torch.zeros(m, dtype=torch.bool)
+    ok = sure.numpy()
+    unit_t = unit.T.tocsr()
     if start is None or bool(start[sure].all()) or not bool(start[sure].any()):
-        lengths = torch.sparse.sum(unit, dim=1).to_dense()
-        first = int(torch.where(sure, lengths, torch.full_like(lengths, -1.0)).argmax())
-        pick = torch.zeros(m, 1, dtype=torch.float64)
-        pick[first] = 1.0
-        centre = torch.sparse.mm(unit.t(), pick)  # (n, 1): row ``first``
-        likeness = torch.sparse.mm(unit, centre).squeeze(1)
-        second = int(torch.where(sure, likeness, torch.full_like(likeness, 2.0)).argmin())
-        side = torch.zeros(m, dtype=torch.bool)
+        lengths = np.asarray(unit.sum(axis=1)).ravel()
+        first = int(np.where(ok, lengths, -1.0).argmax())
+        likeness = unit @ unit.getrow(first).T.toarray().ravel()  # (m,): row ``first``
+        second = int(np.where(ok, likeness, 2.0).argmin())
+        side = np.zeros(m, dtype=bool)
         side[first] = True
-        members = torch.zeros(m, 2, dtype=torch.float64)
+        members = np.zeros((m, 2))
         members[first, 0] = members[second, 1] = 1.0
     else:
-        side = start & sure
-        members = torch.stack([side, sure & ~side], dim=1).to(torch.float64)
+        side = (start & sure).numpy()
+        members = np.stack([side, ok & ~side], axis=1).astype(np.float64)
     for _ in range(iterations):
-        centres = torch.sparse.mm(unit.t(), members)  # (n, 2)
-        centres = centres / centres.norm(dim=0, keepdim=True).clamp_min(1e-300)
-        likeness = torch.sparse.mm(unit, centres)  # (m, 2)
+        centres = unit_t @ members  # (n, 2)
+        centres /= np.maximum(np.linalg.norm(centres, axis=0, keepdims=True), 1e-300)
+        likeness = unit @ centres  # (m, 2)
         side = likeness[:, 0] >= likeness[:, 1]
-        if bool(side[sure].all()) or not bool(side[sure].any()):
+        if bool(side[ok].all()) or not bool(side[ok].any()):
             return nothing
-        members = torch.stack([side & sure, sure & ~side], dim=1).to(torch.float64)
-    return side
+        members = np.stack([side & ok, ok & ~side], axis=1).astype(np.float64)
+    return torch.from_numpy(side)
 
 
 def _categorical(p: torch.Tensor, generator: torch.Generator) -> torch.Tensor:

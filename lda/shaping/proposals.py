@@ -5,15 +5,13 @@ learner and the last minibatches; the shaper scores each proposal before making 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any, Protocol
 
 import torch
 
 from lda.batch import Batch
-from lda.evaluation.coherence import npmi_coherence
+from lda.evaluation.coherence import npmi_coherence_of_tokens
 from lda.model import StreamingLDA
 from lda.shaping.config import Kind, ShapingConfig
 
@@ -35,11 +33,6 @@ class Recent:
     @property
     def n_batch(self) -> int:
         return int(self.lengths.numel())
-
-    @cached_property
-    def documents(self) -> list[list[int]]:
-        """The documents as lists of word ids (for the per-document proposals)."""
-        return [d.tolist() for d in torch.split(self.words, self.lengths.tolist())]
 
 
 class Window(Protocol):
@@ -69,8 +62,9 @@ def propose(kind: Kind, model: StreamingLDA, shaper: Window) -> list[Any]:
         old = [k for k in live if shaper.learned - int(shaper.born_at[k]) >= c.start_after]
         found = dead(shaper.shares, live, old, seeded, c.dead_share)
         rest = [k for k in old if k not in seeded and k not in found]
-        documents = [d for batch in shaper.recent for d in batch.documents]
-        return (found + junk(model, rest, documents, c))[: min(c.most, room)]
+        words = torch.cat([r.words for r in shaper.recent])
+        lengths = torch.cat([r.lengths for r in shaper.recent])
+        return (found + junk(model, rest, words, lengths, c))[: min(c.most, room)]
     if kind == "merge":
         if room <= 0:
             return []
@@ -94,15 +88,17 @@ def dead(
 def junk(
     model: StreamingLDA,
     candidates: list[int],
-    documents: Sequence[Sequence[int]],
+    words: torch.Tensor,
+    lengths: torch.Tensor,
     config: ShapingConfig,
 ) -> list[int]:
-    """The ``candidates`` whose top words hardly co-occur: NPMI in ``documents`` below
-    ``junk_npmi``, the least coherent first."""
-    if config.junk_npmi is None or not candidates or not documents:
+    """The ``candidates`` whose top words hardly co-occur: NPMI below ``junk_npmi`` in the
+    documents ``words`` ((T,) one after another, ``lengths`` (D,) tokens each), the least
+    coherent first."""
+    if config.junk_npmi is None or not candidates or not lengths.numel():
         return []
     top, _ = model.top_words(config.top)
-    npmi = npmi_coherence(top[candidates], documents).tolist()
+    npmi = npmi_coherence_of_tokens(top[candidates], words, lengths).tolist()
     found = [(v, k) for k, v in zip(candidates, npmi, strict=True) if v < config.junk_npmi]
     return [k for _, k in sorted(found)]
 

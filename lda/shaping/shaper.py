@@ -238,15 +238,15 @@ class TopicShaper:
         # the scores' draws come from a generator of their own, so that the moves' draws
         # (self.generator) are the same on every rank of a group, which scores nothing
         g = torch.Generator().manual_seed(self.seed * 1_000_003 + self.learned)
-        beta = model.live(model.beta_mean).to("cpu", torch.float64)  # read once: (L, W)
-        draw, position = self._draw(model, beta, g)
+        mean = model.beta_mean  # (K, W), read once
+        draw, position = self._draw(model, mean, g)
         learned = model.prior.learn
         scored: list[Scored] = []
         for kept, away in merges:
             gain = evidence.merge_gain(draw, position[kept], position[away], learned)
             scored.append(Scored("merge", (kept, away), gain))
         for k in retires:
-            tokens, to = evidence.reassign(draw, position[k], beta, g)
+            tokens, to = evidence.reassign(draw, position[k], g)
             gain = evidence.retire_gain(draw, position[k], tokens, to)
             scored.append(Scored("retire", k, gain))
         # a retire or merge takes a topic away: it may cost ``tolerance`` nats per token of
@@ -261,17 +261,17 @@ class TopicShaper:
                 continue  # the topic's documents give no two halves
             gain = evidence.split_gain(draw, position[k], first, learned)
             fraction = evidence.fraction_of(draw, position[k], first)
-            if not proposals.distinct(beta[position[k]], fraction, self.config):
+            if not proposals.distinct(mean[k], fraction, self.config):
                 continue  # the halves would be a duplicate pair
             scored.append(Scored("split", (k, fraction), gain))
         self.last = tuple(scored)
         return self._choose(model, scored, counted)
 
     def _draw(
-        self, model: StreamingLDA, beta: torch.Tensor, generator: torch.Generator
+        self, model: StreamingLDA, mean: torch.Tensor, generator: torch.Generator
     ) -> tuple[evidence.Draw, dict[int, int]]:
-        """One draw of the window's topic assignments over the live topics (``beta`` their
-        beta_mean), and each live slot's position in it. The window's documents stand for
+        """One draw of the window's topic assignments over the live topics (``mean`` the
+        slots' beta_mean), and each live slot's position in it. The window's documents stand for
         those beta_mean remembers (docs/model.md, "Scoring moves in closed form")."""
         live = model.topic_ids.live_slots()
         words = torch.cat([r.words for r in self.recent])
@@ -282,7 +282,8 @@ class TopicShaper:
         stands = max(held, min(float(model.docs_seen), self._remembered(model)))
         assert model.config.alpha is not None
         alpha = model.config.alpha * stands / model.corpus_size(0)
-        d = evidence.draw(words, lengths, expected, beta, gamma, alpha, generator)
+        rows = torch.tensor(live, dtype=torch.int64)
+        d = evidence.draw(words, lengths, expected, mean, gamma, alpha, generator, rows=rows)
         d = dataclasses.replace(d, scale=stands / held)
         return d, {k: i for i, k in enumerate(live)}
 

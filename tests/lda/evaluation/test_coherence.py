@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from lda.evaluation.coherence import npmi_coherence, topic_diversity
+from lda.evaluation.coherence import npmi_coherence, npmi_coherence_of_tokens, topic_diversity
 
 DOCS = [[0, 1, 2], [0, 1], [0, 3], [2, 3], [1, 4]]
 
@@ -66,3 +66,14 @@ def test_npmi_agrees_with_gensim_c_npmi_on_a_small_corpus() -> None:
     )
     want = torch.tensor(model.get_coherence_per_topic(), dtype=torch.float64)
     torch.testing.assert_close(npmi_coherence(topics, documents), want, rtol=0, atol=1e-9)
+
+
+def test_npmi_of_tokens_is_npmi_of_the_same_documents() -> None:
+    """The shaper's token form reads the same presence as the document lists: equal figures."""
+    g = torch.Generator().manual_seed(3)
+    lengths = torch.randint(1, 30, (40,), generator=g)
+    words = torch.randint(0, 25, (int(lengths.sum()),), generator=g)
+    documents = [d.tolist() for d in torch.split(words, lengths.tolist())]
+    top = torch.stack([torch.randperm(30, generator=g)[:6] for _ in range(5)])  # 25..29 unseen
+    expected = npmi_coherence(top, documents)
+    assert torch.allclose(npmi_coherence_of_tokens(top, words, lengths), expected, rtol=0, atol=0)

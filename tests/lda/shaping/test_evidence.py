@@ -112,8 +112,7 @@ def test_a_retire_score_is_the_change_in_the_joint() -> None:
     d = _draw(2)
     word, doc = _tokens(d)
     D = d.doc_topic.shape[0]
-    beta = torch.full((4, W), 1.0 / W, dtype=torch.float64)
-    tokens, to = evidence.reassign(d, 0, beta, torch.Generator().manual_seed(4))
+    tokens, to = evidence.reassign(d, 0, torch.Generator().manual_seed(4))
     assert tokens.numel() > 0 and not bool((to == 0).any())
     topic = d.token_topic.clone()
     topic[tokens] = to

@@ -196,8 +196,9 @@ def test_a_topic_whose_words_never_meet_is_retired_as_junk() -> None:
     lazy.theta[0] = 1e-3
     lazy.theta[0, :10] = 1e3  # block 0's words
     lazy.total[0] = lazy.theta[0]
-    documents = [d for batch in shaper.recent for d in batch.documents]
-    assert proposals.junk(model, [0, 3], documents, shaper.config) == [3]
+    words = torch.cat([r.words for r in shaper.recent])
+    lengths = torch.cat([r.lengths for r in shaper.recent])
+    assert proposals.junk(model, [0, 3], words, lengths, shaper.config) == [3]
 
 
 def test_a_seeded_topic_is_never_retired_or_merged_away() -> None:
