@@ -101,12 +101,45 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", type=Path, default=None)
+    p.add_argument(
+        "--shaping",
+        default="",
+        help="the shaped runs' ShapingConfig fields other than the defaults, as name=value "
+        "pairs separated by commas (e.g. every=20,tolerance=0)",
+    )
     args = p.parse_args(argv)
+    try:
+        args.shaping_config = shaping_config(args.shaping)
+    except (TypeError, ValueError) as e:
+        p.error(f"--shaping: {e}")
     args.run_list = [r.strip() for r in args.runs.split(",") if r.strip()]
     unknown = sorted(set(args.run_list) - set(RUNS))
     if unknown:
         p.error(f"unknown runs {unknown}; choose from {', '.join(RUNS)}")
     return args
+
+
+def shaping_config(pairs: str) -> Any:
+    """ShapingConfig with the name=value ``pairs`` over its defaults (each value parsed as the
+    default's type; ``none`` for an optional one)."""
+    if ShapingConfig is None:
+        return None
+    defaults = ShapingConfig()
+    changes: dict[str, Any] = {}
+    for pair in filter(None, (p.strip() for p in pairs.split(","))):
+        name, _, text = pair.partition("=")
+        if not hasattr(defaults, name) or name == "kinds":
+            raise ValueError(f"no ShapingConfig field {name!r} that takes one value")
+        default = getattr(defaults, name)
+        if text.lower() == "none":
+            changes[name] = None
+        elif isinstance(default, bool):
+            changes[name] = text.lower() in ("1", "true", "yes")
+        elif isinstance(default, int):
+            changes[name] = int(text)
+        else:
+            changes[name] = float(text)
+    return ShapingConfig(**changes)
 
 
 # --- the counts ---------------------------------------------------------------------------
@@ -219,10 +252,12 @@ def learn_fixed(config: LearnerConfig, batches: list[Batch], seed: int) -> Learn
     return Learned(model.beta_mean, model.gamma, seconds, {})
 
 
-def learn_shaped(config: LearnerConfig, batches: list[Batch], seed: int) -> Learned:
+def learn_shaped(
+    config: LearnerConfig, batches: list[Batch], seed: int, shaping: Any = None
+) -> Learned:
     """StreamingLDA over the slots, each minibatch learned through the topic shaper."""
     model = StreamingLDA(config, seed=seed)
-    shaper = TopicShaper(ShapingConfig(), seed=seed)
+    shaper = TopicShaper(shaping or ShapingConfig(), seed=seed)
     deciding = [0.0]
     decide = shaper.decide
 
@@ -322,10 +357,16 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             settings.learner_config(n_words, n_topics=200), batches, args.seed
         ),
         "shaped-20": lambda: learn_shaped(
-            settings.learner_config(n_words, n_topics=SLOTS, live_topics=20), batches, args.seed
+            settings.learner_config(n_words, n_topics=SLOTS, live_topics=20),
+            batches,
+            args.seed,
+            args.shaping_config,
         ),
         "shaped-200": lambda: learn_shaped(
-            settings.learner_config(n_words, n_topics=SLOTS, live_topics=SLOTS), batches, args.seed
+            settings.learner_config(n_words, n_topics=SLOTS, live_topics=SLOTS),
+            batches,
+            args.seed,
+            args.shaping_config,
         ),
         "hdp": lambda: learn_hdp(
             corpus, vocab, args.hdp_iterations, args.hdp_initial_k, args.seed, args.threads
