@@ -190,16 +190,15 @@ def add_flags(parser: argparse.ArgumentParser, command: str) -> None:
 
 
 def _add_flag(parser: argparse._ActionsContainer, name: str, flag: Flag) -> None:
-    """One setting's flag: its type, or its choices, from the setting's; a switch for a bool
-    (unset unless given, so the environment's value stands)."""
-    kind = GROUPS[GROUP_OF[name]].model_fields[name].annotation
-    if isinstance(kind, types.UnionType) or get_origin(kind) is typing.Union:
-        kind = next(k for k in get_args(kind) if k is not type(None))  # X | None: X
+    """One setting's flag: its type, or its choices, from the setting's; for a bool a switch
+    both ways, ``--x`` and ``--no-x`` (unset unless given, so the environment's value
+    stands; a default of true can still be turned off)."""
+    kind = _kind(name)
     given: dict[str, Any] = {"dest": name, "help": flag.help}
     if flag.required:
         given["required"] = True
     if kind is bool:
-        parser.add_argument(flag.name, action="store_true", default=None, **given)
+        parser.add_argument(flag.name, action=argparse.BooleanOptionalAction, default=None, **given)
         return
     if flag.metavar is not None:
         given["metavar"] = flag.metavar
@@ -208,6 +207,14 @@ def _add_flag(parser: argparse._ActionsContainer, name: str, flag: Flag) -> None
     elif kind is not str:
         given["type"] = kind
     parser.add_argument(flag.name, **given)
+
+
+def _kind(name: str) -> Any:
+    """A setting's type, X for X | None."""
+    kind = GROUPS[GROUP_OF[name]].model_fields[name].annotation
+    if isinstance(kind, types.UnionType) or get_origin(kind) is typing.Union:
+        kind = next(k for k in get_args(kind) if k is not type(None))  # X | None: X
+    return kind
 
 
 def flag_values(args: Mapping[str, Any]) -> dict[str, Any]:
@@ -248,7 +255,8 @@ def _flags_shown(name: str) -> str:
     commands: dict[str, list[str]] = {}
     for setting, flag in FLAGS:
         if setting == name:
-            commands.setdefault(flag.name, []).extend(flag.commands)
+            shown = f"--[no-]{flag.name[2:]}" if _kind(name) is bool else flag.name
+            commands.setdefault(shown, []).extend(flag.commands)
     return ", ".join(f"`{flag}` ({', '.join(used)})" for flag, used in commands.items()) or "—"
 
 

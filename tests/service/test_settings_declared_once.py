@@ -93,6 +93,30 @@ def test_every_flag_of_a_setting_is_its_declared_flag() -> None:
             for option in action.option_strings
         }
         declared = {
-            (name, flag.name, flag.help) for name, flag in FLAGS if command in flag.commands
+            (name, option, flag.help)
+            for name, flag in FLAGS
+            if command in flag.commands
+            for option in _options(name, flag.name)
         }
         assert found == declared, command
+
+
+def _options(name: str, option: str) -> tuple[str, ...]:
+    """A setting's flag, and for a bool its negation too."""
+    default = ModelSettings.model_fields.get(name)
+    switch = default is not None and default.annotation is bool
+    return (option, f"--no-{option[2:]}") if switch else (option,)
+
+
+def test_a_switch_turns_a_true_default_off_and_a_false_one_on() -> None:
+    """``--no-fixed-gamma`` learns gamma although the default keeps it fixed; unset, the
+    environment's value stands."""
+    from service.settings import flag_values
+
+    parser = build_parser("train")
+    train = ["train", "--source", "x", "--docs", "1", "--out", "o"]
+    off = vars(parser.parse_args([*train, "--no-fixed-gamma"]))
+    assert flag_values(off)["fixed_gamma"] is False
+    on = vars(parser.parse_args([*train, "--fixed-topics"]))
+    assert flag_values(on)["fixed_topics"] is True
+    assert "fixed_gamma" not in flag_values(vars(parser.parse_args(train)))
