@@ -301,6 +301,13 @@ def halves(
     return first
 
 
+def half_tokens(d: Draw, k: int, first: torch.Tensor) -> tuple[int, int]:
+    """The window's tokens of topic ``k`` in the first half and in the second."""
+    side = first[d.tokens_of(k)]
+    n = int(side.sum())
+    return n, int(side.numel()) - n
+
+
 def fraction_of(d: Draw, k: int, first: torch.Tensor) -> torch.Tensor:
     """(W,) f: each word's share in the first half, from the halves' window counts smoothed by
     half a token towards the halves' token ratio s (f_w = (a_w + s/2) / (a_w + b_w + 1/2));

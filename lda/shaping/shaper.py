@@ -254,11 +254,16 @@ class TopicShaper:
         allowance = self.config.tolerance * float(draw.lengths.sum()) * draw.scale
         scored = [dataclasses.replace(s, gain=s.gain + allowance) for s in scored]
         counted: Counter[str] = Counter(s.kind for s in scored)
+        # a half under the dead line of the window's tokens would be retired as soon as its
+        # grace ends: a split that would make one is not proposed
+        smallest = self.config.dead_share * float(draw.lengths.sum()) / len(position)
         for k, proposed in splits:
             counted["split"] += 1
             first = evidence.halves(draw, position[k], proposed)
             if not bool(first.any()):
                 continue  # the topic's documents give no two halves
+            if min(evidence.half_tokens(draw, position[k], first)) < smallest:
+                continue  # one half would be born dead
             gain = evidence.split_gain(draw, position[k], first, learned)
             fraction = evidence.fraction_of(draw, position[k], first)
             if not proposals.distinct(mean[k], fraction, self.config):

@@ -263,3 +263,18 @@ def test_a_split_topics_number_stays_with_the_half_that_kept_its_words(away: boo
     assert kept > len(set(move.before[0]) & set(move.after[0]))
     torch.testing.assert_close(model.state.theta, plain.state.theta, rtol=0, atol=0)
     torch.testing.assert_close(model.beta_mean, plain.beta_mean, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dead_share", [0.0, 50.0])
+def test_a_split_that_would_leave_a_half_dead_is_not_made(dead_share: float) -> None:
+    """Every split kept but one whose smaller half holds fewer of the window's tokens than
+    the dead line: at dead line 0 splits are made; at a line no half can reach, none."""
+    model = _learner()
+    config = dataclasses.replace(CONFIG, dead_share=dead_share)
+    every = forced({"split": [(k, None) for k in range(LIVE)]})
+    shaper = TopicShaper(config, seed=5, propose=every, accept=lambda *_: True)
+    for batch in _batches(4):
+        shaper.update(model, batch)
+    assert shaper.decisions["split scored"] == LIVE
+    kept = shaper.decisions["split kept"]
+    assert kept > 0 if dead_share == 0.0 else kept == 0
