@@ -255,8 +255,9 @@ class TopicShaper:
         scored = [dataclasses.replace(s, gain=s.gain + allowance) for s in scored]
         counted: Counter[str] = Counter(s.kind for s in scored)
         # a half under the dead line of the window's tokens would be retired as soon as its
-        # grace ends: a split that would make one is not proposed
-        smallest = self.config.dead_share * float(draw.lengths.sum()) / len(position)
+        # grace ends: a split that would make one is not made. The line is drawn at the slots'
+        # average, where the topics are headed, so that a few broad topics still split
+        smallest = self.config.dead_share * float(draw.lengths.sum()) / model.config.n_topics
         for k, proposed in splits:
             counted["split"] += 1
             first = evidence.halves(draw, position[k], proposed)
