@@ -14,7 +14,7 @@ KINDS: tuple[Kind, ...] = ("retire", "merge", "split")
 class ShapingConfig:
     """When moves are decided, what is proposed, and how many one decision makes."""
 
-    every: int = 10  # minibatches between decisions
+    every: int = 20  # minibatches between decisions
     start_after: int = 20  # minibatches learned before the first decision; a newborn's grace too
     window: int = 10  # minibatches of recent documents a decision is scored on
     min_topics: int = 2
@@ -25,7 +25,7 @@ class ShapingConfig:
     overlap: int = 5  # top words in common that make two topics say the same thing
     most: int = 8  # topics one decision retires or merges away, at most
     births: int = 64  # topics one decision splits, at most
-    tolerance: float = 0.001  # nats per token of the window a retire or merge may cost
+    tolerance: float = 0.0002  # nats per token of the window a retire or merge may cost
     kinds: tuple[Kind, ...] = KINDS  # the moves proposed
 
     def __post_init__(self) -> None:
