@@ -63,32 +63,33 @@ class ModelSettings(Group):
         description="SG-MCMC sampler: sgld, sghmc, sgrld, sgrhmc, scir (SGRLD's diffusion "
         "integrated exactly; on the CPU a step touches only the minibatch's words)",
     )
-    topics: Annotated[int, Flag("--topics", "number of topics K")] = Field(
-        default=50, ge=1, description="Number of topics K"
+    topics: Annotated[int, Flag("--topics", "number of topics K (where they start)")] = Field(
+        default=200,
+        ge=1,
+        description="Number of topics K: where the stream starts while topics move, K itself "
+        "with fixed_topics (why 200: docs/defaults.md)",
     )
     max_topics: Annotated[
         int | None,
         Flag(
             "--max-topics",
-            "topics move: born, merged and retired, up to this many (--topics: the start)",
+            "the most topics the stream may hold (default: --topics)",
             (*LEARNING, "up"),
         ),
     ] = Field(
         default=None,
         ge=1,
-        description="Given, topics are born, merged and retired while the stream runs, up to "
-        "this many (the learner's slots, its memory: max_topics x W); topics is where they "
-        "start. Unset: K = topics, fixed",
+        description="The most topics there may be while they are born, merged and retired "
+        "(the learner's slots, its memory: max_topics x W); unset: topics",
     )
     fixed_topics: Annotated[
         bool,
-        Flag("--fixed-topics", "keep K fixed even with --max-topics (no moves)", (*LEARNING, "up")),
+        Flag("--fixed-topics", "keep K = --topics fixed: no topic moves", (*LEARNING, "up")),
     ] = Field(
         default=False,
-        description="Keep K fixed even with max_topics given (a benchmark against fixed-K "
-        "peers at the same slots). Without max_topics K is fixed; with it topics are split, "
-        'merged and retired while the stream runs (docs/topics.md, "Topics that shape '
-        'themselves"; why that is not the default yet: docs/defaults.md)',
+        description="Keep K = topics fixed: no topic is born, merged or retired. Unset, topics "
+        'are split, merged and retired while the stream runs (docs/topics.md, "Topics that '
+        'shape themselves"; why that is the default: docs/defaults.md)',
     )
     vocab: Annotated[
         Path | None, Flag("--vocab", "vocabulary file, one word per line", exclusive="vocabulary")
@@ -277,13 +278,13 @@ class ModelSettings(Group):
 
     @property
     def topics_move(self) -> bool:
-        """Topics are born, merged and retired: max_topics given, fixed_topics not."""
-        return self.max_topics is not None and not self.fixed_topics
+        """Topics are born, merged and retired unless fixed_topics."""
+        return not self.fixed_topics
 
     @property
     def slots(self) -> int:
-        """The learner's K: max_topics when topics move, else topics."""
-        return self.max_topics if self.topics_move and self.max_topics else self.topics
+        """The learner's K: max_topics (else topics) when topics move, else topics."""
+        return (self.max_topics or self.topics) if self.topics_move else self.topics
 
     def learner_config(self, n_words: int, ranks: int = 1, **overrides: Any) -> LearnerConfig:
         """The learner's configuration over ``n_words`` words: every setting named as a

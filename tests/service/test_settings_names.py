@@ -88,7 +88,7 @@ REQUIRED = {
 # vocabulary.
 SAMPLES: dict[str, tuple[str, Any]] = {
     "vocab_counted": ("200000", 200_000),
-    "max_topics": ("200", 200),  # at least topics (50)
+    "max_topics": ("200", 200),  # at least topics (200)
 }
 
 

@@ -39,6 +39,9 @@ VOCAB_DOCS = 30
 WORKER_ENV = {
     "STREAMLDA_REVISIT": "false",
     "STREAMLDA_TOPICS": "5",
+    # the helpers' small K stays fixed, as the tests of drift, labels and records expect; a
+    # test of moving topics passes fixed_topics=False (and max_topics) itself
+    "STREAMLDA_FIXED_TOPICS": "true",
     "STREAMLDA_SWEEPS": "4",
     "STREAMLDA_BATCH_SIZE": "10",
     "STREAMLDA_HELDOUT": str(HELDOUT),

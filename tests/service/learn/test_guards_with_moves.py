@@ -99,6 +99,7 @@ def test_a_quiet_stream_is_revisited_up_to_the_ratio_then_idles_while_topics_mov
         revisit_ratio=RATIO,
         checkpoint_idle_s=0.5,
         max_topics=MAX_TOPICS,
+        fixed_topics=False,
     )
     client = connect(settings.store)
     queue_articles(client, 0, 120)
@@ -174,6 +175,7 @@ def test_kept_articles_are_indexed_refolded_published_and_served_while_topics_mo
         revisit=True,
         reservoir_size=500,
         max_topics=MAX_TOPICS,
+        fixed_topics=False,
     )
     client = connect(settings.store)
     queue_articles(client, 0, COUNT)
@@ -275,6 +277,7 @@ def test_a_seeded_topic_keeps_its_seeds_and_number_while_topics_move(
         seeds=seeds_file,
         seed_strength=3.0,
         max_topics=MAX_TOPICS,
+        fixed_topics=False,
     )
     client = connect(settings.store)
     _queue_seeded(settings, 0, SEEDED)
@@ -308,6 +311,7 @@ def test_a_seeded_topic_keeps_its_seeds_and_number_while_topics_move(
         vocab_refresh=40,
         vocab_counted=100_000,
         max_topics=MAX_TOPICS,
+        fixed_topics=False,
     )
     resumed, stop, thread = started_moving(again)
     try:

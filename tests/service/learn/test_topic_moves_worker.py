@@ -54,7 +54,11 @@ def test_moves_are_kept_or_refused_and_survive_a_restart(
     redis_server: RedisServer, tmp_path: Path
 ) -> None:
     settings = worker_settings(
-        redis_server.url, tmp_path / "data", max_topics=8, search_refresh_share=0.0
+        redis_server.url,
+        tmp_path / "data",
+        max_topics=8,
+        fixed_topics=False,
+        search_refresh_share=0.0,
     )
     client = connect(settings.store)
     queue_articles(client, 0, 600)
