@@ -134,7 +134,8 @@ class StreamingLDA:
 
     @property
     def live_gamma(self) -> Gamma:
-        """gamma of the live topics only, as the kernels take it (lda.gamma)."""
+        """gamma of the live topics only, as the kernels take it (lda.gamma): while every slot
+        is live, :attr:`gamma` itself (the scalar while symmetric, else the tuple)."""
         live = self.topic_ids.live_slots()
         values = [float(self.prior.gamma[k]) for k in live]
         return values[0] if all(v == values[0] for v in values) else tuple(values)
@@ -285,8 +286,7 @@ class StreamingLDA:
         """The held-out estimator of this learner's configuration (over the live topics:
         score :meth:`live` rows with it)."""
         cfg = self.config
-        gamma = self.gamma if self.live_index is None else self.live_gamma
-        return ScorerConfig(gamma=gamma, sweeps=cfg.eval_sweeps, method=cfg.eval_gibbs)
+        return ScorerConfig(gamma=self.live_gamma, sweeps=cfg.eval_sweeps, method=cfg.eval_gibbs)
 
     def scorer(self) -> HeldoutScorer:
         """A scorer over this learner's evaluation generator and posterior average (shared)."""
