@@ -73,9 +73,12 @@ class StreamingLDA:
         seed: int = 0,
         *,
         chain: Chain | None = None,
+        prior: LearnedPrior | None = None,
+        topic_ids: TopicIds | None = None,
     ):
-        """A learner drawn afresh from the prior, or one that goes on from ``chain`` as
-        :meth:`from_state_dict` restores it: no fresh K x W draw made only to be replaced."""
+        """A learner drawn afresh from the prior, or one that goes on from ``chain``, ``prior``
+        and ``topic_ids`` as :meth:`from_state_dict` restores them: no fresh K x W draw made
+        only to be replaced. Without ``prior`` the free slots start at a new one's floor."""
         self.config = config
         self.device = torch.device(device)
         self.seed = seed
@@ -93,12 +96,19 @@ class StreamingLDA:
         self.revisited_docs = 0
         assert config.gamma is not None
         # gamma_k (K,), learned from the stream or held at the symmetric start (lda.prior)
-        self.prior = LearnedPrior(config.gamma, config.n_topics, config.learn_gamma)
+        self.prior = (
+            prior
+            if prior is not None
+            else LearnedPrior(config.gamma, config.n_topics, config.learn_gamma)
+        )
         self._prior_sums: tuple[torch.Tensor, float, int] | None = None
         # which slots hold a live topic and the number each is known by (lda.topic_ids)
         live = config.n_topics if config.live_topics is None else config.live_topics
-        self.topic_ids = TopicIds.start(config.n_topics, live)
-        self._floor_free_slots()
+        self.topic_ids = (
+            topic_ids if topic_ids is not None else TopicIds.start(config.n_topics, live)
+        )
+        if prior is None:  # a new prior: free slots at its floor
+            self._floor_free_slots()
 
     def _floor_free_slots(self) -> None:
         """Free slots' gamma_k at the prior's floor: a free slot takes next to no tokens."""
@@ -124,7 +134,8 @@ class StreamingLDA:
 
     @property
     def live_gamma(self) -> Gamma:
-        """gamma of the live topics only, as the kernels take it (lda.gamma)."""
+        """gamma of the live topics only, as the kernels take it (lda.gamma): while every slot
+        is live, :attr:`gamma` itself (the scalar while symmetric, else the tuple)."""
         live = self.topic_ids.live_slots()
         values = [float(self.prior.gamma[k]) for k in live]
         return values[0] if all(v == values[0] for v in values) else tuple(values)
@@ -275,8 +286,7 @@ class StreamingLDA:
         """The held-out estimator of this learner's configuration (over the live topics:
         score :meth:`live` rows with it)."""
         cfg = self.config
-        gamma = self.gamma if self.live_index is None else self.live_gamma
-        return ScorerConfig(gamma=gamma, sweeps=cfg.eval_sweeps, method=cfg.eval_gibbs)
+        return ScorerConfig(gamma=self.live_gamma, sweeps=cfg.eval_sweeps, method=cfg.eval_gibbs)
 
     def scorer(self) -> HeldoutScorer:
         """A scorer over this learner's evaluation generator and posterior average (shared)."""
@@ -366,27 +376,30 @@ class StreamingLDA:
         own matrices (lda.sgmcmc.chain.restore_chain)."""
         config = LearnerConfig.from_dict(state["config"])
         seed = int(state.get("seed", 0))
+        assert config.gamma is not None
+        # Absent from older checkpoints: the prior (a symmetric gamma) and the topic numbers (K
+        # fixed); without both, the free slots start at the prior's floor as a new learner's.
+        saved_prior, saved_ids = state.get("prior"), state.get("topic_ids")
+        prior = None
+        if saved_prior is not None or saved_ids is not None:
+            prior = LearnedPrior.from_state_dict(
+                saved_prior, config.gamma, config.n_topics, config.learn_gamma
+            )
+        ids = None
+        if saved_ids is not None:
+            ids = TopicIds.from_state_dict(saved_ids)
+            if ids.n_slots != config.n_topics:
+                raise ValueError(
+                    f"the saved topic numbers cover {ids.n_slots} slots, "
+                    f"the learner has {config.n_topics}"
+                )
         chain = restore_chain(config, state, torch.device(device), seed)
-        model = cls(config, device, seed, chain=chain)
+        model = cls(config, device, seed, chain=chain, prior=prior, topic_ids=ids)
         chain.set_seeds(SeedPrior.from_state_dict(state.get("seeds")))  # absent before seeds
         model.docs_seen = int(state["docs_seen"])
         model.tokens_seen = int(state["tokens_seen"])
         model.revisit_steps = int(state.get("revisit_steps", 0))
         model.revisited_docs = int(state.get("revisited_docs", 0))
-        assert config.gamma is not None
-        model.prior = LearnedPrior.from_state_dict(
-            state.get("prior"), config.gamma, config.n_topics, config.learn_gamma
-        )
-        saved_ids = state.get("topic_ids")
-        if saved_ids is not None:
-            model.topic_ids = TopicIds.from_state_dict(saved_ids)
-            if model.topic_ids.n_slots != config.n_topics:
-                raise ValueError(
-                    f"the saved topic numbers cover {model.topic_ids.n_slots} slots, "
-                    f"the learner has {config.n_topics}"
-                )
-        elif state.get("prior") is None:
-            model._floor_free_slots()
         model.generator.set_state(state["generator"])
         model.eval_generator.set_state(state["eval_generator"])
         average = dict(state["posterior_average"])

@@ -60,6 +60,30 @@ class Status:
     gone: Gone | None = None
 
 
+class Identity(tuple[int, ...]):
+    """The numbers of a fixed K's topics, 0..K-1: every slot live, its number its slot. The
+    listing every reader falls back on: the formats from before numbers imply it, so it is never
+    written (:func:`saved`)."""
+
+    @classmethod
+    def of(cls, n: int) -> Identity:
+        return cls(range(n))
+
+
+def saved(numbers: Sequence[int] | None) -> list[int] | None:
+    """The listed topics' numbers as the formats write them: None (the field left out, as
+    before numbers) for none or a fixed K's :class:`Identity`."""
+    return None if numbers is None or isinstance(numbers, Identity) else [int(n) for n in numbers]
+
+
+def position(numbers: Sequence[int], number: int) -> int | None:
+    """Where topic ``number`` is listed in ``numbers``, or None when no listed topic has it."""
+    try:
+        return numbers.index(number)
+    except ValueError:
+        return None
+
+
 @dataclass
 class TopicIds:
     """Slot -> number (``FREE`` for an empty slot), the next number to give, the gone numbers

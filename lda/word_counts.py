@@ -150,16 +150,22 @@ class WordCounts:
         between runs; the checkpoint's when None): a smaller one cuts as counting would. The
         vocabulary in use is the saved one until :meth:`use_vocabulary` says another."""
         counts = cls(state["capacity"] if capacity is None else capacity)
-        counts.documents = int(state["documents"])
-        counts.floor = int(state["floor"])
-        counts.counts = Counter(dict(zip(state["words"], state["counts"], strict=True)))
-        counts.known_words = list(state.get("known_words", []))
-        counts.known = np.asarray(state.get("known", np.zeros(0)), dtype=np.int64).copy()
-        floors = state.get("known_floor", np.full(counts.known.size, counts.floor))
-        counts.known_floor = np.asarray(floors, dtype=np.int64).copy()
-        if counts.capacity is not None and len(counts.counts) > 2 * counts.capacity:
-            counts._cut(counts.capacity)
+        counts.load_state_dict(state)
         return counts
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Take the counts :meth:`state_dict` saved, under this capacity (a smaller one cuts
+        them as counting would)."""
+        self.documents = int(state["documents"])
+        self.floor = int(state["floor"])
+        self.counts = Counter(dict(zip(state["words"], state["counts"], strict=True)))
+        self.known_words = list(state.get("known_words", []))
+        self.known = np.asarray(state.get("known", np.zeros(0)), dtype=np.int64).copy()
+        floors = state.get("known_floor", np.full(self.known.size, self.floor))
+        self.known_floor = np.asarray(floors, dtype=np.int64).copy()
+        self.pending = []
+        if self.capacity is not None and len(self.counts) > 2 * self.capacity:
+            self._cut(self.capacity)
 
 
 def _long_enough(word: bytes, length: int) -> bool:

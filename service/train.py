@@ -187,10 +187,9 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
     except OSError as exc:
         raise CommandError(f"cannot write the model to {out_dir}: {exc}") from exc
     _print_topics(model, vocabulary, sys.stderr if args.json else sys.stdout)
-    if session.shaper is not None:
-        decided = ", ".join(f"{k} {v}" for k, v in sorted(session.shaper.decisions.items()))
-        live = len(model.topic_ids.live_slots())
-        print(f"{live} live topics; moves: {decided or 'none'}", file=sys.stderr)
+    said = session.shaper.summary(model)  # nothing while K is fixed
+    if said:
+        print(said, file=sys.stderr)
     return 0
 
 

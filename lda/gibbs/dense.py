@@ -11,7 +11,7 @@ import numpy as np
 
 
 @numba.njit(cache=True, fastmath=True)
-def _total(weights: np.ndarray) -> float:
+def weight_total(weights: np.ndarray) -> float:
     """Sum of the conditional's weights (vectorised: the draw does not depend on its order)."""
     total = 0.0
     for k in range(weights.shape[0]):
@@ -99,7 +99,7 @@ def _sample_document(
             counts[k_old] -= 1.0
             for k in range(n_topics):
                 weights[k] = (gamma[k] + counts[k]) * row[k]
-            total = _total(weights)
+            total = weight_total(weights)
             u = uniforms[s, j] * total
             # Inverse CDF with the current topic first: most tokens keep their topic, and then
             # one comparison replaces the walk. Then the first other topic whose running sum

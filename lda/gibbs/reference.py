@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 
 from lda.batch import Batch
+from lda.draws import sample_dirichlet
 from lda.gamma import gamma_vector, symmetric_value
 from lda.gibbs.config import GibbsConfig
 from lda.gibbs.result import GibbsExpectations
@@ -127,7 +128,7 @@ def _uncollapsed(
         counts = torch.bincount(doc * n_topics + z, minlength=n_docs * n_topics)
         counts_dk = counts.view(n_docs, n_topics).to(rows.dtype)
         concentration = prior_of(config, n_topics, beta.device) + counts_dk
-        pi = torch._sample_dirichlet(concentration, generator=generator)
+        pi = sample_dirichlet(concentration, generator)
         weights = pi[doc] * rows
         total = weights.sum(dim=1, keepdim=True)
         # pi can underflow to 0 on every topic a word has mass in (gamma << 1): beta decides.

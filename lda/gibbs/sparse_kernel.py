@@ -16,7 +16,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from lda.gibbs.dense import _total
+from lda.gibbs.dense import weight_total
 
 
 @numba.njit(parallel=True, cache=True)
@@ -131,7 +131,7 @@ def _block_sums(weights: np.ndarray, blocks: np.ndarray) -> float:
     total = 0.0
     for b in range(blocks.shape[0]):
         lo = b * BLOCK
-        s = _total(weights[lo : min(n, lo + BLOCK)])
+        s = weight_total(weights[lo : min(n, lo + BLOCK)])
         blocks[b] = s
         total += s
     return total

@@ -13,6 +13,7 @@ from functools import cached_property
 
 import torch
 
+from lda.draws import standard_gamma
 from lda.sgmcmc.averaging import ExponentialMean
 
 
@@ -93,7 +94,7 @@ def prior_columns(
     """(K, n_columns) theta of columns no data has touched: Gamma(alpha, 1) draws, in float64
     first so that float32 draws have the same law."""
     shape = torch.full((n_topics, n_columns), alpha, dtype=torch.float64, device=generator.device)
-    return torch._standard_gamma(shape, generator=generator).to(dtype)
+    return standard_gamma(shape, generator).to(dtype)
 
 
 def remap_mean(mean: ExponentialMean, columns: ColumnMap, beta: torch.Tensor) -> None:

@@ -3,6 +3,6 @@
 to a learner (``shaper``) (docs/model.md, "Topic moves", "The shaper")."""
 
 from lda.shaping.config import KINDS, Kind, ShapingConfig
-from lda.shaping.shaper import Reshaped, TopicShaper
+from lda.shaping.shaper import FixedTopics, Reshaped, Shaper, TopicShaper
 
-__all__ = ["KINDS", "Kind", "Reshaped", "ShapingConfig", "TopicShaper"]
+__all__ = ["KINDS", "FixedTopics", "Kind", "Reshaped", "Shaper", "ShapingConfig", "TopicShaper"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import torch
 
+from lda.draws import standard_gamma
 from lda.model import StreamingLDA
 
 
@@ -67,7 +68,7 @@ def _prior_row(model: StreamingLDA, k: int, generator: torch.Generator) -> torch
     chain's smallest normal number (with a small alpha, 1e-4, most Gamma(alpha) draws underflow
     to 0, and a row of zeros has no beta; the law moves by less than that number)."""
     shape = _alpha_row(model, k).to(generator.device)
-    draws = torch._standard_gamma(shape, generator=generator)
+    draws = standard_gamma(shape, generator)
     return draws.clamp_min(torch.finfo(model.chain.theta.dtype).tiny)
 
 

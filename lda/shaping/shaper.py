@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -36,10 +36,12 @@ Words = Callable[[Sequence[int]], tuple[str, ...]]
 __all__ = [
     "KINDS",
     "Accept",
+    "FixedTopics",
     "Kind",
     "Plan",
     "Propose",
     "Reshaped",
+    "Shaper",
     "ShapingConfig",
     "TopicShaper",
 ]
@@ -129,6 +131,74 @@ class Scored:
     kind: Kind
     proposal: Any
     gain: float
+
+
+class Shaper(Protocol):
+    """What a fresh minibatch is learned through: a :class:`TopicShaper`, which may move topics
+    first, or :class:`FixedTopics`, which never does (K fixed)."""
+
+    decisions: Counter[str]
+
+    def update(
+        self,
+        model: StreamingLDA,
+        batch: Batch,
+        documents: Callable[[torch.Tensor], None] | None = None,
+        reducer: Reducer | None = None,
+        where: Layout | None = None,
+    ) -> Reshaped | None: ...
+
+    def forget_minibatches(self) -> None: ...
+
+    def summary(self, model: StreamingLDA) -> str: ...
+
+    def drift_rows(
+        self, model: StreamingLDA, pinned: Iterable[int]
+    ) -> tuple[tuple[int, ...], tuple[int, ...] | None]: ...
+
+    def state_dict(self) -> dict[str, Any] | None: ...
+
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+
+class FixedTopics:
+    """The shaper of a fixed K: learns each minibatch as the learner alone would, moves no
+    topic, decides nothing and keeps nothing for a checkpoint."""
+
+    def __init__(self) -> None:
+        self.decisions: Counter[str] = Counter()  # always empty
+
+    def update(
+        self,
+        model: StreamingLDA,
+        batch: Batch,
+        documents: Callable[[torch.Tensor], None] | None = None,
+        reducer: Reducer | None = None,
+        where: Layout | None = None,
+    ) -> Reshaped | None:
+        """One step on ``batch``; never a move."""
+        model.update(batch, reducer, where, documents=documents)
+        return None
+
+    def forget_minibatches(self) -> None:
+        """Nothing is kept: nothing to drop."""
+
+    def summary(self, model: StreamingLDA) -> str:
+        """Nothing to say: no topic moves."""
+        return ""
+
+    def drift_rows(
+        self, model: StreamingLDA, pinned: Iterable[int]
+    ) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
+        """The topics an evaluation's drift matching keeps in place: the ``pinned`` (seeded)
+        ones, the others matched among themselves; no numbers (a slot is its topic's)."""
+        return tuple(pinned), None
+
+    def state_dict(self) -> None:
+        return None
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """A checkpoint's shaper state (written while topics moved) is not used."""
 
 
 class TopicShaper:
@@ -414,6 +484,20 @@ class TopicShaper:
         """Drop the minibatches in hand (their words changed, or the learner went back): a
         decision waits for new ones."""
         self.recent.clear()
+
+    def summary(self, model: StreamingLDA) -> str:
+        """The live topics and the decisions so far, in a line (``train``'s last words)."""
+        decided = ", ".join(f"{k} {v}" for k, v in sorted(self.decisions.items()))
+        return f"{len(model.topic_ids.live_slots())} live topics; moves: {decided or 'none'}"
+
+    def drift_rows(
+        self, model: StreamingLDA, pinned: Iterable[int]
+    ) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
+        """The topics an evaluation's drift matching keeps in place, and each slot's topic
+        number: every slot keeps its topic (a move, not the matching, says when a topic
+        changes: a free slot's prior draw must never take a live topic's number), only the
+        live rows are scored, and a topic's drift is from its number's last row."""
+        return tuple(range(model.config.n_topics)), tuple(model.topic_ids.slots)
 
     # --- checkpoints -------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:

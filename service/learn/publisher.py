@@ -22,9 +22,10 @@ import torch
 from lda.config import CHANGED_BITS
 from lda.model import StreamingLDA
 from lda.relevance import SUGGESTED_LAMBDA, rerank, stream_marginal, suggested_names
+from lda.topic_ids import saved
 from lda.vocab import Vocabulary
 from service.learn.evaluator import Scored
-from service.learn.live_topics import LiveTopics
+from service.learn.live_topics import LiveTopics, Shown
 from service.learn.topic_watch import TopicWatch
 from service.store.heartbeat import beat
 from service.store.perplexity import PerplexityPoint, append_perplexity
@@ -33,7 +34,6 @@ from service.store.redis_retry import RedisRetry
 from service.store.search import IndexRows
 from service.store.snapshot import Snapshot, publish_snapshot, ranked_words
 from service.store.topic_history import HistoryPoint, append_topic_history
-from service.store.topic_moves import moves_body
 from service.store.topic_names import move_topic_names
 
 log = logging.getLogger(__name__)
@@ -102,7 +102,7 @@ class Publisher:
         self.published_quality: int | None = None  # its per-topic figures' evaluation
         self.published_at = -math.inf  # its time.monotonic()
         self.publish_cost_s = 0.0  # how long the last snapshot took to make and publish
-        self.moves_shown: tuple[int, int, tuple[int, ...]] | None = None  # topic numbers shown
+        self.moves_shown: Shown | None = None  # the topic numbers' record last shown
 
     def trained(self, model: StreamingLDA) -> None:
         """The chain's sample after a step (the word intervals' window)."""
@@ -129,14 +129,12 @@ class Publisher:
     ) -> None:
         """beta_mean (``beta``: as a float32 copy already made), the vocabulary and gamma, for
         /infer (with the ``stream``'s figures, for relevance and export, and the kept articles'
-        shares, for search)."""
-        gamma = model.gamma  # the learned gamma_k, or the symmetric scalar
+        shares, for search): the live slots only, each with its number."""
         served = model.beta_mean if beta is None else beta
-        live, ids = LiveTopics.of(model.topic_ids), None
-        if live is not None:  # topics move: the live slots only, each with its number
-            k = model.topic_ids.n_slots
-            served, gamma, ids = live.beta(served), live.gamma(gamma, k), live.ids
-            stream, index = live.stream(stream), live.index(index, k)
+        live, k = LiveTopics.of(model.topic_ids), model.topic_ids.n_slots
+        # gamma: the live topics' learned gamma_k, or the symmetric scalar
+        served, gamma = live.beta(served), live.gamma(model.gamma, k)
+        stream, index = live.stream(stream), live.index(index, k)
         self.redis(
             "publishing the model",
             lambda: publish_model(
@@ -148,7 +146,7 @@ class Publisher:
                 stream=stream,
                 vocab_version=vocab.version,
                 index=index,
-                topic_ids=ids,
+                topic_ids=live.ids,
             ),
         )
         self.model_published = True
@@ -210,18 +208,15 @@ class Publisher:
             ),
             **self.watch.fields(served_ids),
         )
-        live, moves = LiveTopics.of(model.topic_ids), None
-        if live is not None:  # topics move: the live ones, and the numbers when they changed
-            snapshot = live.snapshot(snapshot)
-            ids = model.topic_ids
-            shown = (ids.moves_total, ids.next_id, tuple(ids.slots))
-            moves = None if shown == self.moves_shown else moves_body(ids)
+        # the live topics, and the record of their numbers when it changed
+        live = LiveTopics.of(model.topic_ids)
+        snapshot = live.snapshot(snapshot)
+        shown, moves = live.moves(model.topic_ids, self.moves_shown)
         self.redis(
             "publishing the snapshot",
             functools.partial(publish_snapshot, self.client, snapshot, moves),
         )
-        if live is not None:
-            self.moves_shown = shown
+        self.moves_shown = shown
         self.published_step, self.published_at = model.state.step, time.monotonic()
         self.published_quality = self.watch.docs
         self.publish_cost_s = time.perf_counter() - started
@@ -258,23 +253,20 @@ class Publisher:
         scored: Scored,
         vocab: Vocabulary,
         sizes: list[float] | None,
-        live: LiveTopics | None = None,
+        live: LiveTopics,
     ) -> None:
-        """An evaluation's point of every topic's history (names moved first: move_names);
-        while topics move (``live``), of the live topics, each with its number."""
+        """An evaluation's point of every topic's history (names moved first: move_names), of
+        the ``live`` topics, each with its number."""
         topics = scored.topics
-        matched: list[int] | None = topics.get("matched")
         ids = topics.get("words")
         coherence = topics.get("coherence")
         if ids is None or coherence is None:
             return  # a scorer from before top words: no point
         drift = topics.get("drift") or [None] * len(ids)
-        moved = matched is not None and any(int(m) != k for k, m in enumerate(matched))
-        if live is not None:  # numbers, not labels, say which topic a column is
-            ids, coherence, drift = live.rows(ids), live.rows(coherence), live.rows(drift)
-            sizes, moved = live.rows(sizes), False
-            if ids is None or coherence is None or drift is None:
-                return  # scored before the slots changed: not the live topics' figures
+        ids, coherence, drift = live.rows(ids), live.rows(coherence), live.rows(drift)
+        sizes = live.rows(sizes)
+        if ids is None or coherence is None or drift is None:
+            return  # scored before the slots changed: not the live topics' figures
         point = HistoryPoint(
             docs_seen=scored.docs_seen,
             at=time.time(),
@@ -283,8 +275,8 @@ class Publisher:
             drift=list(drift),
             changed=[d is not None and d > CHANGED_BITS for d in drift],
             words=[[vocab.words[i] for i in row] for row in ids],
-            matched=[int(m) for m in matched] if moved and matched is not None else None,
-            ids=None if live is None else list(live.ids),
+            matched=live.moved_labels(topics.get("matched")),
+            ids=saved(live.ids),
         )
         keep = self.config.topic_history
         self.redis(

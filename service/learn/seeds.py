@@ -126,7 +126,7 @@ class Seeds(Part):
                 self.follow()
             case SeedsRequested(seq=seq) if self.poll(seq):
                 return (SeedsChanged(prior=self.follow()),)
-            case LabelsMoved() if self.numbered():
+            case LabelsMoved() if self.numbered(self.session.model):
                 # The numbers moved with their topics: so do the prior's slots, not the seeds.
                 if self.follow():
                     return (SeedsChanged(prior=True, show=False),)
@@ -187,19 +187,21 @@ class Seeds(Part):
         """Every seed word: a vocabulary refresh keeps them all."""
         return frozenset(word for s in self.topics.values() for word in s.words)
 
-    def numbered(self) -> bool:
-        """Whether topic numbers follow their topics when labels move (topics that move: the
-        worker moves ``topic_ids`` with the labels); else numbers are the labels."""
-        return self.session.shaper is not None
+    @staticmethod
+    def numbered(model: StreamingLDA | None) -> bool:
+        """Whether seeds are by topic number, each in the slot its number lives in, the number
+        following its topic when labels move (topics moved: lda.topic_ids); while K is fixed
+        numbers are the slots, and seeds move with the labels as names do."""
+        return model is not None and not model.topic_ids.fixed
 
     def slotted(self, model: StreamingLDA) -> dict[int, TopicSeeds]:
-        """The seeds by the slot their number lives in (while K is fixed, numbers are slots);
-        a seed whose number is gone or was never given is refused (a warning, counted, the
-        first time)."""
-        ids = model.topic_ids
-        if ids.fixed:
+        """The seeds by the slot their number lives in (while K is fixed, numbers are slots, a
+        number past K waiting); a seed whose number is gone or was never given is refused (a
+        warning, counted, the first time)."""
+        if not self.numbered(model):
             self._refuse(frozenset())
             return dict(self.topics)
+        ids = model.topic_ids
         slots = {k: ids.slot_of(k) if k >= 0 else None for k in self.topics}
         self._refuse(frozenset(k for k, slot in slots.items() if slot is None))
         return {slot: self.topics[k] for k, slot in slots.items() if slot is not None}

@@ -35,7 +35,7 @@ from lda.evaluation.perplexity import HeldoutSet
 from lda.model import LearnerConfig, StreamingLDA
 from lda.parallel import Layout, Reducer
 from lda.remap import remap_indices
-from lda.shaping import Reshaped, ShapingConfig, TopicShaper
+from lda.shaping import FixedTopics, Reshaped, Shaper, ShapingConfig, TopicShaper
 from lda.vocab import STOP_WORDS, Vocabulary, build_vocabulary
 from lda.word_counts import WordCounts, next_vocabulary
 from service.settings_learning import ModelSettings
@@ -119,9 +119,12 @@ class LearningSession(Generic[Item]):
         self.next_refresh = config.vocab_refresh
         self.events: Events[Item] = Events()
         self.kept_words: frozenset[str] = frozenset()  # a refresh keeps (or brings in) these
-        self.shaper: TopicShaper | None = None
-        if config.topics_move:
-            self.shaper = TopicShaper(ShapingConfig(), config.seed, self._top_words)
+        # What a fresh minibatch is learned through: one that moves topics, or that never does.
+        self.shaper: Shaper = (
+            TopicShaper(ShapingConfig(), config.seed, self._top_words)
+            if config.topics_move
+            else FixedTopics()
+        )
 
     def _top_words(self, ids: Sequence[int]) -> tuple[str, ...]:
         """Word ids as today's words (a topic move's record)."""
@@ -161,8 +164,7 @@ class LearningSession(Generic[Item]):
             )
             self._encode_heldout()
         self._count_by_id()
-        if self.shaper is not None:  # resumed, restored or new: the minibatches in hand go
-            self.shaper.forget_minibatches()
+        self.shaper.forget_minibatches()  # resumed, restored or new: the minibatches in hand go
         if model is not None and model.docs_seen > 0:
             self._resumed(model.config)
         self.model = self.new_model(len(vocabulary)) if model is None else model
@@ -338,8 +340,7 @@ class LearningSession(Generic[Item]):
             return None
         keep = remap_indices(old.words, words)
         model.remap_vocabulary(keep)
-        if self.shaper is not None:
-            self.shaper.forget_minibatches()
+        self.shaper.forget_minibatches()
         self.events.emptied += self._remap_buffer(keep, len(old))
         self.vocabulary = Vocabulary(words, old.version + 1)
         self._count_by_id()
@@ -415,21 +416,21 @@ class LearningSession(Generic[Item]):
     ) -> None:
         """One sampler step on ``batch`` (with a group's ``reducer``, on every rank's union);
         raises lda.model.NonFiniteError and leaves the learner as it was if theta would not be
-        finite. Only the step is timed: the throughput reported is the learner's on fresh
-        documents (a ``revisit`` counts apart)."""
+        finite. A fresh minibatch goes through the shaper (moves may be decided before its
+        step); a ``revisit``'s step is ``step_scale`` times the stream's. Only the step is
+        timed: the throughput reported is the learner's on fresh documents (a revisit counts
+        apart)."""
         model = self.model
         assert model is not None
         started = time.perf_counter()
-        if self.shaper is not None and not revisit:  # moves may be decided before the step
-            reshaped = self.shaper.update(model, batch, documents, reducer, where)
-            if reshaped is not None:
-                self.events.reshaped.append(reshaped)
-        else:
-            model.update(
-                batch, reducer, where, revisit=revisit, step_scale=step_scale, documents=documents
-            )
         if revisit:
+            model.update(
+                batch, reducer, where, revisit=True, step_scale=step_scale, documents=documents
+            )
             return
+        reshaped = self.shaper.update(model, batch, documents, reducer, where)
+        if reshaped is not None:
+            self.events.reshaped.append(reshaped)
         self.busy_s += time.perf_counter() - started
         self.docs_here += batch.n_documents
         self.tokens_here += batch.n_tokens

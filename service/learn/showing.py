@@ -85,10 +85,12 @@ class Showing(Part):
                 self.if_stale()  # publication is throttled: show where it stopped
             case SeedsChanged(show=True) if model is not None and model.docs_seen:
                 self.snapshot()
-            case LabelsMoved(matched=matched, since=since) if model is None or (
-                model.topic_ids.fixed
-            ):  # while topics move, a name is its number's, whatever the labels do
-                publisher.move_names([int(m) for m in matched], since)
+            case LabelsMoved(matched=matched, since=since) if model is not None:
+                # names follow labels that are numbers; once topics moved, a name is its
+                # number's, whatever the labels do
+                moved = LiveTopics.of(model.topic_ids).moved_labels(matched)
+                if moved is not None:
+                    publisher.move_names(moved, since)
             case TopicsReshaped() if model is not None:
                 self.model()  # /infer and export: the live topics, under their numbers
                 if model.docs_seen:

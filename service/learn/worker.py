@@ -43,7 +43,7 @@ from service.learn.scoring import Scoring, ScoringConfig
 from service.learn.search.part import Search
 from service.learn.seeds import Seeds
 from service.learn.session import Events, LearningSession
-from service.learn.shaping_part import Shaping, scored_rows
+from service.learn.shaping_part import Shaping
 from service.learn.showing import Showing
 from service.learn.topic_record import Record, RecordConfig
 from service.learn.vocabulary_refresh import VocabularyRefresh
@@ -100,8 +100,7 @@ class Worker:
             parts.append(Record(record))
         if coordinator.leads and config.search:
             parts.append(Search(reservoir, config.search_refresh_share))
-        if session.shaper is not None:
-            parts.append(Shaping(session.shaper))
+        parts.append(Shaping(session.shaper))
         parts.append(self.scoring)  # after them: its Redis calls come once they have begun
         self.parts = Parts(parts)
         if publisher is not None:
@@ -365,7 +364,7 @@ class Worker:
             self._news(session.take_events())
             self.announce(events.ModelDue(snapshot=True))  # the API gets the new words at once
         handed = fresh and session.evaluation_due()
-        pinned, numbers = scored_rows(model, session.shaper, self.seeds.pinned())
+        pinned, numbers = session.shaper.drift_rows(model, self.seeds.pinned())
         if handed and self.scoring.hand_off(session.heldout is not None, pinned, numbers):
             self.announce(events.ModelDue())
         self.announce(events.StepEnded())

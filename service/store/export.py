@@ -24,6 +24,7 @@ import numpy as np
 import orjson
 
 from lda.gamma import gamma_vector, symmetric_value
+from lda.topic_ids import saved
 from service.store.published_model import PublishedModel, StreamFigures
 from service.store.topic_seeds import TopicSeeds
 
@@ -150,8 +151,9 @@ class Export:
                 for k, s in sorted(self.seeds.items())
             },
         }
-        if model.topic_ids is not None:  # topics move: row k of every file is this number's
-            manifest["topic_ids"] = list(model.topic_ids)
+        numbers = saved(model.topic_ids)
+        if numbers is not None:  # topics move: row k of every file is this number's
+            manifest["topic_ids"] = numbers
         return (json.dumps(manifest, indent=1) + "\n").encode("utf-8")
 
     def archive_name(self) -> str:

@@ -24,6 +24,7 @@ import numpy as np
 import redis
 
 from lda.gamma import Gamma, gamma_vector, symmetric_value
+from lda.topic_ids import Identity, saved
 from service.keys import MODEL_KEY
 from service.store import compat
 from service.store.redis_values import finite, raw_bytes, text
@@ -51,16 +52,26 @@ class PublishedModel:
     # The kept articles' shares published with it, as the hash's fields, parsed by the first
     # search that needs them (:func:`service.store.search.index_rows`; None: none).
     index_fields: Mapping[str, Any] | None = None
-    # Each row's topic number while topics move (None: K fixed, row k is topic k).
-    topic_ids: tuple[int, ...] | None = None
+    # Each row's topic number: while K is fixed (none given, or a model from before numbers)
+    # row k is topic k (lda.topic_ids.Identity).
+    topic_ids: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.topic_ids:
+            object.__setattr__(self, "topic_ids", Identity.of(self.n_topics))
 
     @property
     def n_topics(self) -> int:
         return int(self.beta.shape[0])
 
+    @property
+    def fixed(self) -> bool:
+        """K is fixed: row k is topic k, as before numbers."""
+        return saved(self.topic_ids) is None
+
     def number(self, k: int) -> int:
         """The number of row ``k``'s topic."""
-        return k if self.topic_ids is None else self.topic_ids[k]
+        return self.topic_ids[k]
 
 
 @dataclass(frozen=True)
@@ -122,7 +133,8 @@ def publish_model(
 ) -> str:
     """Store beta (K×W) with its vocabulary and the vocabulary's version (and the ``stream``'s
     figures, the kept articles' shares: ``index``, and each row's topic number while topics
-    move: ``topic_ids``) in one atomic HSET; returns the new version."""
+    move: ``topic_ids``, left out for a fixed K's identity) in one atomic HSET; returns the new
+    version."""
     import torch
 
     if beta.dim() != 2 or beta.shape[1] != len(vocab):
@@ -166,10 +178,11 @@ def publish_model(
         ):
             raise ValueError("the stream's figures do not match beta's shape")
         fields.update(stream.fields())
-    if topic_ids is not None:
-        if len(topic_ids) != beta.shape[0]:
-            raise ValueError(f"{len(topic_ids)} topic numbers for {beta.shape[0]} topics")
-        fields["topic_ids"] = ",".join(str(int(n)) for n in topic_ids)
+    numbers = saved(topic_ids)
+    if numbers is not None:
+        if len(numbers) != beta.shape[0]:
+            raise ValueError(f"{len(numbers)} topic numbers for {beta.shape[0]} topics")
+        fields["topic_ids"] = ",".join(str(n) for n in numbers)
     if index is not None:
         if index.n_topics != beta.shape[0]:
             raise ValueError(f"the index is of {index.n_topics} topics, beta of {beta.shape[0]}")
@@ -306,10 +319,10 @@ def _published(fields: Mapping[str, Any], flat: np.ndarray) -> PublishedModel:
     )
 
 
-def _read_topic_ids(raw: Any, n_topics: int) -> tuple[int, ...] | None:
-    """The rows' topic numbers (None: published while K was fixed)."""
+def _read_topic_ids(raw: Any, n_topics: int) -> tuple[int, ...]:
+    """The rows' topic numbers (the identity: published while K was fixed)."""
     if raw is None:
-        return None
+        return Identity.of(n_topics)
     ids = tuple(int(n) for n in text(raw).split(","))
     if len(ids) != n_topics:
         raise ValueError(f"topic_ids holds {len(ids)} numbers for {n_topics} topics")

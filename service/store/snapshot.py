@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import redis
 
 from lda.config import Estimate
+from lda.topic_ids import Identity, position, saved
 from service.keys import HEARTBEAT_KEY, SNAPSHOT_KEY, SNAPSHOT_VERSION_KEY
 from service.store import compat
 from service.store.redis_values import finite, text
@@ -94,10 +95,15 @@ class Snapshot:
     # share is given its length (a field of its own, so an API from before it reads the rows as
     # ever; None from workers before it).
     topic_article_bounds: list[list[list[float]]] | None = None
-    # Each listed topic's number while topics move (docs/topics.md, "Topics that shape
-    # themselves"): every per-topic list above holds the live topics only, in this order. None
-    # (and absent from the JSON) while K is fixed: topic k is number k.
-    topic_ids: list[int] | None = None
+    # Each listed topic's number (docs/topics.md, "Topics that shape themselves"): every
+    # per-topic list above holds the listed topics, in this order; while topics move, the live
+    # ones only. While K is fixed (none given, or a snapshot from before numbers), topic k is
+    # number k (lda.topic_ids.Identity), absent from the JSON.
+    topic_ids: Sequence[int] = ()
+
+    def __post_init__(self) -> None:
+        if not self.topic_ids:
+            object.__setattr__(self, "topic_ids", Identity.of(len(self.topics)))
 
     @property
     def world_size(self) -> int:
@@ -108,18 +114,18 @@ class Snapshot:
     def n_topics(self) -> int:
         return len(self.topics)
 
+    @property
+    def fixed(self) -> bool:
+        """K is fixed: the topics are listed by slot, as before numbers."""
+        return saved(self.topic_ids) is None
+
     def number(self, k: int) -> int:
         """The number of the ``k``-th listed topic (``k`` itself while K is fixed)."""
-        return k if self.topic_ids is None else self.topic_ids[k]
+        return self.topic_ids[k]
 
     def position(self, number: int) -> int | None:
         """Where topic ``number`` is listed, or None when no live topic has it."""
-        if self.topic_ids is None:
-            return number if 0 <= number < self.n_topics else None
-        try:
-            return self.topic_ids.index(number)
-        except ValueError:
-            return None
+        return position(self.topic_ids, number)
 
     def words(self, estimate: Estimate) -> list[list[WordWeight]]:
         """Each topic's top words in beta_mean (``mean``) or in the current sample (``sample``)."""
@@ -143,7 +149,8 @@ class Snapshot:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         for name in ("topics", "sample_topics"):
             data[name] = [[[w.word, w.weight] for w in words] for words in getattr(self, name)]
-        if self.topic_ids is None:  # K fixed: the JSON of the snapshots before numbers
+        data["topic_ids"] = saved(self.topic_ids)
+        if data["topic_ids"] is None:  # K fixed: the JSON of the snapshots before numbers
             del data["topic_ids"]
         return json.dumps(data, separators=(",", ":"), allow_nan=False)
 

@@ -18,7 +18,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from lda.sgmcmc.scir.transition_kernel import _cir_given, _constants, cir, stream
+from lda.sgmcmc.scir.transition_kernel import cir, cir_constants, cir_given, stream
 
 # Column chunks whose row-sum changes are summed separately, then in chunk order: fixed, so
 # the sums do not depend on the thread count.
@@ -147,13 +147,13 @@ def catch_up_columns(
             )
             if elapsed <= 0.0:  # up to date already
                 continue
-            scale, mix = _constants(elapsed)
+            scale, mix = cir_constants(elapsed)
             x_row = theta[w]
             t_row = total[w]
             column = chain.column_key[w]
             for k in range(n_topics):
                 x0 = float(x_row[k])
-                x1, _ = _cir_given(
+                x1, _ = cir_given(
                     x0,
                     alpha,
                     scale,
@@ -189,7 +189,7 @@ def advance_columns(
     alpha, decay = chain.alpha, chain.decay
     n_topics = theta.shape[1]
     m = columns.shape[0]
-    c_h, mix = _constants(h)
+    c_h, mix = cir_constants(h)
     change = np.zeros((CHUNKS, n_topics))
     bad = np.zeros(CHUNKS, dtype=np.int64)
     for c in numba.prange(CHUNKS):
@@ -206,7 +206,7 @@ def advance_columns(
                 a = alpha + scale * counts[k]
                 if not math.isfinite(a):
                     bad[c] += 1
-                x1, _ = _cir_given(
+                x1, _ = cir_given(
                     x0,
                     a,
                     c_h,

@@ -20,6 +20,7 @@ import math
 
 import torch
 
+from lda.draws import standard_gamma
 from lda.sgmcmc.gradient import MinibatchStatistics
 from lda.sgmcmc.hyper import Hyper
 
@@ -41,7 +42,7 @@ def cir_transition(
     a = 1e-4 in float64) the draw stands for the whole underflowing tail, as any float would."""
     decay, c = _decay(h)
     mixing = torch.poisson(theta * (decay / c), generator=generator)
-    return c * torch._standard_gamma(a + mixing, generator=generator)
+    return c * standard_gamma(a + mixing, generator)
 
 
 def beta_floor(dtype: torch.dtype) -> float:

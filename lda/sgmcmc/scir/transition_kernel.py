@@ -167,7 +167,7 @@ def gamma(shape: float, state: np.uint64) -> tuple[float, np.uint64]:
 
 
 @numba.njit(cache=True, inline="always")
-def _cir_given(
+def cir_given(
     theta: float, a: float, c: float, mix: float, state: np.uint64
 ) -> tuple[float, np.uint64]:
     """:func:`cir` with its step's constants taken once per step or column: c = 1 - e^-h and
@@ -178,8 +178,8 @@ def _cir_given(
 
 
 @numba.njit(cache=True, inline="always")
-def _constants(h: float) -> tuple[float, float]:
-    """(c, mix) of :func:`_cir_given` for a step of time h > 0."""
+def cir_constants(h: float) -> tuple[float, float]:
+    """(c, mix) of :func:`cir_given` for a step of time h > 0."""
     c = -math.expm1(-h)
     return c, math.exp(-h) / c
 
@@ -190,8 +190,8 @@ def cir(theta: float, a: float, h: float, state: np.uint64) -> tuple[float, np.u
     1 - e^-h, P ~ Poisson(theta e^-h / c). h <= 0 leaves theta as it is."""
     if h <= 0.0:
         return theta, state
-    c, mix = _constants(h)
-    return _cir_given(theta, a, c, mix, state)
+    c, mix = cir_constants(h)
+    return cir_given(theta, a, c, mix, state)
 
 
 @numba.njit(parallel=True, cache=True)

@@ -224,7 +224,7 @@ class View:
             return None
         version, snapshot = read
         labels = bodies.Labels(read_topic_names(self.client), suggested_names(snapshot))
-        numbers = None if snapshot.topic_ids is None else self._read_numbers()
+        numbers = None if snapshot.fixed else self._read_numbers()
         numbered = None if numbers is None else numbers[0]
         topics = self._topics
         if (

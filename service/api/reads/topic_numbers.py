@@ -37,7 +37,7 @@ def not_live(snapshot: Snapshot, numbers: TopicIds | None, number: int) -> HTTPE
     """What a request for topic ``number``, which no listed topic has, is answered: a 410 that
     says what became of it, or the 404 of a number never used (of one outside 0..K-1, K fixed)."""
     k = snapshot.n_topics
-    if snapshot.topic_ids is None:
+    if snapshot.fixed:
         return HTTPException(
             status.HTTP_404_NOT_FOUND, f"no topic {number}: topic ids are 0 to {k - 1}"
         )

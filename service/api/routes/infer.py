@@ -26,6 +26,7 @@ import orjson
 import redis
 from fastapi import APIRouter, HTTPException, Response, status
 
+from lda.topic_ids import saved
 from service.api.deps import BatcherDep
 from service.api.http.etags import JSON
 from service.api.infer.model_cache import LoadedModel, ModelCache
@@ -122,8 +123,9 @@ def infer_texts(texts: Sequence[str], **fold: Any) -> list[bytes]:
     head = f'{{"model_version":{json.dumps(model.version)},'
     head += f'"vocab_version":{model.vocab_version},'
     head += f'"docs_seen":{model.docs_seen},'
-    if model.topic_ids is not None:  # topics move: proportions[k] is topic topic_ids[k]'s
-        head += f'"topic_ids":{json.dumps(list(model.topic_ids))},'
+    numbers = saved(model.topic_ids)
+    if numbers is not None:  # topics move: proportions[k] is topic topic_ids[k]'s
+        head += f'"topic_ids":{json.dumps(numbers)},'
     return answers(head, folded.tokens, folded.pi, model.topic_ids)
 
 

@@ -27,6 +27,7 @@ import redis
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, Response, status
 from fastapi.concurrency import run_in_threadpool
 
+from lda.topic_ids import position
 from service.api.deps import ModelCacheDep, RedisDep, StateDep
 from service.api.http.etags import IF_NONE_MATCH, JSON, NOT_MODIFIED, respond
 from service.api.http.query_params import MAX_INTEGER, TOPIC_ID, TOPIC_NUMBER, Integer, strict
@@ -113,15 +114,13 @@ def _rendered(index: SearchIndex, found: Sequence[Found]) -> tuple[bytes, ...]:
 def _place(loaded: LoadedModel, index: SearchIndex, state: State, number: int) -> int:
     """Topic ``number``'s place in the published model; 404 or, while topics move, the 410 of
     a number gone (as the view's record of the numbers says)."""
-    if loaded.model.topic_ids is None:
-        if not 0 <= number < index.n_topics:
-            raise HTTPException(
-                status.HTTP_404_NOT_FOUND,
-                f"no topic {number}: topic ids are 0 to {index.n_topics - 1}",
-            )
-        return number
-    if number in loaded.model.topic_ids:
-        return loaded.model.topic_ids.index(number)
+    k = position(loaded.model.topic_ids, number)
+    if k is not None:
+        return k
+    if loaded.model.fixed:
+        raise HTTPException(
+            status.HTTP_404_NOT_FOUND, f"no topic {number}: topic ids are 0 to {index.n_topics - 1}"
+        )
     topics = state.require_topics()
     raise not_live(topics.snapshot, topics.numbers, number)
 

@@ -19,7 +19,6 @@ in the OpenAPI schema. (No ``from __future__ import annotations`` here: the sign
 the local bound ``most``, which string annotations could not resolve.)
 """
 
-from collections.abc import Sequence
 from typing import Annotated
 
 import redis
@@ -27,6 +26,7 @@ from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, Res
 from fastapi.concurrency import run_in_threadpool
 
 from lda.config import Estimate
+from lda.topic_ids import saved
 from service.api.deps import ModelCacheDep, RedisDep, StateDep
 from service.api.http.etags import IF_NONE_MATCH, NOT_MODIFIED, respond
 from service.api.http.query_params import (
@@ -85,7 +85,7 @@ async def ranking(
             status.HTTP_503_SERVICE_UNAVAILABLE,
             "no model yet to rank words by relevance: the worker has not published one",
         )
-    model_ids, snapshot_ids = _numbers(loaded.model.topic_ids), _numbers(topics.snapshot.topic_ids)
+    model_ids, snapshot_ids = saved(loaded.model.topic_ids), saved(topics.snapshot.topic_ids)
     if loaded.model.n_topics != topics.snapshot.n_topics or model_ids != snapshot_ids:
         raise HTTPException(
             status.HTTP_503_SERVICE_UNAVAILABLE,
@@ -95,10 +95,6 @@ async def ranking(
             + ": ask again once the worker has published both",
         )
     return await run_in_threadpool(loaded.relevance.get, lam)
-
-
-def _numbers(ids: Sequence[int] | None) -> tuple[int, ...] | None:
-    return None if ids is None else tuple(ids)
 
 
 def router(most: int) -> APIRouter:

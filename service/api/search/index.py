@@ -37,8 +37,8 @@ class SearchIndex:
     """Every kept article once, searchable by topic and by likeness of proportions."""
 
     def __init__(self, rows: IndexRows, numbers: Sequence[int] | None = None) -> None:
-        """``numbers``: each topic's number while topics move (None: topic k is number k)."""
-        self.numbers = None if numbers is None else list(numbers)
+        """``numbers``: each topic's number (none given: topic k is number k)."""
+        self.numbers = list(range(rows.n_topics) if numbers is None else numbers)
         self.rows = _newest_per_id(rows)
         rows = self.rows
         self.n_topics = rows.n_topics
@@ -101,7 +101,7 @@ class SearchIndex:
 
     def number(self, topic: int) -> int:
         """Topic ``topic``'s number (itself while K is fixed)."""
-        return topic if self.numbers is None else self.numbers[topic]
+        return self.numbers[topic]
 
     def article(self, found: Found) -> dict[str, Any]:
         """An answer's article: reference, link, length, when its shares were computed, its
