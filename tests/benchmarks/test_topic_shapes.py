@@ -61,17 +61,20 @@ def test_live_gamma_keeps_a_scalar_and_picks_live_slots() -> None:
 
 
 def test_goals_compare_shaped_runs_with_fixed_200_and_hdp() -> None:
-    base = {"dead": 0, "duplicate_pairs": 0, "junk": 1, "perplexity": 3550.0, "npmi": 0.34}
+    base = {"dead": 0, "duplicate_pairs": 0, "junk": 1, "perplexity": 3500.0, "npmi": 0.34}
     runs = {
-        "fixed-200": {**base, "junk": 3, "perplexity": 3500.0, "npmi": 0.33, "seconds": 70.0},
+        "fixed-200": {**base, "junk": 3, "npmi": 0.33, "seconds": 80.0},
         "hdp": {**base, "perplexity": 5800.0, "npmi": 0.30, "seconds": 200.0},
         "shaped-20": {**base, "seconds": 100.0},
-        "shaped-200": {**base, "dead": 2, "perplexity": 3600.0, "seconds": 300.0},
+        "shaped-200": {**base, "dead": 2, "junk": 2, "perplexity": 3501.0, "seconds": 300.0},
     }
     out = goals(runs)
-    assert all(v for k, v in out.items() if k.startswith("shaped-20:"))
+    assert all(v for k, v in out.items() if k.startswith("shaped-20:")), out
     assert not out["shaped-200: 0 dead"]
-    assert not out["shaped-200: perplexity <= 1.02 x fixed-200"]  # 3600 > 3570
+    assert not out["shaped-200: at most 1 junk"]
+    assert not out["shaped-200: perplexity <= fixed-200"]  # 3501 > 3500
+    assert not out["shaped-200: time <= 1.25 x fixed-200"]  # 300 > 100
     assert not out["shaped-200: time < hdp"]
+    assert out["shaped-200: NPMI >= fixed-200 + 0.01"]  # 0.34 >= 0.33 + 0.01
     assert out["shaped-200: NPMI > hdp"]
     assert goals({"fixed-50": base}) == {}
