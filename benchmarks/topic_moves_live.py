@@ -396,7 +396,7 @@ def report(run: Run, fixed: Run | None, settle: int) -> dict[str, Any]:
                         "from_first_model": None if base_young is None else _figures(base_young),
                         }  # fmt: skip
         print(
-            f"without --max-topics: {fixed.docs_seen} docs seen, {_speed(fixed)} docs/s; "
+            f"--fixed-topics: {fixed.docs_seen} docs seen, {_speed(fixed)} docs/s; "
             f"b. {base.kept_topics}/{base.topics} ({_pct(base.fraction)}) keep >= {KEEP}/{TOP} "
             f"words at every step over {len(fixed.evaluations)} evaluations, "
             f"{base_later.kept_topics}/{base_later.topics} ({_pct(base_later.fraction)}) "

@@ -262,13 +262,16 @@ class ModelSettings(Group):
     def _check(self) -> ModelSettings:
         """The learner's own checks (burn_in below the sweeps, the sampler's when unset) at the
         edge, where a bad value is one line naming it; and the words counted cover the
-        vocabulary."""
+        vocabulary. Topics that move start at max_topics when it is below the default start
+        and topics was not given."""
+        if self.topics_move and self.max_topics is not None and self.max_topics < self.topics:
+            if "topics" in self.model_fields_set:
+                raise ValueError(
+                    f"max_topics ({self.max_topics}) must be at least topics ({self.topics}): "
+                    "topics is where the stream starts"
+                )
+            self.topics = self.max_topics
         self.learner_config(n_words=1)
-        if self.max_topics is not None and self.max_topics < self.topics:
-            raise ValueError(
-                f"max_topics ({self.max_topics}) must be at least topics ({self.topics}): "
-                "topics is where the stream starts"
-            )
         if self.vocab_counted is not None and self.vocab_counted < self.vocab_size:
             raise ValueError(
                 f"vocab_counted ({self.vocab_counted}) must be at least vocab_size "

@@ -131,6 +131,27 @@ def test_corpus_size_is_wikipedias_unless_set(monkeypatch):
     assert learner_config(settings_from_args(args), n_words=10).corpus_size == 1_000_000
 
 
+def test_topics_move_by_default_from_200_and_max_topics_caps_an_unset_start(monkeypatch):
+    """No topic setting: 200 slots, all live, moving. A lower max_topics alone caps the start;
+    a start given above it is refused; --fixed-topics keeps K = topics whatever max_topics."""
+    for name in ("STREAMLDA_TOPICS", "STREAMLDA_MAX_TOPICS", "STREAMLDA_FIXED_TOPICS"):
+        monkeypatch.delenv(name, raising=False)
+    model = Settings().model
+    assert model.topics_move and (model.topics, model.slots) == (200, 200)
+    config = learner_config(Settings(), n_words=10)
+    assert (config.n_topics, config.live_topics) == (200, None)
+    monkeypatch.setenv("STREAMLDA_MAX_TOPICS", "100")
+    assert (Settings().model.topics, Settings().model.slots) == (100, 100)
+    monkeypatch.setenv("STREAMLDA_TOPICS", "20")
+    config = learner_config(Settings(), n_words=10)
+    assert (config.n_topics, config.live_topics) == (100, 20)
+    monkeypatch.setenv("STREAMLDA_TOPICS", "150")
+    with pytest.raises(ValueError, match="max_topics"):
+        Settings()
+    fixed = settings_from_args(argparse.Namespace(fixed_topics=True)).model
+    assert not fixed.topics_move and fixed.slots == 150
+
+
 def test_mean_decay_defaults_to_the_learners_and_reaches_it():
     assert Settings().model.mean_decay is None  # unset: the learner's, its one home
     sampler = Settings().model.sampler

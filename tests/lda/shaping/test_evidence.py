@@ -164,6 +164,18 @@ def test_two_kinds_of_documents_on_one_topic_split_into_them() -> None:
     assert f.shape == (W,) and bool(((f >= 0) & (f <= 1)).all())
 
 
+def test_halves_started_from_a_proposals_fraction_split_along_it() -> None:
+    """A proposal's fraction leaning to block 0's words starts two-means there: the first half
+    is block 0's documents."""
+    d = _blocks(0, [0, 1])
+    fraction = torch.full((W,), 0.5, dtype=torch.float64)
+    fraction[0:10], fraction[10:20] = 0.9, 0.1
+    first = evidence.halves(d, 0, fraction)
+    on_0 = d.token_topic == 0
+    block = (d.words[d.token_word] // 10)[on_0]
+    assert torch.equal(first[on_0], block == 0)
+
+
 def test_one_kind_of_document_is_not_split() -> None:
     d = _blocks(1, [0])
     first = evidence.halves(d, 0, None)
