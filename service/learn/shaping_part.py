@@ -4,6 +4,7 @@ is fixed the session's shaper keeps and decides nothing, and so this part shows 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +13,8 @@ from service.learn.events import Event, LearnerBegun, Part
 if TYPE_CHECKING:
     from lda.model import StreamingLDA
     from lda.shaping import Shaper
+
+log = logging.getLogger(__name__)
 
 
 class Shaping(Part):
@@ -25,8 +28,17 @@ class Shaping(Part):
         self.shaper = shaper
 
     def handle(self, event: Any) -> Iterable[Event]:
-        if isinstance(event, LearnerBegun) and (state := event.extra.get(self.key)) is not None:
+        if not isinstance(event, LearnerBegun):
+            return ()
+        if (state := event.extra.get(self.key)) is not None:
             self.shaper.load_state_dict(state)
+        elif event.model.docs_seen > 0 and self.shaper.state_dict() is not None:
+            # a checkpoint written while K was fixed, resumed by a shaper that moves topics
+            log.warning(
+                "the checkpoint was learned with K fixed; its %d topics now split, merge and "
+                "retire (--fixed-topics, or STREAMLDA_FIXED_TOPICS=true, keeps K fixed)",
+                len(event.model.topic_ids.live_slots()),
+            )
         return ()
 
     def state_dict(self) -> dict[str, Any] | None:
