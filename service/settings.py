@@ -11,6 +11,7 @@ declarations (``python -m service.settings``; a test keeps the doc in step).
 from __future__ import annotations
 
 import argparse
+import json
 import types
 import typing
 from collections.abc import Mapping
@@ -40,6 +41,7 @@ from service.settings_pipeline import (
     StoreSettings,
     UpSettings,
 )
+from service.settings_shaping import ShapingSettings
 
 Part = TypeVar("Part")
 PREFIX = "STREAMLDA_"
@@ -66,6 +68,7 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(extra="ignore")
 
     model: ModelSettings = Field(default_factory=ModelSettings)
+    shaping: ShapingSettings = Field(default_factory=ShapingSettings)
     store: StoreSettings = Field(default_factory=StoreSettings)
     queue: QueueSettings = Field(default_factory=QueueSettings)
     scraper: ScraperSettings = Field(default_factory=ScraperSettings)
@@ -267,6 +270,8 @@ def _shown(info: FieldInfo) -> str:
         return "unset"
     if isinstance(default, float) and default.is_integer() and default >= 1000:
         return f"`{int(default)}`"
+    if isinstance(default, tuple | list):  # as its variable takes it: a JSON list
+        return f"`{json.dumps(list(default))}`"
     return f"`{default}`"
 
 

@@ -146,7 +146,9 @@ def run(settings: Settings, args: argparse.Namespace) -> int:
         raise CommandError(f"seeds file {settings.model.seeds}: {exc}") from exc
     set_threads(settings.model.threads)
     out_dir: Path = args.out
-    session: LearningSession[None] = LearningSession(settings.model, device)
+    session: LearningSession[None] = LearningSession(
+        settings.model, device, shaping=settings.shaping.config()
+    )
     session.kept_words = frozenset(word for s in seeds.values() for word in s.words)
     try:
         with BoundedCleaner() as cleaner:  # wikitext cleaned as the scraper does: bounded

@@ -162,7 +162,11 @@ def build_worker(
     )
     path = Path(settings.store.data_dir) / CHECKPOINT_NAME
     session: LearningSession[EntryRef] = LearningSession(
-        settings.model, device, holds_out=coordinator.leads, ranks=coordinator.ranks
+        settings.model,
+        device,
+        holds_out=coordinator.leads,
+        ranks=coordinator.ranks,
+        shaping=settings.shaping.config(),
     )
     config = settings.part(
         WorkerConfig, consumer=settings.worker.consumer_name + coordinator.consumer_suffix

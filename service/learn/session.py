@@ -87,12 +87,18 @@ class LearningSession(Generic[Item]):
     """One learner fed document by document; see the module docstring for the protocol."""
 
     def __init__(
-        self, config: ModelSettings, device: torch.device, holds_out: bool = True, ranks: int = 1
+        self,
+        config: ModelSettings,
+        device: torch.device,
+        holds_out: bool = True,
+        ranks: int = 1,
+        shaping: ShapingConfig | None = None,
     ) -> None:
-        """``config``: the model's settings, validated at the edge; ``holds_out=False``: every
-        document with a vocabulary word is trained (a group's ranks other than 0, whose held-out
-        set is rank 0's); ``ranks``: the group's size (a step learns from every rank's
-        minibatch)."""
+        """``config``: the model's settings, validated at the edge; ``shaping``: the topic
+        moves' settings (the shaper's defaults when None; unused while K is fixed);
+        ``holds_out=False``: every document with a vocabulary word is trained (a group's ranks
+        other than 0, whose held-out set is rank 0's); ``ranks``: the group's size (a step
+        learns from every rank's minibatch)."""
         self.config = config
         self.device = device
         self.holds_out = holds_out
@@ -121,7 +127,7 @@ class LearningSession(Generic[Item]):
         self.kept_words: frozenset[str] = frozenset()  # a refresh keeps (or brings in) these
         # What a fresh minibatch is learned through: one that moves topics, or that never does.
         self.shaper: Shaper = (
-            TopicShaper(ShapingConfig(), config.seed, self._top_words)
+            TopicShaper(shaping, config.seed, self._top_words)
             if config.topics_move
             else FixedTopics()
         )

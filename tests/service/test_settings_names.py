@@ -89,6 +89,8 @@ REQUIRED = {
 SAMPLES: dict[str, tuple[str, Any]] = {
     "vocab_counted": ("200000", 200_000),
     "max_topics": ("200", 200),  # at least topics (200)
+    "shaping_kinds": ('["retire", "split"]', ["retire", "split"]),
+    "shaping_overlap": ("6", 6),  # at most shaping_top (10)
 }
 
 
