@@ -1,4 +1,6 @@
-"""``streamlda up --workers 2`` replaying a file: every article trained once and acknowledged."""
+"""``streamlda up --workers 2`` replaying a file with topics that move (the default): every
+article trained once and acknowledged, the moves rank 0 decides made by both ranks, and every
+number ``/topics`` listed answering."""
 
 from __future__ import annotations
 
@@ -20,6 +22,18 @@ from tests.support.redis_server import free_port
 pytestmark = pytest.mark.slow
 
 ARTICLES = 120
+# Topics move (the helpers keep K fixed), decided every step from the second on, and a retire
+# always kept (a topic under 0.99 of the average share is dead; a retire may cost a nat per
+# token): moves certain within a replay this short, made through the settings a user sets.
+MOVING = {
+    "STREAMLDA_FIXED_TOPICS": "false",
+    "STREAMLDA_MAX_TOPICS": "8",
+    "STREAMLDA_SHAPING_EVERY": "1",
+    "STREAMLDA_SHAPING_START_AFTER": "2",
+    "STREAMLDA_SHAPING_WINDOW": "2",
+    "STREAMLDA_SHAPING_DEAD_SHARE": "0.99",
+    "STREAMLDA_SHAPING_TOLERANCE": "1",
+}
 
 
 def _replay_file(path: Path) -> list[str]:
@@ -31,10 +45,12 @@ def _replay_file(path: Path) -> list[str]:
     return [r["text"] for r in records]
 
 
-def test_up_with_two_worker_ranks_trains_every_article_once(tmp_path: Path) -> None:
+def test_up_with_two_worker_ranks_trains_every_article_once_while_topics_move(
+    tmp_path: Path,
+) -> None:
     texts = _replay_file(tmp_path / "replay.jsonl.gz")
     data_dir, port, log = tmp_path / "data", free_port(), tmp_path / "up.log"
-    env = {**os.environ, **UP_ENV}
+    env = {**os.environ, **UP_ENV, **MOVING}
     env.pop("STREAMLDA_REDIS_URL", None)
     command = [sys.executable, "-m", "service", "up", "--workers", "2", "--port", str(port)]
     command += ["--source", f"jsonl:{tmp_path / 'replay.jsonl.gz'}", "--data-dir", str(data_dir)]
@@ -59,6 +75,13 @@ def test_up_with_two_worker_ranks_trains_every_article_once(tmp_path: Path) -> N
         _, metrics = get(port, "/metrics")
         assert 'streamlda_rank_docs_per_second{rank="1"}' in metrics
         assert "streamlda_world_size 2" in metrics
+        _, events = get(port, "/topics/events?limit=200")
+        assert events["live"] and events["events"], "topics moved"
+        _, topics = get(port, "/topics")
+        listed = {t["id"] for t in topics["topics"]}
+        gone = {n for e in events["events"] for n in e["topics"]} - listed
+        assert listed and all(get(port, f"/topics/{n}")[0] == 200 for n in listed)
+        assert all(get(port, f"/topics/{n}")[0] == 410 for n in gone)
     finally:
         code = stop_up(up)
     output = log.read_text()
