@@ -231,7 +231,8 @@ def _learn(
     synchronize(device)
     warmup_s = time.perf_counter() - start
     _reset_peak(device)
-    shipped = Settings.model_construct().model  # defaults, not STREAMLDA_*
+    # the shipped defaults (not STREAMLDA_*) at the cell's fixed K
+    shipped = Settings.model_construct().model.model_copy(update={"fixed_topics": True})
     session: LearningSession[None] = LearningSession(shipped, device)
     model = session.begin(vocab, StreamingLDA(config, device, seed=0))
     ends = time.monotonic() + min(budget, max(1.0, ctx.left() - 15))

@@ -168,6 +168,7 @@ def session_config(args: argparse.Namespace, refresh: int) -> ModelSettings:
         "heldout": 0,
         "seed": args.seed,
         "batch_size": args.batch_size,
+        "fixed_topics": True,  # the refreshes' cost at a fixed K, as the peers have
     }
     return Settings(**overrides).model  # validated, as the commands build it
 

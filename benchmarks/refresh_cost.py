@@ -53,6 +53,7 @@ def main() -> None:
         vocab_docs=args.vocab_docs,
         heldout=args.heldout,
         dtype=args.dtype,
+        fixed_topics=True,  # a refresh's cost at a fixed K
     )
     session: LearningSession[int] = LearningSession(settings.model, torch.device("cpu"))
     session.begin(build_vocabulary(stream[: args.vocab_docs], args.vocab_size))

@@ -169,7 +169,10 @@ def run_streamlda(
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     # The service's learning session: its learn() is the step the worker and train take.
-    session: LearningSession[None] = LearningSession(Settings.model_construct().model, device)
+    # K fixed: the run's learner holds config's K, every slot live (topics move only in
+    # benchmarks.topic_shapes and topic_moves_live)
+    fixed = Settings.model_construct().model.model_copy(update={"fixed_topics": True})
+    session: LearningSession[None] = LearningSession(fixed, device)
     model = session.begin(vocabulary, StreamingLDA(config, device, seed=args.seed))
     docs, tokens, index, train_s = 0, 0, 0, 0.0
     if observe is not None:
