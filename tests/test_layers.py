@@ -61,6 +61,7 @@ TORCH_FREE = (
     "lda.relevance",
     "lda.search",
     "lda.topic_ids",
+    "lda.shaping.config",
 )
 
 
