@@ -220,7 +220,7 @@ def reassign(d: Draw, k: int, generator: torch.Generator) -> tuple[torch.Tensor,
 def retire_gain(d: Draw, k: int, tokens: torch.Tensor, to: torch.Tensor) -> float:
     """log p(w, z) after topic ``k`` is taken away and its ``tokens`` go to the live positions
     ``to`` (:func:`reassign`), minus before; gamma_0 loses gamma_k."""
-    L, U, D = d.topic_word.shape[0], d.words.numel(), d.doc_topic.shape[0]
+    L, U = d.topic_word.shape[0], d.words.numel()
     used = d.topic_word[k] > 0  # a word k never drew adds nothing to its evidence
     removed = -d.evidence(d.topic_word[k : k + 1, used]).squeeze()
     removed = removed - d.scale * _documents(d.doc_topic[:, k : k + 1], d.gamma[k].reshape(1))
@@ -246,8 +246,10 @@ def retire_gain(d: Draw, k: int, tokens: torch.Tensor, to: torch.Tensor) -> floa
             - torch.lgamma(prior + c * totals)
         ).sum()
     )
-    moved = _bincount2(doc, to, D, L)[:, receivers]
-    counts = d.doc_topic[:, receivers]
+    # only the documents of k's tokens change: the others' terms cancel
+    docs, doc = torch.unique(doc, return_inverse=True)
+    moved = _bincount2(doc, to, int(docs.numel()), L)[:, receivers]
+    counts = d.doc_topic[docs][:, receivers]
     g = d.gamma[receivers]
     docs = _documents(counts + moved, g) - _documents(counts, g)
     return float(removed + gained + d.scale * docs) + _total_change(d, total)
