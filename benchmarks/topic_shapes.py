@@ -124,17 +124,19 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def shaping_config(pairs: str) -> Any:
     """ShapingConfig with the name=value ``pairs`` over its defaults (each value parsed as the
-    default's type; ``none`` for an optional one)."""
+    default's type; ``none`` for an optional one; ``kinds`` joined by +, e.g. retire+merge)."""
     if ShapingConfig is None:
         return None
     defaults = ShapingConfig()
     changes: dict[str, Any] = {}
     for pair in filter(None, (p.strip() for p in pairs.split(","))):
         name, _, text = pair.partition("=")
-        if not hasattr(defaults, name) or name == "kinds":
-            raise ValueError(f"no ShapingConfig field {name!r} that takes one value")
+        if not hasattr(defaults, name):
+            raise ValueError(f"no ShapingConfig field {name!r}")
         default = getattr(defaults, name)
-        if text.lower() == "none":
+        if name == "kinds":
+            changes[name] = tuple(filter(None, text.split("+")))
+        elif text.lower() == "none":
             changes[name] = None
         elif isinstance(default, bool):
             changes[name] = text.lower() in ("1", "true", "yes")

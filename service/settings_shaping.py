@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
-from lda.shaping import Kind, ShapingConfig
+from lda.shaping.config import Kind, ShapingConfig
 from service.settings_learning import Group
 
 PREFIX = "shaping_"
