@@ -11,6 +11,9 @@ DEV    := $(VENV)/.installed-dev
 # The CPU build of torch (a local file on these machines); GPU users install their CUDA build.
 TORCH  ?= torch==2.13.0
 ARGS   ?=
+# Test processes: most slow tests wait on the processes and servers they start, so two share
+# even a 2-core machine well (pytest-xdist); JOBS=0 runs them in this one process.
+JOBS   ?= 2
 
 .PHONY: install tools run test lint bench clean compose-up compose-down compose-test
 
@@ -44,7 +47,7 @@ test: $(DEV) tools
 	$(PY) -m ruff check lda service tests benchmarks
 	$(PY) -m ruff format --check lda service tests benchmarks
 	$(PY) -m mypy
-	$(PY) -m pytest -q -m "not compose" $(ARGS)
+	$(PY) -m pytest -q -n $(JOBS) -m "not compose" $(ARGS)
 
 # The stack of docker-compose.yml under the engine this host has (Docker, or Podman installed
 # with apt), its images built from Debian's packages where no registry serves them; the API on
