@@ -123,28 +123,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def shaping_config(pairs: str) -> Any:
-    """ShapingConfig with the name=value ``pairs`` over its defaults (each value parsed as the
-    default's type; ``none`` for an optional one; ``kinds`` joined by +, e.g. retire+merge)."""
+    """ShapingConfig with the name=value ``pairs`` over its defaults, each parsed and checked as
+    its STREAMLDA_SHAPING_ setting is (``none`` for an optional one; ``kinds`` joined by +,
+    e.g. retire+merge)."""
     if ShapingConfig is None:
         return None
-    defaults = ShapingConfig()
-    changes: dict[str, Any] = {}
+    from service.settings_shaping import PREFIX, ShapingSettings
+
+    values: dict[str, Any] = {}
     for pair in filter(None, (p.strip() for p in pairs.split(","))):
         name, _, text = pair.partition("=")
-        if not hasattr(defaults, name):
-            raise ValueError(f"no ShapingConfig field {name!r}")
-        default = getattr(defaults, name)
-        if name == "kinds":
-            changes[name] = tuple(filter(None, text.split("+")))
-        elif text.lower() == "none":
-            changes[name] = None
-        elif isinstance(default, bool):
-            changes[name] = text.lower() in ("1", "true", "yes")
-        elif isinstance(default, int):
-            changes[name] = int(text)
-        else:
-            changes[name] = float(text)
-    return ShapingConfig(**changes)
+        values[PREFIX + name] = text.split("+") if name == "kinds" else text
+    return ShapingSettings(**values).config()
 
 
 # --- the counts ---------------------------------------------------------------------------
