@@ -216,6 +216,7 @@ class StreamingLDA:
             expectations=lambda beta, docs: self._expectations(beta, docs, at, documents),
             group=_group(reducer),
             scale=self.corpus_size(0 if revisit else where.documents) / where.documents,
+            rows=self.live_index,
         )
         self._prior_sums = None
         info = self.chain.update(minibatch, self.step_size * step_scale, self.generator)

@@ -30,12 +30,15 @@ if TYPE_CHECKING:
 class Minibatch:
     """One step's data as a chain takes it: the documents, the learner's Gibbs sweeps to run on
     them (a chain picks the beta, and may renumber the words to its columns), the ranks whose
-    counts are summed, and the gradient's scale N/n."""
+    counts are summed, the gradient's scale N/n, and the rows that hold a topic: the others'
+    expected counts are zero, and a chain may leave them as they are (a free slot's row is
+    rewritten before it holds a topic again)."""
 
     batch: Batch  # on the chain's device
     expectations: Callable[[torch.Tensor, Batch], GibbsExpectations]  # (beta, documents)
     group: Reducer | None  # the ranks that share the step (None: this rank alone)
     scale: float  # N / n
+    rows: torch.Tensor | None = None  # (L,) int64 the live slots; None: every row
 
     def topic_word(self, beta: torch.Tensor, batch: Batch, dtype: torch.dtype) -> torch.Tensor:
         """(K, beta's columns) sum over the minibatch's documents (every rank's, in a group) of

@@ -118,7 +118,8 @@ class LazySCIRChain:
         else:
             columns_np, local_np = columns_of(batch.words.numpy(), n_words)
             columns, local = torch.from_numpy(columns_np), torch.from_numpy(local_np)
-        lazy.catch_up(columns, generator)
+        rows = minibatch.rows  # the free slots' rows wait: they hold no topic
+        lazy.catch_up(columns, generator, rows)
         beta = lazy.beta_columns(columns)
         mine = Batch(local, batch.offsets)
         if group is None:
@@ -134,7 +135,8 @@ class LazySCIRChain:
             topic_word = counts + seeds.at_columns(columns, counts.shape[0], counts.dtype) * (
                 kept / minibatch.scale
             )
-        if not lazy.advance(columns, topic_word, minibatch.scale / kept, step_size, generator):
+        scale = minibatch.scale / kept
+        if not lazy.advance(columns, topic_word, scale, step_size, generator, rows):
             raise NonFiniteError(f"non-finite theta after step {self.step + 1}")
         if lazy.due_for_sync():
             lazy.sync(generator)

@@ -224,10 +224,31 @@ class LazyChain:
 
     # --- moves ---------------------------------------------------------------------------
 
-    def catch_up(self, columns: torch.Tensor | None, generator: torch.Generator) -> None:
-        """Bring ``columns`` (sorted word ids; None: all) to the current time, exactly."""
+    def catch_up(
+        self,
+        columns: torch.Tensor | None,
+        generator: torch.Generator,
+        rows: torch.Tensor | None = None,
+    ) -> None:
+        """Bring ``columns`` (sorted word ids; None: all) to the current time, exactly, on
+        ``rows`` (topic slots; None: all). A row left out is held: its theta stays as it is,
+        its mean follows that value (for a free slot's row, which holds no topic and is
+        rewritten before it holds one)."""
         ids = torch.arange(self.theta.shape[1]) if columns is None else columns
-        lazy_kernel.catch_up_columns(self.arrays(), ids.numpy(), _key(generator))
+        lazy_kernel.catch_up_columns(
+            self.arrays(),
+            ids.numpy(),
+            _key(generator),
+            self._moved(rows),
+        )
+
+    def _moved(self, rows: torch.Tensor | None) -> np.ndarray:
+        """The kernels' (K,) bool mask of the rows drawn: ``rows``, or every row."""
+        moved = np.ones(self.theta.shape[0], dtype=np.bool_)
+        if rows is not None:
+            moved[:] = False
+            moved[rows.to("cpu", torch.int64).numpy()] = True
+        return moved
 
     def advance(
         self,
@@ -236,9 +257,11 @@ class LazyChain:
         scale: float,
         h: float,
         generator: torch.Generator,
+        rows: torch.Tensor | None = None,
     ) -> bool:
         """One SCIR step of time ``h`` on ``columns`` (up to date: :meth:`catch_up` first),
-        with the minibatch's (K, m) expected counts on them and the scale N/n. Returns whether
+        with the minibatch's (K, m) expected counts on them and the scale N/n, on ``rows``
+        (None: all; a row left out is held, as in :meth:`catch_up`). Returns whether
         everything stayed finite."""
         if h <= 0.0:
             raise ValueError(f"SCIR's step size must be positive, got {h}")
@@ -252,6 +275,7 @@ class LazyChain:
             math.exp(before),
             math.exp(before + h),
             _key(generator),
+            self._moved(rows),
         )
         self.time += h
         self.steps += 1

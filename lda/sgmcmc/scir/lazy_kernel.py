@@ -126,10 +126,12 @@ def catch_up_columns(
     chain: ChainArrays,  # theta, total and row_stale updated on ``columns``, which are stamped
     columns: np.ndarray,  # (m,) int64 word ids
     key: np.uint64,
+    moved: np.ndarray,  # (K,) bool: the rows drawn; the others' theta is held
 ) -> None:
-    """Bring ``columns`` to the current time: each coordinate an exact CIR transition towards
-    Gamma(alpha) over its elapsed time (no data touched it meanwhile), the mean's total caught
-    up with the conditional mean path, and the row sums' stale part re-based."""
+    """Bring ``columns`` to the current time: each coordinate of a ``moved`` row an exact CIR
+    transition towards Gamma(alpha) over its elapsed time (no data touched it meanwhile), the
+    mean's total caught up with the conditional mean path (a held row's: its value), and the
+    row sums' stale part re-based."""
     theta, total, alpha = chain.theta, chain.total, chain.alpha
     column_time, column_step, column_mark = chain.column_time, chain.column_step, chain.column_mark
     time, steps, mark, decay = chain.time, chain.steps, chain.mark, chain.decay
@@ -153,6 +155,10 @@ def catch_up_columns(
             column = chain.column_key[w]
             for k in range(n_topics):
                 x0 = float(x_row[k])
+                if not moved[k]:  # a held row (a free slot's): no draw, its value the path
+                    t_row[k] = decay_power * t_row[k] + x0 * (1.0 - decay_power)
+                    delta[k] += (x0 - alpha) * (now - grown)
+                    continue
                 x1, _ = cir_given(
                     x0,
                     alpha,
@@ -180,11 +186,13 @@ def advance_columns(
     now: float,  # e^T before the step
     after: float,  # e^(T + h)
     key: np.uint64,
+    moved: np.ndarray,  # (K,) bool: the rows drawn; the others' theta is held
 ) -> int:
-    """One SCIR step on the minibatch's columns: theta_wk an exact CIR transition of time h
-    towards Gamma(alpha + (N/n) E[n_kw]); the step's sample folded into the mean's total. The
-    caller stamps the columns with the new time. Returns how many shapes or row sums were not
-    finite (a non-finite gradient: the caller restores the state)."""
+    """One SCIR step on the minibatch's columns: theta_wk of a ``moved`` row an exact CIR
+    transition of time h towards Gamma(alpha + (N/n) E[n_kw]) (a held row keeps its value);
+    the step's sample folded into the mean's total. The caller stamps the columns with the new
+    time. Returns how many shapes or row sums were not finite (a non-finite gradient: the
+    caller restores the state)."""
     theta, total, row_stale = chain.theta, chain.total, chain.row_stale
     alpha, decay = chain.alpha, chain.decay
     n_topics = theta.shape[1]
@@ -203,18 +211,21 @@ def advance_columns(
             column = chain.column_key[w]
             for k in range(n_topics):
                 x0 = float(x_row[k])
-                a = alpha + scale * counts[k]
-                if not math.isfinite(a):
-                    bad[c] += 1
-                x1, _ = cir_given(
-                    x0,
-                    a,
-                    c_h,
-                    mix,
-                    stream(key, stream_index(k, column, chain.key_stride, n_topics)),
-                )
-                x_row[k] = x1
-                x1 = float(x_row[k])
+                if moved[k]:
+                    a = alpha + scale * counts[k]
+                    if not math.isfinite(a):
+                        bad[c] += 1
+                    x1, _ = cir_given(
+                        x0,
+                        a,
+                        c_h,
+                        mix,
+                        stream(key, stream_index(k, column, chain.key_stride, n_topics)),
+                    )
+                    x_row[k] = x1
+                    x1 = float(x_row[k])
+                else:
+                    x1 = x0
                 t_row[k] = decay * t_row[k] + (1.0 - decay) * x1
                 delta[k] += (x1 - alpha) * after - (x0 - alpha) * now
     _add_chunks(change, row_stale)

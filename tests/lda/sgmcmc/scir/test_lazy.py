@@ -309,3 +309,33 @@ def test_sample_at_draws_what_a_full_sample_draws_there():
     drawn = torch.stack(ratios)  # (draws, K)
     error = drawn.std(dim=0) / math.sqrt(drawn.shape[0])
     assert bool(((drawn.mean(dim=0) - 1).abs() < 5 * error).all()), drawn.mean(dim=0)
+
+
+def test_steps_on_some_rows_move_those_rows_as_a_step_on_all_would():
+    """A step given the live rows draws each of them exactly as a step of every row does (the
+    streams are per coordinate) and holds the other rows' theta where it was: a free slot
+    costs no transitions, and its mean stays a distribution (no row of zeros to divide)."""
+
+    def run(rows: torch.Tensor | None) -> LazyChain:
+        g = torch.Generator().manual_seed(3)
+        start = torch.rand(4, 5, generator=torch.Generator().manual_seed(4), dtype=torch.float64)
+        chain = LazyChain(start + 0.5, ALPHA, decay=0.9)
+        for columns_list, h in zip(PATTERN, STEPS, strict=True):
+            columns = torch.tensor(columns_list)
+            chain.catch_up(columns, g, rows)
+            counts = COUNTS[columns].expand(4, -1).contiguous()
+            chain.advance(columns, counts, SCALE, h, g, rows)
+        return chain
+
+    every, some = run(None), run(torch.tensor([0, 2]))
+    start = run(torch.tensor([], dtype=torch.int64))  # no row moves: the start as it was
+    for k in (0, 2):
+        assert torch.equal(some.theta[k], every.theta[k])
+        assert torch.equal(some.total[k], every.total[k])
+    held = start.theta[[1, 3]]
+    assert torch.equal(some.theta[[1, 3]], held)
+    assert not torch.equal(some.theta[[1, 3]], every.theta[[1, 3]])
+    mean = some.mean_beta(torch.float64)
+    assert bool((mean[[1, 3]] > 0).all())
+    torch.testing.assert_close(mean[[1, 3]].sum(dim=1), torch.ones(2, dtype=torch.float64))
+    torch.testing.assert_close(mean[[0, 2]], every.mean_beta(torch.float64)[[0, 2]])
