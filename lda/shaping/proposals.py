@@ -147,10 +147,16 @@ def splits(
     return [(k, None) for k in order[:wanted]]
 
 
+# Top words a split's halves may share fewer of than a duplicate pair's ``overlap``: halves
+# drift towards each other after a split (their running means share the parent's history).
+SPLIT_MARGIN = 1
+
+
 def distinct(beta: torch.Tensor, fraction: torch.Tensor, config: ShapingConfig) -> bool:
-    """Whether a topic (``beta`` its (W,) row) divided by ``fraction`` gives halves that are
-    not a duplicate pair: f beta and (1 - f) beta share fewer than ``overlap`` top words."""
+    """Whether a topic (``beta`` its (W,) row) divided by ``fraction`` gives halves that will
+    not be a duplicate pair: f beta and (1 - f) beta share fewer than ``overlap`` less
+    SPLIT_MARGIN top words."""
     f = fraction.to(beta.device, torch.float64)
     kept = set(torch.topk(beta * f, config.top).indices.tolist())
     given = set(torch.topk(beta * (1 - f), config.top).indices.tolist())
-    return len(kept & given) < config.overlap
+    return len(kept & given) < max(1, config.overlap - SPLIT_MARGIN)

@@ -278,3 +278,23 @@ def test_a_split_that_would_leave_a_half_dead_is_not_made(dead_share: float) -> 
     assert shaper.decisions["split scored"] == LIVE
     kept = shaper.decisions["split kept"]
     assert kept > 0 if dead_share == 0.0 else kept == 0
+
+
+@pytest.mark.parametrize("shared", [3, 4, 5])
+def test_a_split_is_made_only_when_its_halves_share_fewer_top_words_than_a_pair_less_a_margin(
+    shared: int,
+) -> None:
+    """Halves sharing ``shared`` of their top 10 words: a duplicate pair shares 5, and halves
+    drift together after a split, so only halves sharing under 5 - SPLIT_MARGIN are made."""
+    config = ShapingConfig()
+    own = config.top - shared  # each half's words of its own
+    beta = torch.ones(60, dtype=torch.float64)
+    fraction = torch.full((60,), 0.5, dtype=torch.float64)
+    beta[:shared] = 100.0  # in both halves' top words: 50 each
+    beta[10 : 10 + own] = 60.0  # the first half's
+    fraction[10 : 10 + own] = 1.0
+    beta[30 : 30 + own] = 60.0  # the second half's
+    fraction[30 : 30 + own] = 0.0
+    made = proposals.distinct(beta / beta.sum(), fraction, config)
+    assert made == (shared < config.overlap - proposals.SPLIT_MARGIN)
+    assert proposals.SPLIT_MARGIN >= 1
