@@ -98,9 +98,11 @@ def draw(
     D = int(lengths.numel())
     token_doc = torch.repeat_interleave(torch.arange(D), lengths)
     vocabulary, token_word = torch.unique(words, return_inverse=True)
-    columns = beta.index_select(1, vocabulary.to(beta.device))  # (K or L, U)
-    columns = columns if rows is None else columns[rows.to(columns.device)]
-    beta_u = columns.to("cpu", torch.float64).T.contiguous()  # (U, L)
+    # (U, K or L): each word's row of topics, read as rows of beta's transpose (the lazy
+    # chain keeps beta word-major, so these are contiguous reads and no transposed copy)
+    columns = beta.T.index_select(0, vocabulary.to(beta.device))
+    columns = columns if rows is None else columns[:, rows.to(columns.device)]
+    beta_u = columns.to("cpu", torch.float64).contiguous()  # (U, L)
     L = beta_u.shape[1]
     M = min(L, CANDIDATES)
     weight, candidates = (expected.to(torch.float64) + gamma.to(torch.float64)).topk(M, dim=1)
