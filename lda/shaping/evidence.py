@@ -26,6 +26,8 @@ import numpy as np
 import torch
 from scipy import sparse
 
+from lda.shaping import draw_kernel
+
 CANDIDATES = 16  # topics a token of the window is drawn among: its document's likeliest
 SUB_SWEEPS = 10  # rounds that settle a split's two halves over the topic's documents
 MIN_TOKENS = 10  # a document's tokens of a topic that make it one the halves are drawn by
@@ -84,7 +86,6 @@ def draw(
     gamma: torch.Tensor,
     alpha: float,
     generator: torch.Generator,
-    chunk_tokens: int = 1 << 16,
     rows: torch.Tensor | None = None,
 ) -> Draw:
     """Each token of the documents (``words`` (T,) one after another, ``lengths`` (D,)) given
@@ -106,13 +107,17 @@ def draw(
     L = beta_u.shape[1]
     M = min(L, CANDIDATES)
     weight, candidates = (expected.to(torch.float64) + gamma.to(torch.float64)).topk(M, dim=1)
-    topics = torch.empty_like(words)
-    for start in range(0, words.numel(), chunk_tokens):
-        end = min(start + chunk_tokens, words.numel())
-        doc = token_doc[start:end]
-        these = candidates[doc]  # (t, M)
-        p = weight[doc] * beta_u[token_word[start:end].unsqueeze(1), these]
-        topics[start:end] = these.gather(1, _categorical(p, generator).unsqueeze(1)).squeeze(1)
+    uniforms = torch.rand(words.numel(), generator=generator, dtype=torch.float64)
+    topics = torch.empty(words.numel(), dtype=torch.int64)
+    draw_kernel.draw_topics(
+        token_doc.numpy(),
+        token_word.contiguous().numpy(),
+        candidates.contiguous().numpy(),
+        weight.contiguous().numpy(),
+        beta_u.numpy(),
+        uniforms.numpy(),
+        topics.numpy(),
+    )
     U = int(vocabulary.numel())
     return Draw(
         token_word=token_word,

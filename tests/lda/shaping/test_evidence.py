@@ -203,3 +203,30 @@ def test_a_pair_from_one_topic_merges_and_two_topics_do_not() -> None:
     expected2[D // 2 :, 2] = n
     d2 = evidence.draw(words2, lengths, expected2, beta, gamma, 1e-3, g)
     assert evidence.merge_gain(d2, 0, 2, learned=False) < 0
+
+
+def test_each_token_draws_its_topic_in_proportion_to_weight_times_beta() -> None:
+    """Two documents of 20,000 tokens each (two words) over 20 topics: each (document, word)
+    draws among the document's 16 likeliest topics with p proportional to (E[n_dk] +
+    gamma_k) beta[k, w], never one outside them. Chi-square, p > 1e-3 at this seed."""
+    from scipy import stats
+
+    g = torch.Generator().manual_seed(5)
+    L, D, T = 20, 2, 20_000
+    beta = torch.rand(L, W, generator=g, dtype=torch.float64) + 0.05
+    beta /= beta.sum(1, keepdim=True)
+    expected = torch.rand(D, L, generator=g, dtype=torch.float64) * 10
+    gamma = torch.full((L,), 0.1, dtype=torch.float64)
+    words = torch.tensor([3, 7], dtype=torch.int64).repeat(D * T // 2)
+    lengths = torch.full((D,), T, dtype=torch.int64)
+    d = evidence.draw(words, lengths, expected, beta, gamma, 0.05, g)
+    for doc in range(D):
+        weight = expected[doc] + gamma
+        top = torch.topk(weight, evidence.CANDIDATES).indices
+        for word in (3, 7):
+            on = (d.token_doc == doc) & (d.words[d.token_word] == word)
+            seen = torch.bincount(d.token_topic[on], minlength=L).to(torch.float64)
+            assert float(seen[[k for k in range(L) if k not in top.tolist()]].sum()) == 0
+            p = weight[top] * beta[top, word]
+            result = stats.chisquare(seen[top].numpy(), (p / p.sum() * seen.sum()).numpy())
+            assert result.pvalue > 1e-3, (doc, word, result)
