@@ -211,12 +211,13 @@ class StreamingLDA:
         if where.documents == 0:
             raise ValueError("cannot learn from an empty minibatch")
         at: Layout = where
+        live = self.live_index
         minibatch = Minibatch(
             batch=Batch(batch.words.to(self.device), batch.offsets),
-            expectations=lambda beta, docs: self._expectations(beta, docs, at, documents),
+            expectations=lambda beta, docs: self._expectations(beta, docs, at, documents, live),
             group=_group(reducer),
             scale=self.corpus_size(0 if revisit else where.documents) / where.documents,
-            rows=self.live_index,
+            rows=live,
         )
         self._prior_sums = None
         info = self.chain.update(minibatch, self.step_size * step_scale, self.generator)
@@ -235,10 +236,11 @@ class StreamingLDA:
         batch: Batch,
         where: Layout,
         documents: Callable[[torch.Tensor], None] | None,
+        live: torch.Tensor | None,
     ) -> GibbsExpectations:
-        """This rank's Gibbs expectations of ``batch`` on ``beta`` (the learner's sweeps), the
-        document sums too when ``documents`` wants them."""
-        live = self.live_index
+        """This rank's Gibbs expectations of ``batch`` on ``beta`` (the learner's sweeps) over
+        the ``live`` slots (None: every slot), the document sums too when ``documents`` wants
+        them."""
         gamma = self.gamma if live is None else self.live_gamma
         sweeps = dataclasses.replace(GibbsConfig.from_learner(self.config), gamma=gamma)
         learning = self.prior.learn

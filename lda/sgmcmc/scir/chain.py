@@ -118,7 +118,7 @@ class LazySCIRChain:
         else:
             columns_np, local_np = columns_of(batch.words.numpy(), n_words)
             columns, local = torch.from_numpy(columns_np), torch.from_numpy(local_np)
-        rows = minibatch.rows  # the free slots' rows wait: they hold no topic
+        rows = minibatch.rows  # the live slots: a free slot's row is held, not drawn
         lazy.catch_up(columns, generator, rows)
         beta = lazy.beta_columns(columns)
         mine = Batch(local, batch.offsets)
