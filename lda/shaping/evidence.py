@@ -30,6 +30,7 @@ from lda.shaping import draw_kernel
 
 CANDIDATES = 16  # topics a token of the window is drawn among: its document's likeliest
 SUB_SWEEPS = 10  # rounds that settle a split's two halves over the topic's documents
+PRINCIPAL_ROUNDS = 30  # power iterations for a split's principal direction
 MIN_TOKENS = 10  # a document's tokens of a topic that make it one the halves are drawn by
 SPLIT_PSEUDO = 0.5  # tokens a half's counts are smoothed by
 
@@ -273,8 +274,9 @@ def halves(
     documents with at least MIN_TOKENS tokens of k are split by cosine two-means on their
     counts of k's words, each word weighed by log(documents / documents using it) (a word all
     of k's documents use tells the halves nothing), in ``sweeps`` rounds started from
-    ``fraction`` ((W,), a proposal's f: the documents it leans to most) when given; the other
-    documents go to the nearer half. All False (no split) when a side would be empty."""
+    ``fraction`` ((W,), a proposal's f: the documents it leans to most) when given, else from
+    their principal direction; the other documents go to the nearer half. All False (no
+    split) when a side would be empty."""
     on_k = d.tokens_of(k)
     first = torch.zeros(d.token_topic.numel(), dtype=torch.bool)
     if on_k.numel() == 0:
@@ -336,26 +338,20 @@ def two_means(
     unit: sparse.csr_matrix, sure: torch.Tensor, iterations: int, start: torch.Tensor | None = None
 ) -> torch.Tensor:
     """(m,) bool: the rows of ``unit`` ((m, n) sparse, each of unit length) split in two by
-    cosine two-means over the ``sure`` rows, started from ``start`` or from the longest sure
-    row against the sure row least like it; every row then goes to the nearer centre. All
-    False when a side empties. (scipy's CSR products: a topic's few hundred documents are far
-    below what torch's sparse kernels pay off at.)"""
+    cosine two-means over the ``sure`` rows, started from ``start`` or from the sure rows'
+    principal direction (:func:`principal_side`); every row then goes to the nearer centre.
+    All False when a side empties. (scipy's CSR products: a topic's few hundred documents are
+    far below what torch's sparse kernels pay off at.)"""
     m = unit.shape[0]
     nothing = torch.zeros(m, dtype=torch.bool)
     ok = sure.numpy()
     unit_t = unit.T.tocsr()
     if start is None or bool(start[sure].all()) or not bool(start[sure].any()):
-        lengths = np.asarray(unit.sum(axis=1)).ravel()
-        first = int(np.where(ok, lengths, -1.0).argmax())
-        likeness = unit @ unit.getrow(first).T.toarray().ravel()  # (m,): row ``first``
-        second = int(np.where(ok, likeness, 2.0).argmin())
-        side = np.zeros(m, dtype=bool)
-        side[first] = True
-        members = np.zeros((m, 2))
-        members[first, 0] = members[second, 1] = 1.0
-    else:
-        side = (start & sure).numpy()
-        members = np.stack([side, ok & ~side], axis=1).astype(np.float64)
+        start = principal_side(unit, sure)
+    side = (start & sure).numpy()
+    if not side.any() or bool(side[ok].all()):
+        return nothing
+    members = np.stack([side, ok & ~side], axis=1).astype(np.float64)
     for _ in range(iterations):
         centres = unit_t @ members  # (n, 2)
         centres /= np.maximum(np.linalg.norm(centres, axis=0, keepdims=True), 1e-300)
@@ -365,6 +361,26 @@ def two_means(
             return nothing
         members = np.stack([side & ok, ok & ~side], axis=1).astype(np.float64)
     return torch.from_numpy(side)
+
+
+def principal_side(
+    unit: sparse.csr_matrix, sure: torch.Tensor, rounds: int = PRINCIPAL_ROUNDS
+) -> torch.Tensor:
+    """(m,) bool: the rows on the positive side of the sure rows' principal direction, the top
+    right singular vector of their centred matrix (power iteration from the longest sure row,
+    centred). A start of two balanced halves: started from one document and the one least like
+    it, two-means mostly peeled a few outlying documents off a topic (halves under the dead
+    line, refused), as principal-direction bisection does not (docs/model.md, "The shaper")."""
+    rows = np.flatnonzero(sure.numpy())
+    x = unit[rows]
+    mu = np.asarray(x.mean(axis=0)).ravel()
+    longest = int(np.asarray(x.sum(axis=1)).ravel().argmax())
+    v = x.getrow(longest).toarray().ravel() - mu
+    for _ in range(rounds):  # v <- C^T C v, C = x - 1 mu^T, never made dense
+        u = x @ v - mu @ v
+        v = x.T @ u - mu * u.sum()
+        v /= max(float(np.linalg.norm(v)), 1e-300)
+    return torch.from_numpy(unit @ v - mu @ v > 0)
 
 
 def _categorical(p: torch.Tensor, generator: torch.Generator) -> torch.Tensor:

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 import torch
+from scipy import sparse
 
 from lda.shaping import evidence
 
@@ -174,6 +176,29 @@ def test_halves_started_from_a_proposals_fraction_split_along_it() -> None:
     on_0 = d.token_topic == 0
     block = (d.words[d.token_word] // 10)[on_0]
     assert torch.equal(first[on_0], block == 0)
+
+
+def test_two_means_splits_two_groups_and_does_not_peel_an_outlier() -> None:
+    """Two groups of 20 documents on words 0-9 and 10-19, every document sharing word 30, and
+    one outlier on words 20-29 alone: two-means divides the groups. Started from the longest
+    document against the one least like it (the outlier), it would peel the outlier off."""
+    g = np.random.default_rng(0)
+    rows = [np.zeros(31)]
+    rows[0][20:30] = g.random(10) + 0.5  # the outlier, first
+    for group in (0, 1):
+        for _ in range(20):
+            row = np.zeros(31)
+            row[group * 10 : group * 10 + 10] = g.random(10) * (g.random(10) < 0.6)
+            row[30] = 1.0
+            rows.append(row)
+    x = np.array(rows)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    unit = sparse.csr_matrix(x)
+    sure = torch.ones(x.shape[0], dtype=torch.bool)
+    side = evidence.two_means(unit, sure, evidence.SUB_SWEEPS).numpy()
+    first, second = side[1:21], side[21:]
+    assert len(set(first.tolist())) == len(set(second.tolist())) == 1  # each group one side
+    assert first[0] != second[0]  # and the two groups apart
 
 
 def test_one_kind_of_document_is_not_split() -> None:
