@@ -26,6 +26,7 @@ from lda.sgmcmc.minibatch import (
     divide_mean_rows,
     merge_mean_rows,
     restart_mean_row,
+    spread_with_mean,
 )
 from lda.sgmcmc.samplers import SAMPLERS, NonFiniteError, SamplerState, StepInfo, init_state, step
 from lda.sgmcmc.scir.chain import LazySCIRChain
@@ -153,6 +154,22 @@ class DenseChain:
         """Row k set to ``row`` with a fresh N(0, 1) momentum, its mean restarted there."""
         state = self._state
         theta = state.theta.clone()
+        theta[k] = row.to(theta.device, theta.dtype)
+        momentum = state.momentum
+        if momentum is not None:
+            momentum = momentum.clone()
+            momentum[k] = _normal_row(momentum, generator)
+        self._state = SamplerState(theta=theta, momentum=momentum, step=state.step)
+        restart_mean_row(self.mean, k, row)
+
+    def spread_row(
+        self, k: int, receivers: torch.Tensor, row: torch.Tensor, generator: torch.Generator
+    ) -> None:
+        """Row k's counts given to ``receivers`` (their momenta kept, their means following),
+        then row k restarted at ``row`` as :meth:`restart_row` does."""
+        state = self._state
+        theta = state.theta.clone()
+        spread_with_mean(theta, self.mean, k, receivers, self.hyper.alpha)
         theta[k] = row.to(theta.device, theta.dtype)
         momentum = state.momentum
         if momentum is not None:

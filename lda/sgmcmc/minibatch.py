@@ -8,7 +8,7 @@ neither imports the other for them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -137,6 +137,58 @@ class Chain(Protocol):
         theta_kw and of its average, row ``free`` takes the rest and a fresh momentum."""
         ...
 
+    def spread_row(
+        self, k: int, receivers: torch.Tensor, row: torch.Tensor, generator: torch.Generator
+    ) -> None:
+        """Row k's counts given to the rows ``receivers`` word by word (:func:`spread_counts`),
+        their averages following, then row k restarted at ``row`` as :meth:`restart_row` does:
+        a retire whose tokens go where the retire's score sends them."""
+        ...
+
+
+# --- a retired row's counts given to the other rows ------------------------------------------
+
+SPREAD_COLUMNS = 2048  # columns a spread edits at once: its temporaries are (K, 2048)
+
+
+def spread_counts(
+    theta: torch.Tensor,
+    k: int,
+    receivers: torch.Tensor,
+    alpha: float,
+    riders: Sequence[tuple[torch.Tensor, torch.Tensor]] = (),
+    weights: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """In place: row k's counts over the prior, (theta_kw - alpha)^+, added to the rows
+    ``receivers`` word by word in the shares theta_jw / sum_receivers theta_jw (each word's
+    topic given the word alone, the topics' sizes included; evenly where none holds the word).
+    Each (matrix, amount) of ``riders`` ((K, W), (W,)) has ``amount`` added to the same rows in
+    the same shares. Row k is left as it was. Returns (R,) float64: each receiver's added
+    counts weighed by ``weights`` ((W,), ones if None), so that a caller's row sums follow."""
+    if bool((receivers == k).any()):
+        raise ValueError(f"row {k} cannot receive its own counts")
+    mask = torch.zeros(theta.shape[0], dtype=theta.dtype, device=theta.device)
+    mask[receivers.to(theta.device)] = 1.0  # a mask, not an index: the blocks stay views
+    given = (theta[k] - alpha).clamp_min(0)
+    tiny = torch.finfo(theta.dtype).tiny
+    even = mask[:, None] / float(mask.sum())
+    added = torch.zeros(theta.shape[0], dtype=torch.float64, device=theta.device)
+    n_words = theta.shape[1]
+    for a in range(0, n_words, SPREAD_COLUMNS):
+        b = min(a + SPREAD_COLUMNS, n_words)
+        block = theta[:, a:b]  # a view: the writes below land in theta
+        part = block * mask[:, None]
+        column = part.sum(dim=0, keepdim=True)  # a word no receiver holds is shared evenly
+        share = torch.where(column > 0, part / column.clamp_min(tiny), even)
+        gift = share * given[a:b]
+        block += gift
+        w = None if weights is None else weights[a:b].to(theta.device, torch.float64)
+        added += (gift.to(torch.float64) * (1.0 if w is None else w)).sum(dim=1)
+        for matrix, amount in riders:
+            matrix[:, a:b] += share.to(matrix.device, matrix.dtype) * amount[a:b]
+    rows = receivers.to(added.device)
+    return added[rows].cpu()
+
 
 # --- a dense mean's rows under the topic moves ------------------------------------------------
 
@@ -157,6 +209,32 @@ def restart_mean_row(mean: ExponentialMean, k: int, theta_row: torch.Tensor) -> 
         return
     row = theta_row.to(mean.total.device, torch.float64)
     mean.total[k] = (mean.weight * row / row.sum()).to(mean.total.dtype)
+
+
+def spread_with_mean(
+    theta: torch.Tensor,
+    mean: ExponentialMean,
+    k: int,
+    receivers: torch.Tensor,
+    alpha: float,
+    riders: Sequence[tuple[torch.Tensor, torch.Tensor]] = (),
+    weights: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """:func:`spread_counts`, a dense mean of beta following: each receiver's mean, weighed by
+    its row's sum, takes row k's, weighed by k's and less the prior's part, in the receiver's
+    shares of each word, and is normalised again (as :func:`merge_mean_rows` weighs a
+    merge)."""
+    if mean.total is None:
+        return spread_counts(theta, k, receivers, alpha, riders, weights)
+    total = mean.total
+    sums = theta.to(torch.float64).sum(dim=1).to(total.device, total.dtype)
+    scaled = total * sums[:, None]  # the means at their rows' sizes: theta's running totals
+    given = (scaled[k] - mean.weight * alpha).clamp_min(0)  # less the prior's part
+    added = spread_counts(theta, k, receivers, alpha, [*riders, (scaled, given)], weights)
+    rows = receivers.to(total.device)
+    part = scaled[rows]
+    total[rows] = part * (mean.weight / part.sum(dim=1, keepdim=True))
+    return added
 
 
 def divide_mean_rows(mean: ExponentialMean, k: int, j: int, fraction: torch.Tensor) -> None:

@@ -12,6 +12,8 @@ caller's generator (the learner's own generators are not touched).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 
 from lda.draws import standard_gamma
@@ -37,14 +39,25 @@ def merge(model: StreamingLDA, k: int, j: int, generator: torch.Generator) -> No
     model.prior.gamma = gamma
 
 
-def retire(model: StreamingLDA, k: int, generator: torch.Generator) -> None:
+def retire(
+    model: StreamingLDA, k: int, generator: torch.Generator, receivers: Sequence[int] = ()
+) -> None:
     """Slot ``k`` redrawn from the prior: theta_kw ~ Gamma(alpha, 1) (a topic no data has
     touched), a fresh N(0, 1) momentum, its average restarted at the new row, gamma_k at the
-    prior's floor, learned or fixed (a free slot takes next to no tokens). A seeded topic is
-    refused."""
+    prior's floor, learned or fixed (a free slot takes next to no tokens). Its counts go to the
+    live topics ``receivers`` first, word by word in proportion to their theta_jw, as the
+    retire's score sends its tokens (lda.sgmcmc.minibatch.spread_counts); with none given they
+    are dropped. A seeded topic is refused."""
     check_topic(model, k)
     check_unseeded(model, k, "retired")
-    model.chain.restart_row(k, _prior_row(model, k, generator), generator)
+    for j in receivers:
+        check_topic(model, j)
+    row = _prior_row(model, k, generator)
+    if receivers:
+        rows = torch.tensor(list(receivers), dtype=torch.int64)
+        model.chain.spread_row(k, rows, row, generator)
+    else:
+        model.chain.restart_row(k, row, generator)
     gamma = model.prior.gamma.clone()
     gamma[k] = model.prior.schedule.floor
     model.prior.gamma = gamma

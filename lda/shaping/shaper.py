@@ -369,8 +369,11 @@ class TopicShaper:
         for kept, away in plan.merges:
             moves.merge(model, kept, away, g)
             ids.merged(kept, away, docs, now, (before[kept], before[away]))
+        # a retired topic's counts go to the topics live after the decision's merges and retires
+        gone = set(plan.retires)
+        receivers = [j for j in ids.live_slots() if j not in gone]
         for k in plan.retires:
-            moves.retire(model, k, g)
+            moves.retire(model, k, g, receivers)
             ids.retired(k, docs, now, before[k])
         for k, slot, fraction in plan.splits:
             divide(model, k, fraction, slot, g)

@@ -22,6 +22,7 @@ from lda.sgmcmc.minibatch import (
     divide_mean_rows,
     merge_mean_rows,
     restart_mean_row,
+    spread_with_mean,
 )
 from lda.sgmcmc.samplers import NonFiniteError, SamplerState, StepInfo
 from lda.sgmcmc.scir.lazy import LazyChain
@@ -183,6 +184,17 @@ class LazySCIRChain:
         self.lazy.merge_rows(k, j, row)
         merge_mean_rows(self.mean, k, j, sums)
         restart_mean_row(self.mean, j, row)
+
+    def spread_row(
+        self, k: int, receivers: torch.Tensor, row: torch.Tensor, generator: torch.Generator
+    ) -> None:
+        """Row k's counts given to ``receivers``, then restarted at ``row``
+        (:meth:`LazyChain.spread_row`)."""
+        self._reads.clear()
+        if self.mean.total is not None:  # a checkpoint's dense mean follows as a dense chain's
+            spread_with_mean(self.lazy.theta.clone(), self.mean, k, receivers, self.lazy.alpha)
+        self.lazy.spread_row(k, receivers, row)
+        restart_mean_row(self.mean, k, row)
 
     def restart_row(self, k: int, row: torch.Tensor, generator: torch.Generator) -> None:
         """Row k set to ``row``, its average restarted there (:meth:`LazyChain.restart_row`)."""

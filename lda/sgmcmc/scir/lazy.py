@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from lda.sgmcmc.columns import ColumnMap, prior_columns
+from lda.sgmcmc.minibatch import spread_counts
 from lda.sgmcmc.scir import lazy_kernel
 from lda.sgmcmc.scir.transition import beta_floor
 
@@ -344,6 +345,21 @@ class LazyChain:
         self._restart(j, row)
         self._recount_stale([k, j])
 
+    def spread_row(self, k: int, receivers: torch.Tensor, row: torch.Tensor) -> None:
+        """Row k's counts given to the rows ``receivers`` at each column's clock
+        (lda.sgmcmc.minibatch.spread_counts), its running total over the prior's part going
+        with them in the same shares; row k then restarted at ``row``."""
+        prior = self._column_weights() * self.alpha  # the prior's part of a running total
+        moved = (self.total[k].to(torch.float64) - prior).clamp_min(0).to(self.total.dtype)
+        added = spread_counts(
+            self.theta, k, receivers, self.alpha, [(self.total, moved)], torch.exp(self.column_time)
+        )
+        self._restart(k, row)
+        stale = self.row_stale.clone()
+        stale[receivers] += added  # sum_w (theta_jw - alpha) e^(t_w) grows by what j took
+        self.row_stale = stale
+        self._recount_stale([k])
+
     def restart_row(self, k: int, row: torch.Tensor) -> None:
         """Row k set to ``row`` ((W,) theta) at every column's clock, its total restarted."""
         self._restart(k, row)
@@ -367,10 +383,15 @@ class LazyChain:
         up to the column's last step: W_s theta_kw, W_s = 1 - decay^(steps then) the mean's
         weight at that step (zero before any step)."""
         self.theta[k] = row.to(self.theta.dtype)
+        weights = self._column_weights()
+        self.total[k] = (weights * self.theta[k].to(torch.float64)).to(self.total.dtype)
+
+    def _column_weights(self) -> torch.Tensor:
+        """(W,) float64 W_s = 1 - decay^(steps then): the mean's weight at each column's last
+        step (zero before any step)."""
         before = self.steps_total - self.steps  # steps taken before the last sync
         exponent = (before + self.column_step).to(torch.float64)
-        weights = 1.0 - torch.pow(torch.tensor(self.decay, dtype=torch.float64), exponent)
-        self.total[k] = (weights * self.theta[k].to(torch.float64)).to(self.total.dtype)
+        return 1.0 - torch.pow(torch.tensor(self.decay, dtype=torch.float64), exponent)
 
     def _recount_stale(self, rows: list[int]) -> None:
         """The row sums' stale part, sum_w (theta_kw - alpha) e^(t_w), counted again on

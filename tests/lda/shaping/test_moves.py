@@ -102,6 +102,47 @@ def test_a_retired_row_is_drawn_from_the_prior(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", CHAINS)
+def test_a_retire_gives_its_counts_to_the_receivers_word_by_word(name: str) -> None:
+    """Retired with receivers, row 2's counts over the prior, (theta_2w - alpha)^+, are added
+    to rows 0, 3 and 4 in proportion to their theta_jw, word by word; row 1 is untouched and
+    row 2 is a fresh prior draw."""
+    model = _trained(name)
+    before = model.state.theta.clone()
+    mean_1 = model.beta_mean[1].clone()
+    alpha = float(model.chain.lazy.alpha) if isinstance(model.chain, LazySCIRChain) else None
+    if alpha is None:
+        alpha = float(model.config.alpha or 0.0)
+    retire(model, 2, torch.Generator().manual_seed(9), receivers=[0, 3, 4])
+    after = model.state.theta
+    rows = [0, 3, 4]
+    gained = (after[rows] - before[rows]).to(torch.float64)
+    given = (before[2] - alpha).clamp_min(0).to(torch.float64)
+    torch.testing.assert_close(gained.sum(dim=0), given, rtol=1e-9, atol=1e-9)
+    share = before[rows].to(torch.float64) / before[rows].to(torch.float64).sum(dim=0)
+    torch.testing.assert_close(gained, share * given, rtol=1e-9, atol=1e-9)
+    assert torch.equal(after[1], before[1])
+    torch.testing.assert_close(model.beta_mean[1], mean_1)
+    assert not torch.equal(after[2], before[2])
+    assert float(model.prior.gamma[2]) == GAMMA_FLOOR
+    torch.testing.assert_close(model.beta_mean.sum(dim=1), torch.ones(K, dtype=torch.float64))
+    with pytest.raises(ValueError, match="own counts"):
+        retire(model, 3, torch.Generator(), receivers=[0, 3])
+
+
+@pytest.mark.parametrize("name", CHAINS)
+def test_a_retire_into_one_receiver_is_a_merge_but_for_the_prior(name: str) -> None:
+    """With one receiver j the retire gives all of row k's counts to j: theta_j and j's mean
+    are what a merge of k into j gives, but for k's prior alpha (tiny here)."""
+    alpha = 1e-9
+    merged, spread = _trained(name, alpha=alpha), _trained(name, alpha=alpha)
+    merge(merged, 1, 3, torch.Generator().manual_seed(5))
+    retire(spread, 3, torch.Generator().manual_seed(5), receivers=[1])
+    # each theta_1w differs by at most k's prior alpha, what a merge adds and a retire does not
+    torch.testing.assert_close(spread.state.theta[1], merged.state.theta[1], rtol=1e-12, atol=alpha)
+    torch.testing.assert_close(spread.beta_mean[1], merged.beta_mean[1], rtol=1e-6, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", CHAINS)
 def test_a_division_keeps_the_row_sum_and_undoes_a_merge(name: str) -> None:
     """Divided, the two rows add up to the row before (the reverse of a merge's sum), each
     word in its fraction; gamma_k is shared by the rows' sums."""
@@ -129,9 +170,10 @@ HALVES = torch.linspace(0.0, 1.0, W, dtype=torch.float64)  # a division's fracti
 
 
 def _every_move(model: StreamingLDA, generator: torch.Generator) -> None:
-    """A merge, a retire and a division into each of the two slots they freed."""
+    """A merge, a retire giving its counts to the live rows and a division into each of the
+    two slots they freed."""
     merge(model, 0, 1, generator)
-    retire(model, 2, generator)
+    retire(model, 2, generator, receivers=[0, 3, 4])
     divide(model, 3, HALVES, 1, generator)
     divide(model, 0, 1 - HALVES, 2, generator)
 
