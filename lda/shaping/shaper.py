@@ -369,8 +369,9 @@ class TopicShaper:
         for kept, away in plan.merges:
             moves.merge(model, kept, away, g)
             ids.merged(kept, away, docs, now, (before[kept], before[away]))
-        # a retired topic's counts go to the topics live after the decision's merges and retires
-        gone = set(plan.retires)
+        # a retired topic's counts go to the unseeded topics live after the decision's merges and
+        # retires: a seeded topic's words are its seeds' and its own data's, not a retire's
+        gone = set(plan.retires) | _seeded(model)
         receivers = [j for j in ids.live_slots() if j not in gone]
         for k in plan.retires:
             moves.retire(model, k, g, receivers)
