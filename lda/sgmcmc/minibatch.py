@@ -212,29 +212,23 @@ def restart_mean_row(mean: ExponentialMean, k: int, theta_row: torch.Tensor) -> 
 
 
 def spread_with_mean(
-    theta: torch.Tensor,
-    mean: ExponentialMean,
-    k: int,
-    receivers: torch.Tensor,
-    alpha: float,
-    riders: Sequence[tuple[torch.Tensor, torch.Tensor]] = (),
-    weights: torch.Tensor | None = None,
-) -> torch.Tensor:
+    theta: torch.Tensor, mean: ExponentialMean, k: int, receivers: torch.Tensor, alpha: float
+) -> None:
     """:func:`spread_counts`, a dense mean of beta following: each receiver's mean, weighed by
     its row's sum, takes row k's, weighed by k's and less the prior's part, in the receiver's
     shares of each word, and is normalised again (as :func:`merge_mean_rows` weighs a
     merge)."""
     if mean.total is None:
-        return spread_counts(theta, k, receivers, alpha, riders, weights)
+        spread_counts(theta, k, receivers, alpha)
+        return
     total = mean.total
     sums = theta.to(torch.float64).sum(dim=1).to(total.device, total.dtype)
     scaled = total * sums[:, None]  # the means at their rows' sizes: theta's running totals
     given = (scaled[k] - mean.weight * alpha).clamp_min(0)  # less the prior's part
-    added = spread_counts(theta, k, receivers, alpha, [*riders, (scaled, given)], weights)
+    spread_counts(theta, k, receivers, alpha, [(scaled, given)])
     rows = receivers.to(total.device)
     part = scaled[rows]
     total[rows] = part * (mean.weight / part.sum(dim=1, keepdim=True))
-    return added
 
 
 def divide_mean_rows(mean: ExponentialMean, k: int, j: int, fraction: torch.Tensor) -> None:
